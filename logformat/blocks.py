@@ -1,0 +1,213 @@
+"""Typed views of block contents and pure builders of the blocks morlog writes.
+
+Builders return :class:`~logformat.framing.BlockFrame` values; ``encode_block`` turns them into
+bytes. Decoders take a block's type, header and content bytes and return records, keys or
+counts; they never touch files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from .avro_content import (
+    decode_avro_content,
+    decode_records,
+    encode_avro_content,
+    encode_records,
+    parse_schema,
+    read_record_count,
+)
+from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from .constants import BlockType, CommandType, HeaderKey
+from .delete_content import DeleteRecord, decode_delete_content, encode_delete_content
+from .errors import ContentError, UsageError
+from .framing import BlockFrame, MetadataMap
+from .parquet_content import (
+    DEFAULT_COMPRESSION,
+    decode_parquet_content,
+    encode_parquet_content,
+    parquet_num_rows,
+)
+
+#: record key meta field present when ``hoodie.populate.meta.fields`` is true
+RECORD_KEY_FIELD = "_hoodie_record_key"
+META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+def make_header(instant: str, extra: Mapping[HeaderKey, str] | None = None) -> MetadataMap:
+    """INSTANT_TIME first, then the other keys in ordinal order (any order is valid)."""
+    values: dict[HeaderKey, str] = {HeaderKey.INSTANT_TIME: instant}
+    for key in sorted(extra or {}):
+        if key == HeaderKey.INSTANT_TIME:
+            raise UsageError("INSTANT_TIME is given by the instant argument")
+        values[key] = (extra or {})[key]
+    return MetadataMap.of(values)
+
+
+def _schema_text(schema: str | dict[str, Any]) -> str:
+    return schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
+
+
+def avro_data_block(
+    records: Sequence[dict[str, Any]],
+    schema: str | dict[str, Any],
+    instant: str,
+    *,
+    extra_header: Mapping[HeaderKey, str] | None = None,
+    block_type: BlockType = BlockType.AVRO_DATA,
+    trailer: bytes = b"",
+) -> BlockFrame:
+    """An Avro data block (content version 3) of ``records`` under the writer ``schema``.
+
+    ``trailer`` is appended after the last record (the index trailer of indexed blocks).
+    """
+    text = _schema_text(schema)
+    raw = encode_records(records, text)
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
+    return BlockFrame(int(block_type), header, encode_avro_content(raw) + trailer)
+
+
+def arrow_to_records(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
+    return table.to_pylist()  # type: ignore[no-any-return]
+
+
+def avro_data_block_from_arrow(table: pa.Table | pa.RecordBatch, instant: str, *,
+                               schema: str | dict[str, Any] | None = None,
+                               extra_header: Mapping[HeaderKey, str] | None = None
+                               ) -> BlockFrame:
+    avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
+    return avro_data_block(arrow_to_records(table), avro, instant, extra_header=extra_header)
+
+
+def cdc_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, Any],
+                   instant: str) -> BlockFrame:
+    return avro_data_block(records, schema, instant, block_type=BlockType.CDC_DATA)
+
+
+def delete_block(records: Sequence[DeleteRecord], instant: str, *,
+                 schema: str | dict[str, Any] | None = None) -> BlockFrame:
+    """A delete block (content version 3). Hudi's data-table writers add the table schema."""
+    extra = {HeaderKey.SCHEMA: _schema_text(schema)} if schema is not None else None
+    return BlockFrame(int(BlockType.DELETE), make_header(instant, extra),
+                      encode_delete_content(records))
+
+
+def rollback_block(instant: str, target_instant: str) -> BlockFrame:
+    """A ROLLBACK command block: ``instant`` rolls back every earlier block of ``target``."""
+    header = make_header(instant, {HeaderKey.TARGET_INSTANT_TIME: target_instant,
+                                   HeaderKey.COMMAND_BLOCK_TYPE: str(int(CommandType.ROLLBACK))})
+    return BlockFrame(int(BlockType.COMMAND), header, b"")
+
+
+def parquet_data_block(table: pa.Table, instant: str, *,
+                       schema: str | dict[str, Any] | None = None,
+                       compression: str = DEFAULT_COMPRESSION,
+                       key_value_metadata: dict[str, str] | None = None) -> BlockFrame:
+    avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
+    content = encode_parquet_content(table, compression=compression,
+                                     key_value_metadata=key_value_metadata)
+    return BlockFrame(int(BlockType.PARQUET_DATA),
+                      make_header(instant, {HeaderKey.SCHEMA: _schema_text(avro)}), content)
+
+
+# --- decoding ---------------------------------------------------------------------------
+
+
+def command_type(header: MetadataMap) -> CommandType | None:
+    raw = header.get(HeaderKey.COMMAND_BLOCK_TYPE)
+    if raw is None:
+        return None
+    try:
+        return CommandType(int(raw))
+    except ValueError:
+        raise ContentError("unknown command block type", path=header.path,
+                           offset=header.offset, expected=[c.value for c in CommandType],
+                           actual=raw) from None
+
+
+def record_count(block_type: int, content: bytes | memoryview, *, base: int = 0,
+                 path: str | None = None) -> int | None:
+    """Records (data) or keys (delete) in a block; None when the content is opaque."""
+    if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
+        return read_record_count(content, base=base, path=path)
+    if block_type == BlockType.DELETE:
+        return len(decode_delete_content(content, base=base, path=path))
+    if block_type == BlockType.PARQUET_DATA:
+        return parquet_num_rows(content, base=base, path=path)
+    if block_type == BlockType.COMMAND:
+        return 0
+    return None
+
+
+def _require_schema(header: MetadataMap, base: int, path: str | None) -> str:
+    schema = header.get(HeaderKey.SCHEMA)
+    if schema is None:
+        raise ContentError("data block has no SCHEMA header", path=path, offset=base)
+    return schema
+
+
+def decode_avro_records(header: MetadataMap, content: bytes | memoryview, *, base: int = 0,
+                        path: str | None = None) -> list[dict[str, Any]]:
+    return decode_records(content, _require_schema(header, base, path), base=base, path=path)
+
+
+def records_to_arrow(records: Sequence[dict[str, Any]], schema: str | dict[str, Any], *,
+                     base: int = 0, path: str | None = None) -> pa.Table:
+    arrow_schema = avro_to_arrow_schema(schema)
+    try:
+        return pa.Table.from_pylist(list(records), schema=arrow_schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        raise ContentError(f"records do not convert to Arrow: {exc}", path=path,
+                           offset=base) from None
+
+
+def decode_data_table(block_type: int, header: MetadataMap, content: bytes | memoryview, *,
+                      base: int = 0, path: str | None = None) -> pa.Table:
+    """The records of an Avro, CDC or Parquet data block as an Arrow table."""
+    if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
+        schema = _require_schema(header, base, path)
+        records = decode_records(content, schema, base=base, path=path)
+        return records_to_arrow(records, schema, base=base, path=path)
+    if block_type == BlockType.PARQUET_DATA:
+        return decode_parquet_content(content, base=base, path=path)
+    raise UsageError(f"block type {BlockType(block_type).name} holds no decodable records")
+
+
+def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview, *,
+               key_field: str = RECORD_KEY_FIELD, base: int = 0,
+               path: str | None = None) -> list[str | None]:
+    """Record keys of a data block (from ``key_field``) or delete block, in block order."""
+    if block_type == BlockType.DELETE:
+        return [r.record_key for r in decode_delete_content(content, base=base, path=path)]
+    if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
+        schema = _require_schema(header, base, path)
+        parsed = parse_schema(schema, path=path, offset=base)
+        names = {f["name"] for f in parsed["fields"]}
+        if key_field not in names:
+            raise ContentError(f"key field {key_field!r} is not in the block schema", path=path,
+                               offset=base)
+        return [r[key_field] for r in decode_records(content, schema, base=base, path=path)]
+    if block_type == BlockType.PARQUET_DATA:
+        table = decode_parquet_content(content, base=base, path=path)
+        if key_field not in table.column_names:
+            raise ContentError(f"key field {key_field!r} is not a column of the block",
+                               path=path, offset=base)
+        return table.column(key_field).to_pylist()  # type: ignore[no-any-return]
+    raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
+
+
+def avro_trailing_bytes(content: bytes | memoryview, *, base: int = 0,
+                        path: str | None = None) -> bytes:
+    """Bytes after the last record of an Avro data block (empty for Hudi's own blocks)."""
+    framing = decode_avro_content(content, base=base, path=path)
+    return bytes(content[framing.end :])

@@ -1,0 +1,221 @@
+"""Delete block content (spec §5.1).
+
+Content::
+
+    i32 contentVersion | i32 payloadLength N | N bytes payload
+
+Version 3 payload is the Avro binary encoding of ``HoodieDeleteRecordList``. The ordering value
+is a union over single-field wrapper records, exactly as Hudi's Java model declares it; since a
+one-field record encodes like its field, the wire form is ``union index + primitive``. Versions
+1 and 2 hold Kryo-serialized Java objects and cannot be decoded outside the JVM.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import io
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+
+from .avro_content import read_content_version
+from .constants import CONTENT_VERSIONS
+from .errors import ContentError, LengthError, TruncatedError, UnsupportedVersionError, UsageError
+
+_II = struct.Struct(">ii")
+_NS = "org.apache.hudi.avro.model"
+
+
+def _wrapper(name: str, value_type: Any) -> dict[str, Any]:
+    return {"type": "record", "name": name, "namespace": _NS,
+            "fields": [{"name": "value", "type": value_type}]}
+
+
+#: union branch index -> (kind, wrapper record name, value type). Order is the wire format.
+ORDERING_BRANCHES: tuple[tuple[str, str, Any], ...] = (
+    ("boolean", "BooleanWrapper", "boolean"),
+    ("int", "IntWrapper", "int"),
+    ("long", "LongWrapper", "long"),
+    ("float", "FloatWrapper", "float"),
+    ("double", "DoubleWrapper", "double"),
+    ("bytes", "BytesWrapper", "bytes"),
+    ("string", "StringWrapper", "string"),
+    ("date", "DateWrapper", {"type": "int", "logicalType": "date"}),
+    ("decimal", "DecimalWrapper",
+     {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    ("time_micros", "TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+    ("timestamp_micros", "TimestampMicrosWrapper",
+     {"type": "long", "logicalType": "timestamp-micros"}),
+)
+_KIND_TO_NAME = {kind: f"{_NS}.{name}" for kind, name, _ in ORDERING_BRANCHES}
+_NAME_TO_KIND = {v: k for k, v in _KIND_TO_NAME.items()}
+
+DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieDeleteRecordList",
+    "namespace": _NS,
+    "fields": [
+        {
+            "name": "deleteRecordList",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "HoodieDeleteRecord",
+                    "namespace": _NS,
+                    "fields": [
+                        {"name": "recordKey", "type": ["null", "string"], "default": None},
+                        {"name": "partitionPath", "type": ["null", "string"], "default": None},
+                        {
+                            "name": "orderingVal",
+                            "type": ["null"] + [_wrapper(n, t) for _, n, t in ORDERING_BRANCHES],
+                            "default": None,
+                        },
+                    ],
+                },
+            },
+        }
+    ],
+}
+_PARSED = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA, named_schemas={})
+
+
+@dataclass(frozen=True)
+class OrderingValue:
+    """An ordering (precombine) value with its explicit wrapper kind (``int``, ``long``...).
+
+    The kind matters on the wire: it selects the union branch. ``natural()`` is Hudi's
+    "natural order" default, IntWrapper(0), which SQL DELETE writes.
+    """
+
+    kind: str
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KIND_TO_NAME:
+            raise UsageError("unknown ordering value kind", expected=sorted(_KIND_TO_NAME),
+                             actual=self.kind)
+
+    @classmethod
+    def natural(cls) -> OrderingValue:
+        return cls("int", 0)
+
+    @classmethod
+    def infer(cls, value: Any) -> OrderingValue | None:
+        """Pick the kind a Python value maps to (int -> long, str -> string...)."""
+        if value is None:
+            return None
+        if isinstance(value, OrderingValue):
+            return value
+        if isinstance(value, bool):
+            return cls("boolean", value)
+        if isinstance(value, int):
+            return cls("long", value)
+        if isinstance(value, float):
+            return cls("double", value)
+        if isinstance(value, str):
+            return cls("string", value)
+        if isinstance(value, bytes):
+            return cls("bytes", value)
+        if isinstance(value, decimal.Decimal):
+            return cls("decimal", value)
+        if isinstance(value, _dt.datetime):
+            return cls("timestamp_micros", value)
+        if isinstance(value, _dt.date):
+            return cls("date", value)
+        if isinstance(value, _dt.time):
+            return cls("time_micros", value)
+        raise UsageError(f"no ordering value kind for {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class DeleteRecord:
+    record_key: str | None
+    partition_path: str | None = None
+    ordering_value: OrderingValue | None = None
+
+
+@dataclass(frozen=True)
+class DeleteContent:
+    version: int
+    records: tuple[DeleteRecord, ...]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def _split(content: bytes | memoryview, base: int, path: str | None) -> tuple[int, bytes]:
+    version = read_content_version(content, base=base, path=path)
+    if len(content) < 8:
+        raise TruncatedError("delete payload length cut off", path=path, offset=base + 4)
+    _, n = _II.unpack_from(content, 0)
+    if n < 0 or n > len(content) - 8:
+        raise LengthError("delete payload length out of range", path=path, offset=base + 4,
+                          expected=f"0..{len(content) - 8}", actual=n)
+    return version, bytes(content[8 : 8 + n])
+
+
+def decode_delete_payload(content: bytes | memoryview, *, base: int = 0,
+                          path: str | None = None) -> tuple[int, dict[str, Any]]:
+    """The version and the raw fastavro value of the payload (union branches as tuples)."""
+    version, payload = _split(content, base, path)
+    if CONTENT_VERSIONS[version].delete_payload != "avro":
+        raise UnsupportedVersionError(
+            "delete block content is Kryo-serialized Java objects; only version 3 (Avro) "
+            "can be decoded outside the JVM", path=path, offset=base, expected=3, actual=version)
+    buf = io.BytesIO(payload)
+    try:
+        value = fastavro.schemaless_reader(buf, _PARSED, None, return_record_name=True)
+    except Exception as exc:
+        raise ContentError(f"delete payload does not decode: {type(exc).__name__}: {exc}",
+                           path=path, offset=base + 8) from None
+    if buf.tell() != len(payload):
+        raise ContentError("delete payload has trailing bytes", path=path, offset=base + 8,
+                           expected=len(payload), actual=buf.tell())
+    return version, value
+
+
+def decode_delete_content(content: bytes | memoryview, *, base: int = 0,
+                          path: str | None = None) -> DeleteContent:
+    version, value = decode_delete_payload(content, base=base, path=path)
+    records = []
+    for item in value["deleteRecordList"]:
+        ov = item["orderingVal"]
+        ordering = None
+        if ov is not None:
+            name, inner = ov
+            ordering = OrderingValue(_NAME_TO_KIND[name], inner["value"])
+        records.append(DeleteRecord(item["recordKey"], item["partitionPath"], ordering))
+    return DeleteContent(version, tuple(records))
+
+
+def delete_records_to_payload(records: Sequence[DeleteRecord]) -> dict[str, Any]:
+    items = []
+    for r in records:
+        ov: Any = None
+        if r.ordering_value is not None:
+            ov = (_KIND_TO_NAME[r.ordering_value.kind], {"value": r.ordering_value.value})
+        items.append({"recordKey": r.record_key, "partitionPath": r.partition_path,
+                      "orderingVal": ov})
+    return {"deleteRecordList": items}
+
+
+def encode_delete_payload_value(value: dict[str, Any], version: int = 3) -> bytes:
+    """Encode a raw payload value (as returned by :func:`decode_delete_payload`)."""
+    if version != 3:
+        raise UsageError("morlog writes delete block content version 3 only", actual=version)
+    buf = io.BytesIO()
+    try:
+        fastavro.schemaless_writer(buf, _PARSED, value)
+    except Exception as exc:
+        raise UsageError(f"delete records do not encode: {type(exc).__name__}: {exc}") from None
+    payload = buf.getvalue()
+    return _II.pack(version, len(payload)) + payload
+
+
+def encode_delete_content(records: Sequence[DeleteRecord], version: int = 3) -> bytes:
+    return encode_delete_payload_value(delete_records_to_payload(records), version)

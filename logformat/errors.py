@@ -1,0 +1,112 @@
+"""The exception hierarchy of morlog.
+
+Every error the library raises on bad input or misuse is a :class:`MorlogError`. Errors about
+bytes carry where they happened (``path`` and ``offset``) and, where it makes sense, what was
+expected and what was found, so that a message reads like::
+
+    /t/p/.f1_20250101.log.1_0-1-1@1234: invalid block magic: expected b'#HUDI#', got b'\\x00\\x00'
+
+``path`` is whatever name the caller gave the bytes (a file path, a URI, ``"<bytes>"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MorlogError(Exception):
+    """Base class of every error raised by morlog."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        offset: int | None = None,
+        expected: Any = None,
+        actual: Any = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.expected = expected
+        self.actual = actual
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None or self.offset is not None:
+            where = f"{self.path if self.path is not None else '<bytes>'}"
+            if self.offset is not None:
+                where += f"@{self.offset}"
+            where += ": "
+        detail = ""
+        if self.expected is not None or self.actual is not None:
+            detail = f": expected {self.expected!r}, got {self.actual!r}"
+        return f"{where}{self.message}{detail}"
+
+    def at(self, path: str | None = None, offset_base: int = 0) -> MorlogError:
+        """Return this error relocated into a file: ``path`` set, ``offset`` shifted.
+
+        Pure decoders report offsets relative to the buffer they were given; readers call
+        this to turn them into absolute file offsets.
+        """
+        new_offset = None if self.offset is None else self.offset + offset_base
+        clone = type(self).__new__(type(self))
+        MorlogError.__init__(
+            clone,
+            self.message,
+            path=path if path is not None else self.path,
+            offset=new_offset,
+            expected=self.expected,
+            actual=self.actual,
+        )
+        return clone
+
+
+class FormatError(MorlogError):
+    """The bytes do not follow the format (corrupt, truncated or foreign input)."""
+
+
+class InvalidMagicError(FormatError):
+    """A block does not start with ``#HUDI#`` (or an index trailer with its own magic)."""
+
+
+class TruncatedError(FormatError):
+    """The input ends before a structure it announced is complete."""
+
+
+class LengthError(FormatError):
+    """A length field is negative or points past the end of its container."""
+
+
+class UnknownBlockTypeError(FormatError):
+    """A block type ordinal this reader does not know."""
+
+
+class UnknownHeaderKeyError(FormatError):
+    """A header or footer key ordinal this reader does not know (strict mode only)."""
+
+
+class HeaderEncodingError(FormatError):
+    """A header or footer value is not valid UTF-8."""
+
+
+class ContentError(FormatError):
+    """A block's content cannot be decoded (bad Avro, bad Parquet, bad delete list...)."""
+
+
+class UnsupportedVersionError(FormatError):
+    """A log format or content version that is known to exist but is not supported."""
+
+
+class UsageError(MorlogError):
+    """The library was called wrongly (invalid arguments, values that cannot be encoded)."""
+
+
+class LogFileExistsError(MorlogError, FileExistsError):
+    """A log file that morlog was about to create exists already (another writer's file)."""
+
+
+class WriteError(MorlogError):
+    """A write failed; the file was restored to its state before the write."""
