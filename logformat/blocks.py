@@ -188,7 +188,7 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
                path: str | None = None) -> list[str | None]:
     """Record keys of a data block (from ``key_field``) or delete block, in block order."""
     if block_type == BlockType.DELETE:
-        return [r.record_key for r in decode_delete_content(content, base=base, path=path)]
+        return [r.record_key for r in decode_delete_content(content, base=base, path=path).records]
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
         parsed = parse_schema(schema, path=path, offset=base)

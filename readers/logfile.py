@@ -1,0 +1,284 @@
+"""Reading a log file: lazy block iteration, both directions, with corrupt-block recovery.
+
+The scan follows Hudi's Java reader (spec §6): a block whose framing does not add up (length
+past the end of the file, reverse pointer mismatch, no magic right after it, inconsistent
+inner lengths) becomes a CORRUPT block that covers everything up to the next ``#HUDI#``, and
+the scan resumes there. A file that does not start with the magic, an unknown block type or an
+unsupported log format version raise the library's typed errors, as Java throws on them.
+
+Content bytes are read only when asked for (:meth:`LogBlock.content`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from logformat import blocks as _blocks
+from logformat.constants import (
+    BLOCK_PREFIX_LEN,
+    MAGIC,
+    MAGIC_LEN,
+    MAX_BLOCK_LENGTH,
+    MIN_BLOCK_LENGTH_V1,
+    TRAILER_LEN,
+    BlockType,
+    CommandType,
+    HeaderKey,
+)
+from logformat.delete_content import DeleteRecord, decode_delete_content
+from logformat.errors import (
+    FormatError,
+    InvalidMagicError,
+    UnknownBlockTypeError,
+    UnknownHeaderKeyError,
+    UnsupportedVersionError,
+)
+from logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
+
+from .storage import RangedSource, open_source
+
+#: first read at a block: enough for the framing of small blocks and the header of large ones
+HEAD_WINDOW = 64 * 1024
+#: corrupt-block recovery scans for the next magic in windows of this size (as Java does)
+SCAN_WINDOW = 1024 * 1024
+
+#: errors that stop a scan instead of becoming a CORRUPT block (Java throws on them too)
+_FATAL = (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError)
+
+
+@dataclass
+class LogBlock:
+    """One block of a log file. Framing is decoded; content is read on demand."""
+
+    offset: int
+    size: int
+    block_type: BlockType
+    header: MetadataMap
+    footer: MetadataMap
+    content_offset: int
+    content_length: int
+    format_version: int = 1
+    #: why a CORRUPT block is corrupt
+    reason: str | None = None
+    _source: RangedSource | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_corrupt(self) -> bool:
+        return self.block_type == BlockType.CORRUPT
+
+    @property
+    def path(self) -> str | None:
+        return self._source.name if self._source is not None else None
+
+    @property
+    def instant(self) -> str | None:
+        return self.header.get(HeaderKey.INSTANT_TIME)
+
+    @property
+    def target_instant(self) -> str | None:
+        return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
+
+    @property
+    def schema(self) -> str | None:
+        return self.header.get(HeaderKey.SCHEMA)
+
+    @property
+    def command_type(self) -> CommandType | None:
+        if self.block_type != BlockType.COMMAND:
+            return None
+        return _blocks.command_type(self.header)
+
+    def content(self) -> bytes:
+        """The block's content bytes (one ranged read)."""
+        if self._source is None or self.content_length == 0:
+            return b""
+        return self._source.read(self.content_offset, self.content_length)
+
+    def raw(self) -> bytes:
+        """The whole block as on disk (for CORRUPT blocks: the bytes it covers)."""
+        assert self._source is not None
+        return self._source.read(self.offset, self.size)
+
+    def frame(self) -> BlockFrame:
+        return BlockFrame(int(self.block_type), self.header, self.content(), self.footer,
+                          self.format_version)
+
+    # --- typed content ------------------------------------------------------------------
+
+    def _kw(self) -> dict[str, Any]:
+        return {"base": self.content_offset, "path": self.path}
+
+    def record_count(self) -> int | None:
+        """Records (data) or keys (delete); None for HFile and CORRUPT blocks."""
+        if self.is_corrupt:
+            return None
+        return _blocks.record_count(self.block_type, self.content(), **self._kw())
+
+    def keys(self, key_field: str = _blocks.RECORD_KEY_FIELD) -> list[str | None]:
+        return _blocks.block_keys(self.block_type, self.header, self.content(),
+                                  key_field=key_field, **self._kw())
+
+    def records(self) -> list[dict[str, Any]]:
+        """Decoded records of an Avro or CDC data block, as dicts."""
+        return _blocks.decode_avro_records(self.header, self.content(), **self._kw())
+
+    def to_arrow(self) -> pa.Table:
+        """Records of an Avro, CDC or Parquet data block as an Arrow table."""
+        return _blocks.decode_data_table(self.block_type, self.header, self.content(),
+                                         **self._kw())
+
+    def delete_records(self) -> tuple[DeleteRecord, ...]:
+        return decode_delete_content(self.content(), **self._kw()).records
+
+
+def _head_to_block(head: BlockHead, source: RangedSource) -> LogBlock:
+    return LogBlock(head.offset, head.size, BlockType(head.block_type), head.header,
+                    head.footer, head.content_offset, head.content_length, head.format_version,
+                    None, source)
+
+
+class LogFileReader:
+    """Blocks of one log file, forwards (with recovery) or backwards (reverse pointers)."""
+
+    def __init__(self, source: RangedSource | str | os.PathLike[str], *,
+                 strict: bool = False) -> None:
+        self.source = source if isinstance(source, RangedSource) else open_source(source)
+        self.strict = strict
+
+    @property
+    def path(self) -> str:
+        return self.source.name
+
+    def __enter__(self) -> LogFileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __iter__(self) -> Iterator[LogBlock]:
+        return self.blocks()
+
+    # --- forward ------------------------------------------------------------------------
+
+    def blocks(self, start: int = 0, limit: int | None = None) -> Iterator[LogBlock]:
+        """Blocks from ``start`` (a block's magic) up to ``limit`` (default: end of file)."""
+        end = self.source.size if limit is None else limit
+        pos = start
+        while end - pos >= MAGIC_LEN:
+            first = self.source.read(pos, min(HEAD_WINDOW, end - pos))
+            if first[:MAGIC_LEN] != MAGIC:
+                raise InvalidMagicError("invalid block magic", path=self.path, offset=pos,
+                                        expected=MAGIC, actual=first[:MAGIC_LEN])
+            try:
+                block = self._read_block(pos, end, first)
+            except _FATAL:
+                raise
+            except FormatError as exc:
+                nxt = self._next_magic(pos + MAGIC_LEN, end)
+                yield LogBlock(pos, nxt - pos, BlockType.CORRUPT, MetadataMap(),
+                               MetadataMap(kind="footer"), pos + BLOCK_PREFIX_LEN, 0, 1,
+                               exc.message, self.source)
+                pos = nxt
+                continue
+            yield block
+            pos = block.offset + block.size
+
+    def _read_block(self, pos: int, end: int, first: bytes) -> LogBlock:
+        """Validate and decode the block at ``pos``; FormatError when its framing is bad."""
+        path = self.path
+        if len(first) < BLOCK_PREFIX_LEN:
+            raise FormatError("block length cut off", path=path, offset=pos + MAGIC_LEN)
+        block_length = read_i64(first, MAGIC_LEN)
+        available = end - pos - BLOCK_PREFIX_LEN
+        if not MIN_BLOCK_LENGTH_V1 <= block_length <= min(available, MAX_BLOCK_LENGTH):
+            raise FormatError(
+                f"block length {block_length} out of range 0..{available}", path=path,
+                offset=pos + MAGIC_LEN)
+        total = BLOCK_PREFIX_LEN + block_length
+        block_end = pos + total
+        # Java's check: reverse pointer == blockLength + 6, then the magic or end of file
+        after = min(end - block_end, MAGIC_LEN)
+        if len(first) >= total + after:
+            tail = first[total - TRAILER_LEN : total + after]
+        else:
+            tail = self.source.read(block_end - TRAILER_LEN, TRAILER_LEN + after)
+        reverse = read_i64(tail, 0)
+        if reverse != block_length + MAGIC_LEN:
+            raise FormatError(f"reverse pointer {reverse} does not match block length "
+                              f"{block_length}", path=path, offset=block_end - TRAILER_LEN)
+        if after == MAGIC_LEN and tail[TRAILER_LEN:] != MAGIC:
+            raise FormatError("no block magic after the block", path=path, offset=block_end)
+        return _head_to_block(self._decode_head(pos, total, first), self.source)
+
+    def _decode_head(self, pos: int, total: int, first: bytes) -> BlockHead:
+        kw: dict[str, Any] = {"base": pos, "path": self.path, "strict": self.strict}
+        if len(first) >= total:
+            return decode_block_head(memoryview(first)[:total], **kw)
+        tail_len = min(total, HEAD_WINDOW)
+        footer_buf = self.source.read(pos + total - tail_len, tail_len)
+        try:
+            return decode_block_head(first, footer_buf=footer_buf, **kw)
+        except _FATAL:
+            raise
+        except Exception:
+            # a header or footer larger than the windows: read the block whole (its size
+            # was checked against the file size already)
+            return decode_block_head(self.source.read(pos, total), **kw)
+
+    def _next_magic(self, start: int, end: int) -> int:
+        """Offset of the next magic at or after ``start``, or ``end``."""
+        pos = start
+        while pos < end:
+            n = min(SCAN_WINDOW, end - pos)
+            window = self.source.read(pos, n)
+            i = window.find(MAGIC)
+            if i >= 0:
+                return pos + i
+            if pos + n >= end:
+                break
+            pos += n - (MAGIC_LEN - 1)  # windows overlap so a split magic is found
+        return end
+
+    # --- backward -----------------------------------------------------------------------
+
+    def reversed_blocks(self) -> Iterator[LogBlock]:
+        """Blocks from the last to the first, following reverse pointers.
+
+        When a reverse pointer does not lead to a valid block (a torn tail, trailing junk),
+        the part of the file before that point is scanned forwards instead and its blocks
+        are yielded in reverse, so both directions always agree.
+        """
+        end = self.source.size
+        while end > 0:
+            block = self._block_ending_at(end)
+            if block is None:
+                yield from reversed(list(self.blocks(0, end)))
+                return
+            yield block
+            end = block.offset
+
+    def _block_ending_at(self, end: int) -> LogBlock | None:
+        if end < BLOCK_PREFIX_LEN + MIN_BLOCK_LENGTH_V1:
+            return None
+        reverse = read_i64(self.source.read(end - TRAILER_LEN, TRAILER_LEN), 0)
+        start = end - TRAILER_LEN - reverse
+        if reverse < MIN_BLOCK_LENGTH_V1 or start < 0:
+            return None
+        first = self.source.read(start, min(HEAD_WINDOW, end - start))
+        if first[:MAGIC_LEN] != MAGIC:
+            return None
+        try:
+            block = self._read_block(start, end, first)
+        except _FATAL:
+            raise
+        except FormatError:
+            return None
+        return block if block.offset + block.size == end else None

@@ -1,0 +1,224 @@
+"""Writing log files: whole blocks only, exclusive creation, no partial block left behind.
+
+Two modes (spec §6.2):
+
+- ``append``: like Hudi 0.x on file systems with append. The blocks of a write go to the end
+  of the newest log file of the (file id, instant) pair; a new file (version 1) is created
+  exclusively when there is none. If the newest file's tail is not a valid block (a torn
+  write of a crashed writer), the writer does not append after it but rolls over to a new
+  version, so that no reader ever has to recover twice.
+- ``rollover``: like Hudi 1.x and object stores. Every write creates a new log version. The
+  file is written under a temporary name, synced, and published with a hard link that fails if
+  the name exists, so another writer's file is never overwritten and no reader sees a
+  half-written file.
+
+A write that fails is undone: in append mode the file is truncated back to its previous size,
+in rollover mode the temporary file is removed. A process killed mid-append leaves a torn
+block that every reader reports as CORRUPT (its reverse pointer is written last).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from logformat.errors import LogFileExistsError, MorlogError, UsageError, WriteError
+from logformat.framing import BlockFrame, encode_block
+from logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
+from readers.logfile import LogFileReader
+
+Mode = Literal["append", "rollover"]
+
+
+@dataclass(frozen=True)
+class WrittenBlock:
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Where a write landed: the file and each block's offset and size."""
+
+    path: str
+    name: LogFileName
+    blocks: tuple[WrittenBlock, ...]
+    created: bool
+
+    @property
+    def size(self) -> int:
+        return sum(b.size for b in self.blocks)
+
+
+def list_log_files(directory: str, file_id: str, instant: str) -> list[LogFileName]:
+    """Log files of (file id, instant) in ``directory``, in Hudi's order."""
+    out = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for n in names:
+        if not LogFileName.matches(n):
+            continue
+        ln = LogFileName.parse(n)
+        if ln.file_id == file_id and ln.instant == instant and ln.ext == "log" and not ln.cdc:
+            out.append(ln)
+    return sorted(out, key=LogFileName.sort_key)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _tail_is_valid(path: str) -> bool:
+    """True when the file ends with a valid block (or is empty)."""
+    try:
+        with LogFileReader(path) as reader:
+            if reader.source.size == 0:
+                return True
+            last = next(reader.reversed_blocks(), None)
+            return last is not None and not last.is_corrupt and (
+                last.offset + last.size == reader.source.size)
+    except MorlogError:
+        return False
+
+
+class LogFileWriter:
+    """Appends blocks to the log of one file group (``file_id``) for one log instant.
+
+    ``instant`` is what goes into the file name: the base instant of the file slice for table
+    version 6, the delta commit instant for table version 8+.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,
+                 write_token: str = UNKNOWN_WRITE_TOKEN, mode: Mode = "append",
+                 fsync: bool = True) -> None:
+        if mode not in ("append", "rollover"):
+            raise UsageError("mode must be 'append' or 'rollover'", actual=mode)
+        self.directory = os.fspath(directory)
+        # validates file id, instant and token
+        self._proto = LogFileName(file_id, instant, LOGFILE_BASE_VERSION, write_token)
+        self.mode: Mode = mode
+        self.fsync = fsync
+
+    @property
+    def file_id(self) -> str:
+        return self._proto.file_id
+
+    @property
+    def instant(self) -> str:
+        return self._proto.instant
+
+    def existing(self) -> list[LogFileName]:
+        return list_log_files(self.directory, self.file_id, self.instant)
+
+    def append(self, frames: Sequence[BlockFrame] | BlockFrame, *,
+               sync: bool | None = None) -> WriteResult:
+        """Write ``frames`` as consecutive blocks in one write; all or nothing."""
+        if isinstance(frames, BlockFrame):
+            frames = [frames]
+        if not frames:
+            raise UsageError("nothing to write")
+        encoded = [encode_block(f) for f in frames]
+        do_sync = self.fsync if sync is None else sync
+        os.makedirs(self.directory, exist_ok=True)
+        if self.mode == "append":
+            latest = self.existing()
+            if latest:
+                target = latest[-1]
+                path = os.path.join(self.directory, str(target))
+                if _tail_is_valid(path):
+                    return self._append_to(path, target, encoded, do_sync)
+                return self._create_new(encoded, do_sync, target.version + 1)
+        return self._create_new(encoded, do_sync, None)
+
+    def _append_to(self, path: str, name: LogFileName, encoded: list[bytes],
+                   do_sync: bool) -> WriteResult:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise WriteError("another writer is appending to this log file",
+                                     path=path) from None
+                raise
+            start = os.fstat(fd).st_size
+            data = b"".join(encoded)
+            try:
+                _write_all(fd, data)
+                if do_sync:
+                    os.fsync(fd)
+            except BaseException as exc:
+                os.ftruncate(fd, start)
+                if isinstance(exc, OSError):
+                    raise WriteError(f"append failed, file restored: {exc}", path=path,
+                                     offset=start) from exc
+                raise
+            return WriteResult(path, name, _layout(start, encoded), False)
+        finally:
+            os.close(fd)
+
+    def _create_new(self, encoded: list[bytes], do_sync: bool,
+                    version: int | None) -> WriteResult:
+        data = b"".join(encoded)
+        tmp = os.path.join(self.directory, f".morlog-tmp-{uuid.uuid4().hex}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                _write_all(fd, data)
+                if do_sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            v = version if version is not None else _next_version(self.existing())
+            for _ in range(1000):
+                name = self._proto.with_version(v)
+                path = os.path.join(self.directory, str(name))
+                try:
+                    os.link(tmp, path)  # fails if the name exists: never overwrite
+                except FileExistsError:
+                    if self.mode == "append" and version is None:
+                        raise LogFileExistsError(
+                            "log file was created by another writer meanwhile", path=path
+                        ) from None
+                    v += 1
+                    continue
+                if do_sync:
+                    _fsync_dir(self.directory)
+                return WriteResult(path, name, _layout(0, encoded), True)
+            raise WriteError("no free log version found", path=self.directory)
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+
+def _next_version(existing: list[LogFileName]) -> int:
+    return max((n.version for n in existing), default=0) + 1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _layout(start: int, encoded: list[bytes]) -> tuple[WrittenBlock, ...]:
+    out = []
+    pos = start
+    for e in encoded:
+        out.append(WrittenBlock(pos, len(e)))
+        pos += len(e)
+    return tuple(out)
