@@ -43,7 +43,14 @@ from .errors import (
     UsageError,
     WriteError,
 )
-from .framing import BlockFrame, BlockHead, MetadataMap, UnknownKeyWarning, decode_block, encode_block
+from .framing import (
+    BlockFrame,
+    BlockHead,
+    MetadataMap,
+    UnknownKeyWarning,
+    decode_block,
+    encode_block,
+)
 from .naming import BaseFileName, LogFileName
 
 __all__ = [

@@ -173,6 +173,8 @@ def decode_delete_payload(content: bytes | memoryview, *, base: int = 0,
     except Exception as exc:
         raise ContentError(f"delete payload does not decode: {type(exc).__name__}: {exc}",
                            path=path, offset=base + 8) from None
+    if not isinstance(value, dict):
+        raise ContentError("delete payload is not a record", path=path, offset=base + 8)
     if buf.tell() != len(payload):
         raise ContentError("delete payload has trailing bytes", path=path, offset=base + 8,
                            expected=len(payload), actual=buf.tell())

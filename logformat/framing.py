@@ -381,7 +381,8 @@ def decode_block(
                       head.format_version), head.size
 
 
-def decode_blocks(data: bytes, *, path: str | None = None, strict: bool = False) -> list[BlockFrame]:
+def decode_blocks(data: bytes, *, path: str | None = None,
+                  strict: bool = False) -> list[BlockFrame]:
     """Decode a whole, well-formed log file held in memory (no corruption recovery)."""
     out = []
     pos = 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from logformat.errors import MorlogError
 from readers.cli import EXIT_ERROR, add_read_commands
 
 
@@ -32,6 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("morlog: interrupted", file=sys.stderr)
         return 130
+    except MorlogError as exc:
+        print(f"morlog: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: say so in one line, keep the traceback behind a flag
+        if os.environ.get("MORLOG_DEBUG"):
+            raise
+        print(f"morlog: internal error ({type(exc).__name__}: {exc}); rerun with "
+              "MORLOG_DEBUG=1 for a traceback and please report it", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
