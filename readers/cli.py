@@ -91,7 +91,8 @@ def _print_table(path: str, rows: list[dict[str, Any]], out: TextIO) -> None:
               f"{detail}", file=out)
 
 
-def cmd_blocks(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cmd_blocks(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -153,7 +154,8 @@ def _verify_block(block: LogBlock) -> list[str]:
     return []
 
 
-def cmd_verify(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cmd_verify(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
     status = EXIT_OK
     for path in args.paths:
         problems = verify_file(path)

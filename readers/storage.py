@@ -118,7 +118,9 @@ class ArrowFileSource(_SourceBase):
 
     def read(self, offset: int, length: int) -> bytes:
         self._check(offset, length)
-        return self._count(self._file.read_at(length, offset).to_pybytes(), offset, length)
+        data = self._file.read_at(length, offset)
+        return self._count(data if isinstance(data, bytes) else data.to_pybytes(), offset,
+                           length)
 
     def close(self) -> None:
         self._file.close()

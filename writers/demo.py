@@ -64,7 +64,8 @@ def _trip(i: int, instant: str, seq: int, fare: float, city: str = "san_francisc
     }
 
 
-def write_sample(directory: str, out: TextIO = sys.stdout) -> str:
+def write_sample(directory: str, out: TextIO | None = None) -> str:
+    out = out if out is not None else sys.stdout
     """Write the sample log into ``directory``; return its path."""
     writer = LogFileWriter(directory, FILE_ID, BASE_INSTANT, write_token="0-1-1", mode="append")
     steps: list[tuple[str, Any]] = []
@@ -106,7 +107,8 @@ def _arrow_schema() -> pa.Schema:
     return avro_to_arrow_schema(SCHEMA)
 
 
-def cmd_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
     target = os.path.join(args.out, "city=san_francisco")
     if os.path.isdir(target):
         for name in os.listdir(target):
