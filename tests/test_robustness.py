@@ -7,12 +7,13 @@ bytes than the file holds.
 
 from __future__ import annotations
 
+import os
 import struct
 import tracemalloc
 import warnings
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logformat import BlockType, MorlogError, encode_block
@@ -24,6 +25,9 @@ from readers.logfile import LogBlock
 from .samples import sample_file
 
 DATA, LAYOUT = sample_file()
+#: byte-flip and garbage cases per test: thousands in CI, fewer on a laptop, many with --slow
+FUZZ_EXAMPLES = {"ci": 3000, "slow": 50_000}.get(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"), 300)
 
 
 def _summary(blocks: list[LogBlock]) -> list[tuple[int, int, int]]:
@@ -76,6 +80,7 @@ def test_truncation_at_every_offset_gives_prefix_plus_at_most_one_corrupt() -> N
         assert backward == list(reversed(expected)), f"reverse, truncated at {n}"
 
 
+@settings(max_examples=FUZZ_EXAMPLES)
 @given(
     flips=st.lists(
         st.tuples(st.integers(0, len(DATA) - 1), st.integers(1, 255)), min_size=1, max_size=4
@@ -109,6 +114,7 @@ def test_random_byte_flips_raise_only_library_errors(flips: list[tuple[int, int]
     assert source.stats.bytes_read <= 64 * len(data) + 1024
 
 
+@settings(max_examples=FUZZ_EXAMPLES)
 @given(st.binary(min_size=0, max_size=400))
 def test_garbage_raises_only_library_errors(junk: bytes) -> None:
     for data in (junk, MAGIC + junk, DATA[:200] + junk):
