@@ -1,0 +1,194 @@
+"""Hudi's SIMPLE and DYNAMIC_V0 bloom filters: bit-exact against Hudi-written base files."""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from logformat.errors import ContentError
+from logformat.hudi_bloom import (
+    DEFAULT_NUM_ENTRIES,
+    DynamicBloomV0,
+    SimpleBloom,
+    murmur_hadoop,
+    optimal_size,
+    parse_hudi_bloom,
+)
+from logformat.keybatch import KeyBatch
+
+from .hudi_fixtures import ROOT, requires_fixtures
+
+
+def _reference_murmur(data: bytes, seed: int, sign_extend: bool = True) -> int:
+    """Straight transcription of the algorithm in the facts file (Java int semantics)."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (seed ^ len(data)) & mask
+    n4 = len(data) >> 2
+    for i in range(n4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    left = len(data) - 4 * n4
+
+    def signed_byte(b: int) -> int:
+        return (b - 256 if b > 127 and sign_extend else b) & mask
+
+    if left:
+        if left >= 3:
+            h ^= (signed_byte(data[-3]) << 16) & mask
+        if left >= 2:
+            h ^= (signed_byte(data[-2]) << 8) & mask
+        h ^= signed_byte(data[-1])
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - 2**32 if h >= 2**31 else h
+
+
+def test_hash_vectors_from_the_facts_file() -> None:
+    h1 = murmur_hadoop(b"1", 0)
+    assert (h1, murmur_hadoop(b"1", h1)) == (1228156847, 121740187)
+    assert murmur_hadoop(b"TXN-001", 0) == -1349093075
+    m = 2_587_966
+    f = SimpleBloom(m, 30)
+    f.add(["1"])
+    expected = [1460963, 105785, 1189081, 2066078]
+    for p in expected:
+        assert f.bits[p >> 3] & (1 << (p & 7))
+
+
+@given(st.binary(min_size=1, max_size=40), st.integers(-(2**31), 2**31 - 1))
+def test_vectorized_murmur_equals_the_reference(data: bytes, seed: int) -> None:
+    assert murmur_hadoop(data, seed) == _reference_murmur(data, seed)
+
+
+def test_sign_extended_tail_quirk() -> None:
+    # a tail byte >= 0x80 XORs in sign-extended high bits
+    assert murmur_hadoop("aé".encode(), 0) == _reference_murmur("aé".encode(), 0)
+    masked = _reference_murmur(b"a\xc3", 0, sign_extend=False)
+    assert murmur_hadoop(b"a\xc3", 0) == _reference_murmur(b"a\xc3", 0) != masked
+
+
+def test_sizing_matches_hudi() -> None:
+    assert optimal_size(60_000, 1e-9) == (2_587_966, 30)
+    assert optimal_size(1000, 0.01) == (9586, 7)
+
+
+def _fixture_base_files() -> list[Path]:
+    if ROOT is None:
+        return []
+    out = []
+    for p in sorted((ROOT / "tables").rglob("*.parquet")):
+        md = pq.read_metadata(p).metadata or {}
+        if b"org.apache.hudi.bloomfilter" in md:
+            out.append(p)
+    return out
+
+
+@requires_fixtures
+@pytest.mark.parametrize("path", _fixture_base_files(), ids=lambda p: p.name)
+def test_fixture_filters_rebuild_byte_for_byte(path: Path) -> None:
+    md = pq.read_metadata(path).metadata
+    stored = md[b"org.apache.hudi.bloomfilter"].decode()
+    type_code = md.get(b"hoodie_bloom_filter_type_code", b"").decode() or None
+    keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+    parsed = parse_hudi_bloom(stored, type_code)
+    assert parsed.contains(keys).all()
+    assert md[b"hoodie_min_record_key"].decode() == min(keys.to_pylist())
+    assert md[b"hoodie_max_record_key"].decode() == max(keys.to_pylist())
+    rebuilt: SimpleBloom | DynamicBloomV0
+    if type_code == "DYNAMIC_V0":
+        rebuilt = DynamicBloomV0(DEFAULT_NUM_ENTRIES)
+    else:
+        rebuilt = SimpleBloom.sized()
+    rebuilt.add(keys)
+    assert rebuilt.to_base64() == stored
+
+
+@requires_fixtures
+def test_every_fixture_table_has_filters_to_check() -> None:
+    assert len(_fixture_base_files()) >= 20
+
+
+keys_st = st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=300, unique=True)
+
+
+@given(keys_st)
+def test_no_false_negatives_and_round_trip(keys: list[str]) -> None:
+    simple = SimpleBloom.sized(max(len(keys), 1), 0.01)
+    simple.add(keys)
+    assert simple.contains(keys).all()
+    again = parse_hudi_bloom(simple.to_base64())
+    assert isinstance(again, SimpleBloom)
+    assert again.to_base64() == simple.to_base64() and again.contains(keys).all()
+    dyn = DynamicBloomV0(max(len(keys) // 3, 1), 0.01, max_entries=max(len(keys) // 2, 1))
+    dyn.add(keys)
+    assert dyn.contains(keys).all()
+    back = parse_hudi_bloom(dyn.to_base64(), "DYNAMIC_V0")
+    assert back.to_base64() == dyn.to_base64() and back.contains(keys).all()
+
+
+def test_dynamic_growth_rule() -> None:
+    f = DynamicBloomV0(10, 0.01, max_entries=20)
+    f.add([f"k{i}" for i in range(10)])
+    assert (len(f.rows), f.current_nb_record) == (1, 10)
+    f.add(["k10"])
+    assert (len(f.rows), f.current_nb_record) == (2, 1)
+    f.add([f"k{i}" for i in range(11, 20)])
+    assert (len(f.rows), f.current_nb_record) == (2, 10)
+    # bound reached: row 0 twice, then round robin 1, 0, 1...
+    before = [r.bits.copy() for r in f.rows]
+    f.add(["x0"])
+    assert f.bounded and (before[0] != f.rows[0].bits).any()
+    assert (before[1] == f.rows[1].bits).all()
+    probe = [r.bits.copy() for r in f.rows]
+    f.add(["x1"])
+    assert (probe[1] == f.rows[1].bits).all() and (probe[0] != f.rows[0].bits).any()
+    f.add(["x2"])
+    assert (probe[1] != f.rows[1].bits).any()
+    assert f.current_nb_record == 13
+    # batched adds make the same filter as one-by-one adds
+    g = DynamicBloomV0(10, 0.01, max_entries=20)
+    for k in [f"k{i}" for i in range(20)] + ["x0", "x1", "x2"]:
+        g.add([k])
+    assert g.to_base64() == f.to_base64()
+
+
+def test_false_positive_rate_is_near_the_configured_rate() -> None:
+    rng = random.Random(7)
+    keys = ["".join(rng.choices(string.ascii_letters, k=16)) for _ in range(5000)]
+    probes = ["".join(rng.choices(string.ascii_letters, k=17)) for _ in range(200_000)]
+    f = SimpleBloom.sized(5000, 0.01)
+    f.add(keys)
+    rate = float(np.mean(f.contains(probes)))
+    assert 0.005 < rate < 0.015
+
+
+def test_key_batches_keep_the_callers_order() -> None:
+    keys = ["bb", "a", "ccc", "dd", "", "e"]
+    batch = KeyBatch.of(pa.array(keys))
+    seen = {}
+    for g in batch:
+        for i, row in zip(g.index, g.matrix, strict=True):
+            seen[int(i)] = bytes(row).decode()
+    assert [seen[i] for i in range(len(keys))] == keys
+
+
+@pytest.mark.parametrize("text", ["not base64!", "AAAA", "/////wAAAB4BACd9PgAA"])
+def test_bad_serialized_filters_are_typed_errors(text: str) -> None:
+    with pytest.raises(ContentError):
+        parse_hudi_bloom(text)
+    with pytest.raises(ContentError):
+        parse_hudi_bloom(text, "DYNAMIC_V0")
