@@ -77,8 +77,37 @@ def avro_data_block(
     return BlockFrame(int(block_type), header, encode_avro_content(raw) + trailer)
 
 
+def _has_map(t: pa.DataType) -> bool:
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_map(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_map(t.value_type)
+    return False
+
+
+def _avro_value(v: Any, t: pa.DataType) -> Any:
+    """Arrow's Python value of type ``t`` in the shape fastavro wants (maps as dicts)."""
+    if v is None:
+        return None
+    if pa.types.is_map(t):
+        return {k: _avro_value(x, t.item_type) for k, x in v}
+    if pa.types.is_struct(t):
+        return {f.name: _avro_value(v[f.name], f.type) for f in t}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_avro_value(x, t.value_type) for x in v]
+    return v
+
+
 def arrow_to_records(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
-    return table.to_pylist()  # type: ignore[no-any-return]
+    """Rows of ``table`` as dicts fastavro can encode (Arrow maps become dicts)."""
+    rows: list[dict[str, Any]] = table.to_pylist()
+    mapped = [f for f in table.schema if _has_map(f.type)]
+    for f in mapped:
+        for row in rows:
+            row[f.name] = _avro_value(row[f.name], f.type)
+    return rows
 
 
 def avro_data_block_from_arrow(table: pa.Table | pa.RecordBatch, instant: str, *,

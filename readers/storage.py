@@ -79,6 +79,8 @@ class LocalFileSource(_SourceBase):
         self._size = os.fstat(self._fd).st_size
 
     def read(self, offset: int, length: int) -> bytes:
+        if self._fd < 0:
+            raise UsageError("read from a closed log file", path=self.name, offset=offset)
         self._check(offset, length)
         return self._count(os.pread(self._fd, length, offset), offset, length)
 
