@@ -93,6 +93,12 @@ class SplitBlockBloom:
 
     words: npt.NDArray[np.uint32]
 
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, SplitBlockBloom) and self.words.shape == other.words.shape
+                and bool((self.words == other.words).all()))
+
+    __hash__ = None  # type: ignore[assignment]
+
     @classmethod
     def empty(cls, num_blocks: int) -> SplitBlockBloom:
         if num_blocks <= 0 or num_blocks > MAX_BYTES // BLOCK_BYTES:
