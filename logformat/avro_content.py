@@ -1,4 +1,4 @@
-"""Avro data block content, versions 1-3 (spec §4), and CDC block content (same layout).
+"""Avro data block content, versions 1-3 (spec §5.1), and CDC block content (same layout).
 
 Content::
 

@@ -123,7 +123,7 @@ CURRENT_LOG_FORMAT_VERSION = LOG_FORMAT_VERSIONS[1]
 
 @dataclass(frozen=True)
 class ContentVersion:
-    """Capabilities of an Avro data / delete block content version (spec §4)."""
+    """Capabilities of an Avro data / delete block content version (spec §5.1)."""
 
     number: int
     has_record_count: bool

@@ -1,4 +1,4 @@
-"""Delete block content (spec §5.1).
+"""Delete block content (spec §5.2).
 
 Content::
 

@@ -223,6 +223,8 @@ def encode_block(frame: BlockFrame) -> bytes:
     """The exact bytes of ``frame`` on disk."""
     if frame.format_version != 1:
         raise UsageError("morlog writes log format version 1 only", actual=frame.format_version)
+    if frame.block_type == BlockType.CORRUPT:
+        raise UsageError("CORRUPT blocks are synthesized by readers and never written")
     header = encode_map(frame.header)
     footer = encode_map(frame.footer)
     body = b"".join(
@@ -324,10 +326,12 @@ def decode_block_head(
             "unsupported log format version", path=path, offset=base + BLOCK_PREFIX_LEN,
             expected=1, actual=version,
         )
-    if btype not in BlockType._value2member_map_:
+    if btype not in BlockType._value2member_map_ or btype == BlockType.CORRUPT:
         raise UnknownBlockTypeError(
-            "unknown block type ordinal", path=path, offset=base + BLOCK_PREFIX_LEN + 4,
-            expected=f"0..{max(BlockType)}", actual=btype,
+            "unknown block type ordinal" if btype != BlockType.CORRUPT else
+            "block type CORRUPT (2) is never written; readers only synthesize it",
+            path=path, offset=base + BLOCK_PREFIX_LEN + 4,
+            expected="0, 1, 3..6", actual=btype,
         )
     pos = BLOCK_PREFIX_LEN + 8
     # the header must leave room for content length, footer count and reverse pointer

@@ -1,4 +1,4 @@
-"""Log and base file names (spec §1).
+"""Log and base file names (spec §8).
 
 Log file::   "." fileId "_" instant "." ext "." version [ "_" writeToken [ ".cdc" ] ]
 Base file::  fileId "_" writeToken "_" instant "." ext
@@ -30,7 +30,7 @@ _BASE_RE = re.compile(
 )
 _TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
 _FILE_ID_RE = re.compile(r"^[^._/]+$")
-_INSTANT_RE = re.compile(r"^[^./_]*$")
+_INSTANT_RE = re.compile(r"^[^./]*$")
 
 
 @dataclass(frozen=True, order=False)

@@ -1,4 +1,4 @@
-"""Parquet data block content (spec §5.2): a complete Parquet file, no version prefix."""
+"""Parquet data block content (spec §5.3): a complete Parquet file, no version prefix."""
 
 from __future__ import annotations
 

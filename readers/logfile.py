@@ -200,7 +200,8 @@ class LogFileReader:
         available = end - pos - BLOCK_PREFIX_LEN
         if not MIN_BLOCK_LENGTH_V1 <= block_length <= min(available, MAX_BLOCK_LENGTH):
             raise FormatError(
-                f"block length {block_length} out of range 0..{available}", path=path,
+                f"block length {block_length} out of range "
+                f"{MIN_BLOCK_LENGTH_V1}..{min(available, MAX_BLOCK_LENGTH)}", path=path,
                 offset=pos + MAGIC_LEN)
         total = BLOCK_PREFIX_LEN + block_length
         block_end = pos + total
@@ -252,20 +253,22 @@ class LogFileReader:
     def reversed_blocks(self) -> Iterator[LogBlock]:
         """Blocks from the last to the first, following reverse pointers.
 
-        When a reverse pointer does not lead to a valid block (a torn tail, trailing junk),
-        the part of the file before that point is scanned forwards instead and its blocks
-        are yielded in reverse, so both directions always agree.
+        When a reverse pointer does not lead to a valid block (a torn tail, trailing junk,
+        garbage between blocks), the file is scanned forwards instead and the blocks before
+        that point are yielded in reverse, so both directions agree.
         """
         end = self.source.size
         while end > 0:
             block = self._block_ending_at(end)
             if block is None:
-                yield from reversed(list(self.blocks(0, end)))
+                yield from reversed([b for b in self.blocks() if b.offset < end])
                 return
             yield block
             end = block.offset
 
     def _block_ending_at(self, end: int) -> LogBlock | None:
+        """The valid block that ends exactly at ``end``, if the reverse pointer finds one
+        and the bytes after ``end`` are a magic or the end of the file."""
         if end < BLOCK_PREFIX_LEN + MIN_BLOCK_LENGTH_V1:
             return None
         reverse = read_i64(self.source.read(end - TRAILER_LEN, TRAILER_LEN), 0)
@@ -276,7 +279,7 @@ class LogFileReader:
         if first[:MAGIC_LEN] != MAGIC:
             return None
         try:
-            block = self._read_block(start, end, first)
+            block = self._read_block(start, self.source.size, first)
         except _FATAL:
             raise
         except FormatError:

@@ -96,9 +96,10 @@ def test_random_byte_flips_raise_only_library_errors(flips: list[tuple[int, int]
         try:
             with LogFileReader(source) as reader:
                 blocks = list(reader.blocks())
-                list(reader.reversed_blocks())
+                backward = list(reader.reversed_blocks())
         except MorlogError:
             return
+        assert _summary(backward) == list(reversed(_summary(blocks)))
         # blocks tile the file: nothing skipped, nothing read twice
         pos = 0
         for b in blocks:

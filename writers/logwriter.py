@@ -1,6 +1,6 @@
 """Writing log files: whole blocks only, exclusive creation, no partial block left behind.
 
-Two modes (spec §6.2):
+Two modes (spec §7.2):
 
 - ``append``: like Hudi 0.x on file systems with append. The blocks of a write go to the end
   of the newest log file of the (file id, instant) pair; a new file (version 1) is created

@@ -1,0 +1,177 @@
+"""Building indexed data blocks: the two carriers of one logical index (spec/index.md §3).
+
+- Avro carrier: content version 3 exactly as Hudi writes it, then the index trailer.
+- Parquet carrier: records sorted by key in a whole Parquet file whose key/value metadata holds
+  the same trailer, Base64-encoded, under ``morlog.index``; plus Hudi's own
+  ``hoodie_min_record_key`` / ``hoodie_max_record_key`` (plain strings, Hudi's exact format).
+
+Blocks are built in two steps because the trailer lists the block's own position in the file:
+:func:`prepare_avro` / :func:`prepare_parquet` encode the records and the per-block index
+sections, then :meth:`PreparedBlock.finish` adds the cumulative and directory sections once the
+block's offset is known, and returns the frame.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .avro_content import encode_avro_content, encode_records
+from .avroschema import arrow_to_avro_schema
+from .blocks import make_header
+from .constants import BLOCK_PREFIX_LEN, BlockType, HeaderKey
+from .errors import UsageError
+from .framing import BlockFrame, encode_map
+from .index_trailer import (
+    PARQUET_KEY,
+    Cumulative,
+    Directory,
+    KeyRange,
+    Section,
+    encode_bloom,
+    encode_keys,
+    encode_trailer,
+    sorted_unique_keys,
+)
+from .keybatch import KeyBatch
+from .parquet_content import DEFAULT_COMPRESSION, encode_parquet_content
+from .sbbf import DEFAULT_FPP, SplitBlockBloom
+from .xxh64 import U64, xxh64_batch
+
+HUDI_MIN_KEY = "hoodie_min_record_key"
+HUDI_MAX_KEY = "hoodie_max_record_key"
+
+
+@dataclass
+class BlockKeys:
+    """The per-block half of the index: sorted unique keys, their hashes, filter and range."""
+
+    keys: pa.Array
+    hashes: U64
+    bloom: SplitBlockBloom
+    range: KeyRange
+
+    @classmethod
+    def of(cls, keys: pa.Array | Sequence[str], fpp: float = DEFAULT_FPP) -> BlockKeys:
+        sk = sorted_unique_keys(keys if isinstance(keys, pa.Array) else pa.array(
+            list(keys), type=pa.string()))
+        if len(sk) == 0:
+            raise UsageError("an indexed data block needs at least one record")
+        hashes = xxh64_batch(KeyBatch.of(sk))
+        bloom = SplitBlockBloom.for_keys(KeyBatch.of(sk), fpp)
+        return cls(sk, hashes, bloom, KeyRange(len(sk), sk[0].as_py(), sk[-1].as_py()))
+
+    def sections(self) -> list[tuple[int, bytes]]:
+        """KEYS, BLOOM, RANGE: the block's "region", read together to confirm keys."""
+        return [(Section.KEYS, encode_keys(self.keys)), (Section.BLOOM, encode_bloom(self.bloom)),
+                (Section.RANGE, self.range.encode())]
+
+
+#: given the absolute offsets of the region and of the [CUMULATIVE, DIRECTORY] part, return
+#: those two sections (the writer's cumulative state decides what goes in them)
+CumulativeFn = Callable[["Placement"], tuple[Cumulative, Directory]]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a block's index sections land in the log file (absolute offsets)."""
+
+    block_offset: int
+    block_size: int
+    region_offset: int
+    region_length: int
+    #: offset and length of the [CUMULATIVE, DIRECTORY] sections
+    probe_offset: int
+    probe_length: int
+
+
+@dataclass
+class PreparedBlock:
+    block_type: BlockType
+    instant: str
+    header: Any  # MetadataMap
+    #: content bytes before the trailer (Avro) or the Parquet table to write (Parquet)
+    prefix: bytes
+    table: pa.Table | None
+    own: BlockKeys
+    compression: str = DEFAULT_COMPRESSION
+
+    def finish(self, block_offset: int, cumulative: CumulativeFn) -> tuple[BlockFrame, Placement]:
+        own = self.own.sections()
+        region_len = sum(len(b) for _, b in own)
+        # the cumulative sections have sizes that do not depend on the offsets (fixed-width
+        # fields), so compute them once with a provisional placement, then for real
+        provisional = Placement(block_offset, 0, 0, region_len, 0, 0)
+        cum, directory = cumulative(provisional)
+        probe: list[tuple[int, bytes]] = [(Section.CUMULATIVE, cum.encode()),
+                                          (Section.DIRECTORY, directory.encode())]
+        trailer = encode_trailer(own + probe)
+        frame = self._frame(trailer)
+        placement = self._placement(block_offset, frame, trailer, region_len,
+                                    sum(len(b) for _, b in probe))
+        cum, directory = cumulative(placement)
+        probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
+        trailer = encode_trailer(own + probe)
+        frame = self._frame(trailer)
+        final = self._placement(block_offset, frame, trailer, region_len,
+                                sum(len(b) for _, b in probe))
+        if final != placement:
+            raise UsageError("index section sizes changed with their offsets")
+        return frame, final
+
+    def _frame(self, trailer: bytes) -> BlockFrame:
+        if self.block_type == BlockType.AVRO_DATA:
+            return BlockFrame(int(BlockType.AVRO_DATA), self.header, self.prefix + trailer)
+        assert self.table is not None
+        content = encode_parquet_content(
+            self.table, compression=self.compression,
+            key_value_metadata={PARQUET_KEY.decode(): base64.b64encode(trailer).decode("ascii"),
+                                HUDI_MIN_KEY: self.own.range.min_key,
+                                HUDI_MAX_KEY: self.own.range.max_key})
+        return BlockFrame(int(BlockType.PARQUET_DATA), self.header, content)
+
+    def _placement(self, block_offset: int, frame: BlockFrame, trailer: bytes,
+                   region_len: int, probe_len: int) -> Placement:
+        content_offset = block_offset + BLOCK_PREFIX_LEN + 8 + len(encode_map(frame.header)) + 8
+        size = content_offset - block_offset + len(frame.content) + 4 + 8
+        if self.block_type == BlockType.AVRO_DATA:
+            trailer_offset = content_offset + len(self.prefix)
+            return Placement(block_offset, size, trailer_offset, region_len,
+                             trailer_offset + region_len, probe_len)
+        # Parquet carrier: the sections sit Base64-encoded inside the footer; no direct range
+        return Placement(block_offset, size, 0, 0, 0, 0)
+
+
+def prepare_avro(records: Sequence[dict[str, Any]], schema: str | dict[str, Any], instant: str,
+                 *, key_field: str, fpp: float = DEFAULT_FPP,
+                 extra_header: Mapping[HeaderKey, str] | None = None) -> PreparedBlock:
+    text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
+    try:
+        keys = [r[key_field] for r in records]
+    except KeyError:
+        raise UsageError(f"records have no key field {key_field!r}") from None
+    own = BlockKeys.of(keys, fpp)
+    prefix = encode_avro_content(encode_records(records, text))
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
+    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
+
+
+def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
+                    schema: str | dict[str, Any] | None = None, fpp: float = DEFAULT_FPP,
+                    compression: str = DEFAULT_COMPRESSION) -> PreparedBlock:
+    if key_field not in table.column_names:
+        raise UsageError(f"table has no key column {key_field!r}")
+    key_col = table.column(key_field)
+    order = pc.sort_indices(key_col.cast(pa.binary()))  # records sorted by key bytes
+    table = table.take(order)
+    own = BlockKeys.of(table.column(key_field).combine_chunks(), fpp)
+    avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
+    text = avro if isinstance(avro, str) else json.dumps(avro, separators=(",", ":"))
+    header = make_header(instant, {HeaderKey.SCHEMA: text})
+    return PreparedBlock(BlockType.PARQUET_DATA, instant, header, b"", table, own, compression)
