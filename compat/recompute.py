@@ -1,0 +1,197 @@
+"""Recomputing the index of blocks that carry none (spec/index.md §6).
+
+Hudi's own Avro blocks (content versions 1-3), Parquet blocks without ``morlog.index`` and
+delete blocks get their keys, filter and range recomputed from their records, giving the same
+answers as the stored index would. Only the key is decoded: for an Avro record whose fields
+before the key are primitives (the five Hudi meta fields, typically), a hand decoder skips them
+and reads the key string, several times faster than decoding whole records with fastavro;
+other schemas fall back to fastavro.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from logformat.avro_content import (
+    decode_avro_content,
+    decode_record,
+    decode_records,
+    parse_schema,
+)
+from logformat.blocks import RECORD_KEY_FIELD
+from logformat.constants import BlockType, HeaderKey
+from logformat.delete_content import decode_delete_content
+from logformat.errors import ContentError, UsageError
+from logformat.framing import MetadataMap
+from logformat.indexed_block import BlockKeys
+from logformat.parquet_content import decode_parquet_content
+
+Skip = Callable[[bytes, int], int]
+
+
+def _varint_end(buf: bytes, pos: int) -> int:
+    """Position after a zigzag varint starting at ``pos``."""
+    n = len(buf)
+    while pos < n:
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            return pos
+    raise IndexError("varint runs past the record")
+
+
+def _read_long(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = 0
+    acc = 0
+    n = len(buf)
+    while True:
+        if pos >= n or shift > 63:
+            raise IndexError("varint runs past the record")
+        b = buf[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    return (acc >> 1) ^ -(acc & 1), pos
+
+
+def _skip_sized(buf: bytes, pos: int) -> int:
+    length, pos = _read_long(buf, pos)
+    if length < 0 or pos + length > len(buf):
+        raise IndexError("length runs past the record")
+    return pos + length
+
+
+_FIXED = {"boolean": 1, "float": 4, "double": 8}
+
+
+def _primitive_skip(t: Any) -> Skip | None:
+    if isinstance(t, dict):
+        if t.get("type") in ("int", "long") and "logicalType" in t:
+            return _varint_end
+        if t.get("type") == "fixed":
+            size = int(t["size"])
+            return lambda buf, pos: pos + size
+        if t.get("type") in ("string", "bytes") and t.get("logicalType") in (None, "uuid",
+                                                                              "decimal"):
+            return _skip_sized
+        return None
+    if t in ("int", "long"):
+        return _varint_end
+    if t in ("string", "bytes"):
+        return _skip_sized
+    if t in _FIXED:
+        width = _FIXED[t]
+        return lambda buf, pos: pos + width
+    if t == "null":
+        return lambda buf, pos: pos
+    return None
+
+
+def _field_skip(t: Any) -> Skip | None:
+    if isinstance(t, list):
+        branches = [_primitive_skip(b) for b in t]
+        if any(b is None for b in branches):
+            return None
+        fixed = [b for b in branches if b is not None]
+
+        def skip_union(buf: bytes, pos: int) -> int:
+            idx, pos = _read_long(buf, pos)
+            if not 0 <= idx < len(fixed):
+                raise IndexError("union branch out of range")
+            return fixed[idx](buf, pos)
+
+        return skip_union
+    return _primitive_skip(t)
+
+
+class KeyDecoder:
+    """Reads only the key field of Avro-binary records of one writer schema."""
+
+    def __init__(self, schema: str | dict[str, Any], key_field: str) -> None:
+        s = json.loads(schema) if isinstance(schema, str) else schema
+        names = [f["name"] for f in s.get("fields", [])]
+        if key_field not in names:
+            raise UsageError(f"key field {key_field!r} is not in the schema")
+        at = names.index(key_field)
+        fields = s["fields"]
+        skips = [_field_skip(f["type"]) for f in fields[:at]]
+        key_type = fields[at]["type"]
+        self.key_field = key_field
+        self._schema = schema
+        self._nullable = isinstance(key_type, list)
+        self._string_branch = (key_type.index("string") if self._nullable and "string" in
+                               key_type else None)
+        plain_string = key_type == "string" or (self._nullable and self._string_branch is
+                                                not None and len(key_type) == 2)
+        self.fast = all(s is not None for s in skips) and plain_string
+        self._skips: list[Skip] = [s for s in skips if s is not None]
+
+    def keys(self, raw_records: tuple[bytes, ...]) -> list[str | None]:
+        if not self.fast:
+            parsed = parse_schema(self._schema)
+            return [decode_record(r, parsed)[self.key_field] for r in raw_records]
+        out: list[str | None] = []
+        skips = self._skips
+        for raw in raw_records:
+            pos = 0
+            for skip in skips:
+                pos = skip(raw, pos)
+            if self._nullable:
+                branch, pos = _read_long(raw, pos)
+                if branch != self._string_branch:
+                    out.append(None)
+                    continue
+            length, pos = _read_long(raw, pos)
+            if length < 0 or pos + length > len(raw):
+                raise IndexError("key runs past the record")
+            out.append(raw[pos : pos + length].decode("utf-8"))
+        return out
+
+
+def avro_block_keys(header: MetadataMap, content: bytes, *, key_field: str = RECORD_KEY_FIELD,
+                    base: int = 0, path: str | None = None) -> list[str | None]:
+    """Keys of an Avro (or CDC) data block, decoding only what comes before the key."""
+    schema = header.get(HeaderKey.SCHEMA)
+    if schema is None:
+        raise ContentError("data block has no SCHEMA header", path=path, offset=base)
+    framing = decode_avro_content(content, base=base, path=path)
+    try:
+        decoder = KeyDecoder(schema, key_field)
+        return decoder.keys(framing.records)
+    except (IndexError, UnicodeDecodeError, ValueError) as exc:
+        # the hand decoder found bytes it cannot walk: let fastavro say what is wrong
+        decode_records(content, schema, base=base, path=path)
+        raise ContentError(f"key field does not decode: {exc}", path=path,
+                           offset=base) from None
+
+
+def block_keys(block_type: int, header: MetadataMap, content: bytes, *,
+               key_field: str = RECORD_KEY_FIELD, base: int = 0,
+               path: str | None = None) -> list[str | None]:
+    """Keys of any data or delete block, by the cheapest decoding that works."""
+    if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
+        return avro_block_keys(header, content, key_field=key_field, base=base, path=path)
+    if block_type == BlockType.PARQUET_DATA:
+        table = decode_parquet_content(content, columns=[key_field], base=base, path=path)
+        return table.column(0).to_pylist()  # type: ignore[no-any-return]
+    if block_type == BlockType.DELETE:
+        return [r.record_key for r in decode_delete_content(content, base=base,
+                                                             path=path).records]
+    raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
+
+
+def recompute_block_keys(block_type: int, header: MetadataMap, content: bytes, *,
+                         key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01, base: int = 0,
+                         path: str | None = None) -> BlockKeys | None:
+    """The per-block index a block would carry; None when it has no (non-null) key."""
+    keys = [k for k in block_keys(block_type, header, content, key_field=key_field, base=base,
+                                  path=path) if k is not None]
+    if not keys:
+        return None
+    return BlockKeys.of(pa.array(keys, type=pa.string()), fpp)
