@@ -65,6 +65,14 @@ class CumulativeKind(enum.IntEnum):
     DELTA = 1
 
 
+class Carrier(enum.IntEnum):
+    """Where a block's index lives: how a reader gets at it."""
+
+    NONE = 0  # no stored index: recompute from the records (compatibility reader)
+    AVRO = 1  # trailer after the records: sections readable by byte range
+    PARQUET = 2  # trailer Base64-encoded in the Parquet footer: read the block's footer
+
+
 class UnknownSectionWarning(UserWarning):
     """An index section this version of morlog does not know was skipped."""
 
@@ -276,10 +284,11 @@ class BlockRef:
     """A data block of the file slice, as the DIRECTORY section lists it."""
 
     file: int  # ordinal into Directory.files
+    carrier: Carrier
     block_offset: int
     block_size: int
-    #: absolute offset and length of the block's [KEYS, BLOOM, RANGE] sections; 0/0 for
-    #: blocks without an index (their keys are recomputed by the compatibility reader)
+    #: absolute offset and length of the block's [KEYS, BLOOM, RANGE] sections (AVRO
+    #: carrier); 0/0 otherwise
     region_offset: int
     region_length: int
     key_count: int
@@ -289,7 +298,7 @@ class BlockRef:
 
     @property
     def indexed(self) -> bool:
-        return self.region_length > 0
+        return self.carrier != Carrier.NONE
 
 
 @dataclass(frozen=True)
@@ -305,6 +314,7 @@ class Directory:
         out.u32(len(self.blocks))
         for b in self.blocks:
             out.u32(b.file)
+            out.u8(int(b.carrier))
             out.u64(b.block_offset)
             out.u32(b.block_size)
             out.u64(b.region_offset)
@@ -325,13 +335,13 @@ class Directory:
                               actual=nfiles)
         files = tuple(r.str() for _ in range(nfiles))
         nblocks = r.u32()
-        if nblocks * 44 > len(r.buf) - r.pos:
+        if nblocks * 45 > len(r.buf) - r.pos:
             raise LengthError("directory block count out of range", path=path,
                               offset=base + r.pos - 4, actual=nblocks)
         blocks = []
         for _ in range(nblocks):
-            ref = BlockRef(r.u32(), r.u64(), r.u32(), r.u64(), r.u32(), r.u32(), r.str(),
-                           r.str(), r.str())
+            ref = BlockRef(r.u32(), _carrier(r), r.u64(), r.u32(), r.u64(), r.u32(), r.u32(),
+                           r.str(), r.str(), r.str())
             if ref.file >= nfiles:
                 raise ContentError("directory entry names an unknown file", path=path,
                                    offset=base + r.pos, expected=f"< {nfiles}", actual=ref.file)
@@ -340,14 +350,29 @@ class Directory:
         return cls(files, tuple(blocks))
 
 
+def _carrier(r: _In) -> Carrier:
+    raw = r.u8()
+    if raw not in Carrier._value2member_map_:
+        raise ContentError("unknown index carrier", path=r.path, offset=r.base + r.pos - 1,
+                           expected=[int(c) for c in Carrier], actual=raw)
+    return Carrier(raw)
+
+
 @dataclass(frozen=True)
 class CheckpointRef:
-    """Where the last full checkpoint's [CUMULATIVE, DIRECTORY] sections are."""
+    """Where the last full checkpoint's [CUMULATIVE, DIRECTORY] sections are.
+
+    AVRO carrier: the byte range of those two sections and their CRC-32. PARQUET carrier: the
+    byte range of the whole checkpoint block (its footer holds them), CRC-32 0.
+    """
 
     file: int  # ordinal into the DIRECTORY files of the block that holds this reference
+    carrier: Carrier
     region_offset: int
     region_length: int
     region_crc32: int
+    #: bytes of the region that are the CUMULATIVE section (the DIRECTORY follows)
+    cumulative_length: int = 0
 
 
 @dataclass(frozen=True)
@@ -377,9 +402,11 @@ class Cumulative:
                 raise ContentError("a DELTA cumulative section needs a checkpoint reference")
             c = self.checkpoint
             out.u32(c.file)
+            out.u8(int(c.carrier))
             out.u64(c.region_offset)
             out.u32(c.region_length)
             out.u32(c.region_crc32)
+            out.u32(c.cumulative_length)
         return out.bytes()
 
     @classmethod
@@ -396,7 +423,7 @@ class Cumulative:
         bloom = _read_bloom(r)
         checkpoint = None
         if kind == CumulativeKind.DELTA:
-            checkpoint = CheckpointRef(r.u32(), r.u64(), r.u32(), r.u32())
+            checkpoint = CheckpointRef(r.u32(), _carrier(r), r.u64(), r.u32(), r.u32(), r.u32())
         r.done()
         return cls(kind, scope, blocks, keys, min_key, max_key, bloom, checkpoint)
 

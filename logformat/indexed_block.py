@@ -89,6 +89,8 @@ class Placement:
     #: offset and length of the [CUMULATIVE, DIRECTORY] sections
     probe_offset: int
     probe_length: int
+    #: length of the CUMULATIVE section (the first part of the probe sections)
+    cumulative_length: int = 0
 
 
 @dataclass
@@ -114,13 +116,13 @@ class PreparedBlock:
         trailer = encode_trailer(own + probe)
         frame = self._frame(trailer)
         placement = self._placement(block_offset, frame, trailer, region_len,
-                                    sum(len(b) for _, b in probe))
+                                    sum(len(b) for _, b in probe), len(probe[0][1]))
         cum, directory = cumulative(placement)
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
         trailer = encode_trailer(own + probe)
         frame = self._frame(trailer)
         final = self._placement(block_offset, frame, trailer, region_len,
-                                sum(len(b) for _, b in probe))
+                                sum(len(b) for _, b in probe), len(probe[0][1]))
         if final != placement:
             raise UsageError("index section sizes changed with their offsets")
         return frame, final
@@ -137,15 +139,15 @@ class PreparedBlock:
         return BlockFrame(int(BlockType.PARQUET_DATA), self.header, content)
 
     def _placement(self, block_offset: int, frame: BlockFrame, trailer: bytes,
-                   region_len: int, probe_len: int) -> Placement:
+                   region_len: int, probe_len: int, cum_len: int) -> Placement:
         content_offset = block_offset + BLOCK_PREFIX_LEN + 8 + len(encode_map(frame.header)) + 8
         size = content_offset - block_offset + len(frame.content) + 4 + 8
         if self.block_type == BlockType.AVRO_DATA:
             trailer_offset = content_offset + len(self.prefix)
             return Placement(block_offset, size, trailer_offset, region_len,
-                             trailer_offset + region_len, probe_len)
+                             trailer_offset + region_len, probe_len, cum_len)
         # Parquet carrier: the sections sit Base64-encoded inside the footer; no direct range
-        return Placement(block_offset, size, 0, 0, 0, 0)
+        return Placement(block_offset, size, 0, 0, 0, 0, 0)
 
 
 def prepare_avro(records: Sequence[dict[str, Any]], schema: str | dict[str, Any], instant: str,

@@ -259,14 +259,14 @@ class LogFileReader:
         """
         end = self.source.size
         while end > 0:
-            block = self._block_ending_at(end)
+            block = self.block_ending_at(end)
             if block is None:
                 yield from reversed([b for b in self.blocks() if b.offset < end])
                 return
             yield block
             end = block.offset
 
-    def _block_ending_at(self, end: int) -> LogBlock | None:
+    def block_ending_at(self, end: int) -> LogBlock | None:
         """The valid block that ends exactly at ``end``, if the reverse pointer finds one
         and the bytes after ``end`` are a magic or the end of the file."""
         if end < BLOCK_PREFIX_LEN + MIN_BLOCK_LENGTH_V1:

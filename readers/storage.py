@@ -31,7 +31,9 @@ class ReadStats:
 @runtime_checkable
 class RangedSource(Protocol):
     name: str
-    stats: ReadStats
+
+    @property
+    def stats(self) -> ReadStats: ...
 
     @property
     def size(self) -> int: ...

@@ -23,7 +23,7 @@ import errno
 import fcntl
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +33,8 @@ from logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileN
 from readers.logfile import LogFileReader
 
 Mode = Literal["append", "rollover"]
+#: builds the frames of one write once their file and starting offset are known
+Builder = Callable[[LogFileName, int], Sequence[BlockFrame]]
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,12 @@ class LogFileWriter:
             frames = [frames]
         if not frames:
             raise UsageError("nothing to write")
-        encoded = [encode_block(f) for f in frames]
+        fixed = list(frames)
+        return self.append_built(lambda _name, _offset: fixed, sync=sync)
+
+    def append_built(self, build: Builder, *, sync: bool | None = None) -> WriteResult:
+        """Like :meth:`append`, with frames built by ``build(file name, offset)`` once the
+        writer knows where they land (indexed blocks record their own position)."""
         do_sync = self.fsync if sync is None else sync
         os.makedirs(self.directory, exist_ok=True)
         if self.mode == "append":
@@ -137,11 +144,11 @@ class LogFileWriter:
                 target = latest[-1]
                 path = os.path.join(self.directory, str(target))
                 if _tail_is_valid(path):
-                    return self._append_to(path, target, encoded, do_sync)
-                return self._create_new(encoded, do_sync, target.version + 1)
-        return self._create_new(encoded, do_sync, None)
+                    return self._append_to(path, target, build, do_sync)
+                return self._create_new(build, do_sync, target.version + 1)
+        return self._create_new(build, do_sync, None)
 
-    def _append_to(self, path: str, name: LogFileName, encoded: list[bytes],
+    def _append_to(self, path: str, name: LogFileName, build: Builder,
                    do_sync: bool) -> WriteResult:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
@@ -153,6 +160,7 @@ class LogFileWriter:
                                      path=path) from None
                 raise
             start = os.fstat(fd).st_size
+            encoded = _encode(build(name, start))
             data = b"".join(encoded)
             try:
                 _write_all(fd, data)
@@ -168,9 +176,24 @@ class LogFileWriter:
         finally:
             os.close(fd)
 
-    def _create_new(self, encoded: list[bytes], do_sync: bool,
-                    version: int | None) -> WriteResult:
-        data = b"".join(encoded)
+    def _create_new(self, build: Builder, do_sync: bool, version: int | None) -> WriteResult:
+        v = version if version is not None else _next_version(self.existing())
+        for _ in range(1000):
+            name = self._proto.with_version(v)
+            encoded = _encode(build(name, 0))
+            path = os.path.join(self.directory, str(name))
+            if self._publish(path, b"".join(encoded), do_sync):
+                return WriteResult(path, name, _layout(0, encoded), True)
+            if self.mode == "append" and version is None:
+                raise LogFileExistsError("log file was created by another writer meanwhile",
+                                         path=path)
+            v += 1
+        raise WriteError("no free log version found", path=self.directory)
+
+    def _publish(self, path: str, data: bytes, do_sync: bool) -> bool:
+        """Write ``data`` to a new file at ``path``; False if the name is taken."""
+        if os.path.exists(path):
+            return False
         tmp = os.path.join(self.directory, f".morlog-tmp-{uuid.uuid4().hex}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -180,28 +203,24 @@ class LogFileWriter:
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            v = version if version is not None else _next_version(self.existing())
-            for _ in range(1000):
-                name = self._proto.with_version(v)
-                path = os.path.join(self.directory, str(name))
-                try:
-                    os.link(tmp, path)  # fails if the name exists: never overwrite
-                except FileExistsError:
-                    if self.mode == "append" and version is None:
-                        raise LogFileExistsError(
-                            "log file was created by another writer meanwhile", path=path
-                        ) from None
-                    v += 1
-                    continue
-                if do_sync:
-                    _fsync_dir(self.directory)
-                return WriteResult(path, name, _layout(0, encoded), True)
-            raise WriteError("no free log version found", path=self.directory)
+            try:
+                os.link(tmp, path)  # fails if the name exists: never overwrite
+            except FileExistsError:
+                return False
+            if do_sync:
+                _fsync_dir(self.directory)
+            return True
         finally:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def _encode(frames: Sequence[BlockFrame]) -> list[bytes]:
+    if not frames:
+        raise UsageError("nothing to write")
+    return [encode_block(f) for f in frames]
 
 
 def _next_version(existing: list[LogFileName]) -> int:

@@ -1,0 +1,42 @@
+"""A source that serves reads from ranges fetched earlier, so one ranged read can answer many.
+
+Probes fetch the tail of a log file once (``prefetch``) and then parse framing, trailers and
+sections with ordinary ``read`` calls; only requests that fall outside what was fetched reach
+the underlying source, and only those are counted in its ``stats``.
+"""
+
+from __future__ import annotations
+
+from .storage import RangedSource, _SourceBase
+
+
+class CachedSource(_SourceBase):
+    def __init__(self, inner: RangedSource) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.stats = inner.stats  # the same counters: only real reads count
+        self._size = inner.size
+        self._ranges: list[tuple[int, bytes]] = []
+
+    def prefetch(self, offset: int, length: int) -> None:
+        """Fetch ``[offset, offset + length)`` (clipped to the file) in one read."""
+        lo = max(0, offset)
+        hi = min(self._size, offset + length)
+        if hi > lo and self._find(lo, hi - lo) is None:
+            self._ranges.append((lo, self.inner.read(lo, hi - lo)))
+
+    def _find(self, offset: int, length: int) -> bytes | None:
+        for start, data in self._ranges:
+            if start <= offset and offset + length <= start + len(data):
+                return data[offset - start : offset - start + length]
+        return None
+
+    def read(self, offset: int, length: int) -> bytes:
+        self._check(offset, length)
+        hit = self._find(offset, length)
+        if hit is not None:
+            return hit
+        return self.inner.read(offset, length)  # not kept: memory stays bounded
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,311 @@
+"""Writing indexed data blocks into a file slice's logs (spec/index.md §4).
+
+:class:`IndexedLogWriter` appends Avro-carrier or Parquet-carrier data blocks whose trailer
+holds the per-block index and the slice's cumulative index. The cumulative part is a *full
+checkpoint* (filter over every key of the slice, directory of every data block) every
+``checkpoint_every`` data blocks or when the keys since the last checkpoint exceed
+``delta_max_keys``; blocks in between carry a *delta* (filter over the keys since the
+checkpoint, directory of those blocks) and a pointer to the checkpoint. A probe therefore reads
+the file's tail and, at most, the checkpoint: two ranged reads.
+
+The writer keeps the slice's key hashes in memory between appends. When it starts on a slice
+that already has logs, it scans them once: stored indexes are read from their trailers, blocks
+without one (Hudi's own, or a corrupt tail's neighbours) are recomputed by the compatibility
+reader. It continues the newest checkpoint when the scan confirms it, and starts with a new
+full checkpoint otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
+from logformat.constants import BlockType, HeaderKey
+from logformat.delete_content import DeleteRecord
+from logformat.errors import MorlogError, UsageError
+from logformat.framing import BlockFrame, encode_block
+from logformat.index_trailer import (
+    BlockRef,
+    Carrier,
+    CheckpointRef,
+    Cumulative,
+    CumulativeKind,
+    Directory,
+    Section,
+)
+from logformat.indexed_block import (
+    BlockKeys,
+    Placement,
+    PreparedBlock,
+    prepare_avro,
+    prepare_parquet,
+)
+from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
+from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom, blocks_for
+from logformat.xxh64 import U64
+from readers.index import block_index, find_tail_index
+from readers.logfile import LogFileReader
+from readers.storage import LocalFileSource
+
+from .logwriter import LogFileWriter, Mode, WriteResult
+
+DEFAULT_CHECKPOINT_EVERY = 8
+DEFAULT_DELTA_MAX_KEYS = 16_384
+
+
+@dataclass
+class _Entry:
+    ref: BlockRef
+    file_name: str
+    hashes: U64
+    #: for full checkpoints: where their [CUMULATIVE, DIRECTORY] sections are
+    checkpoint: CheckpointRef | None = None
+
+
+@dataclass
+class SliceIndexState:
+    """What the next indexed block of a file slice needs to know about the earlier ones."""
+
+    scope: str
+    entries: list[_Entry] = field(default_factory=list)
+    checkpoint_at: int | None = None
+    min_key: str | None = None
+    max_key: str | None = None
+
+    @property
+    def files(self) -> list[str]:
+        out: list[str] = []
+        for e in self.entries:
+            if e.file_name not in out:
+                out.append(e.file_name)
+        return out
+
+    def add(self, entry: _Entry) -> None:
+        self.entries.append(entry)
+        lo, hi = entry.ref.min_key, entry.ref.max_key
+        if entry.ref.key_count:
+            if self.min_key is None or lo.encode() < self.min_key.encode():
+                self.min_key = lo
+            if self.max_key is None or hi.encode() > self.max_key.encode():
+                self.max_key = hi
+
+    def since_checkpoint(self) -> list[_Entry]:
+        return self.entries if self.checkpoint_at is None else self.entries[
+            self.checkpoint_at + 1 :]
+
+
+def _bloom_of(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
+    allh = np.unique(np.concatenate(list(hashes))) if hashes else np.zeros(0, np.uint64)
+    f = SplitBlockBloom.empty(blocks_for(len(allh), fpp))
+    f.insert_hashes(allh)
+    return f
+
+
+class IndexedLogWriter:
+    """Appends indexed data blocks (and plain delete/rollback blocks) to one file slice."""
+
+    def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,
+                 write_token: str = UNKNOWN_WRITE_TOKEN, mode: Mode = "append",
+                 key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
+                 scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+                 delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True) -> None:
+        if checkpoint_every < 1 or delta_max_keys < 1:
+            raise UsageError("checkpoint_every and delta_max_keys must be >= 1")
+        self.log = LogFileWriter(directory, file_id, instant, write_token=write_token,
+                                 mode=mode, fsync=fsync)
+        self.key_field = key_field
+        self.fpp = fpp
+        self.scope = instant if scope is None else scope
+        self.checkpoint_every = checkpoint_every
+        self.delta_max_keys = delta_max_keys
+        self._state: SliceIndexState | None = None
+
+    @property
+    def state(self) -> SliceIndexState:
+        if self._state is None:
+            self._state = load_slice_state(self.log.directory, self.log.existing(),
+                                           scope=self.scope, key_field=self.key_field,
+                                           fpp=self.fpp)
+        return self._state
+
+    # --- data blocks ----------------------------------------------------------------------
+
+    def append_avro(self, records: Sequence[dict[str, Any]], schema: str | dict[str, Any],
+                    instant: str, *, extra_header: Mapping[HeaderKey, str] | None = None,
+                    sync: bool | None = None) -> WriteResult:
+        prepared = prepare_avro(records, schema, instant, key_field=self.key_field,
+                                fpp=self.fpp, extra_header=extra_header)
+        return self._append_indexed(prepared, sync)
+
+    def append_parquet(self, table: pa.Table, instant: str, *,
+                       schema: str | dict[str, Any] | None = None,
+                       sync: bool | None = None) -> WriteResult:
+        prepared = prepare_parquet(table, instant, key_field=self.key_field, schema=schema,
+                                   fpp=self.fpp)
+        return self._append_indexed(prepared, sync)
+
+    def append_delete(self, records: Sequence[DeleteRecord], instant: str, *,
+                      schema: str | dict[str, Any] | None = None) -> WriteResult:
+        """Deletes leave the cumulative index as it is: deleted keys stay false positives."""
+        return self.log.append(delete_block(records, instant, schema=schema))
+
+    def append_rollback(self, instant: str, target_instant: str) -> WriteResult:
+        return self.log.append(rollback_block(instant, target_instant))
+
+    def _append_indexed(self, prepared: PreparedBlock, sync: bool | None) -> WriteResult:
+        state = self.state
+        own = prepared.own
+        pending = state.since_checkpoint()
+        full = (state.checkpoint_at is None or len(pending) + 1 >= self.checkpoint_every
+                or sum(len(e.hashes) for e in pending) + len(own.hashes) > self.delta_max_keys)
+        carrier = Carrier.AVRO if prepared.block_type == BlockType.AVRO_DATA else Carrier.PARQUET
+        built: dict[str, Any] = {}
+
+        def build(name: LogFileName, offset: int) -> list[BlockFrame]:
+            file_name = str(name)
+            frame, placement = prepared.finish(
+                offset, lambda p: self._cumulative(state, own, prepared.instant, file_name,
+                                                   carrier, p, full))
+            built.update(file=file_name, placement=placement, frame=frame)
+            return [frame]
+
+        result = self.log.append_built(build, sync=sync)
+        placement: Placement = built["placement"]
+        ref = self._own_ref(state, own, prepared.instant, built["file"], carrier, placement)
+        entry = _Entry(ref, built["file"], own.hashes)
+        if full:
+            entry.checkpoint = self._checkpoint_ref(state, built["file"], carrier, placement,
+                                                    built["frame"], result)
+        state.add(entry)
+        if full:
+            state.checkpoint_at = len(state.entries) - 1
+        return result
+
+    # --- cumulative sections -------------------------------------------------------------------
+
+    def _own_ref(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
+                 carrier: Carrier, p: Placement) -> BlockRef:
+        files = state.files + ([file_name] if file_name not in state.files else [])
+        return BlockRef(files.index(file_name), carrier, p.block_offset, p.block_size,
+                        p.region_offset, p.region_length, own.range.count, instant,
+                        own.range.min_key, own.range.max_key)
+
+    def _cumulative(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
+                    carrier: Carrier, p: Placement, full: bool) -> tuple[Cumulative, Directory]:
+        files = state.files + ([file_name] if file_name not in state.files else [])
+        own_ref = self._own_ref(state, own, instant, file_name, carrier, p)
+        lo = min((state.min_key or own.range.min_key, own.range.min_key), key=str.encode)
+        hi = max((state.max_key or own.range.max_key, own.range.max_key), key=str.encode)
+        nblocks = len(state.entries) + 1
+        nkeys = sum(int(e.ref.key_count) for e in state.entries) + own.range.count
+        if full:
+            bloom = _bloom_of([e.hashes for e in state.entries] + [own.hashes], self.fpp)
+            directory = Directory(tuple(files), tuple([_reindex(e, files) for e in
+                                                       state.entries] + [own_ref]))
+            return Cumulative(CumulativeKind.FULL, self.scope, nblocks, nkeys, lo, hi,
+                              bloom), directory
+        pending = state.since_checkpoint()
+        bloom = _bloom_of([e.hashes for e in pending] + [own.hashes], self.fpp)
+        assert state.checkpoint_at is not None
+        cp_entry = state.entries[state.checkpoint_at]
+        assert cp_entry.checkpoint is not None
+        cp = cp_entry.checkpoint
+        cp = CheckpointRef(files.index(cp_entry.file_name), cp.carrier, cp.region_offset,
+                           cp.region_length, cp.region_crc32, cp.cumulative_length)
+        directory = Directory(tuple(files), tuple([_reindex(e, files) for e in pending] +
+                                                  [own_ref]))
+        return Cumulative(CumulativeKind.DELTA, self.scope, nblocks, nkeys, lo, hi, bloom,
+                          cp), directory
+
+    def _checkpoint_ref(self, state: SliceIndexState, file_name: str, carrier: Carrier,
+                        p: Placement, frame: BlockFrame, result: WriteResult) -> CheckpointRef:
+        files = state.files + ([file_name] if file_name not in state.files else [])
+        if carrier == Carrier.AVRO:
+            start = p.probe_offset - p.block_offset
+            raw = encode_block(frame)[start : start + p.probe_length]
+            return CheckpointRef(files.index(file_name), carrier, p.probe_offset,
+                                 p.probe_length, zlib.crc32(raw), p.cumulative_length)
+        return CheckpointRef(files.index(file_name), carrier, p.block_offset, p.block_size, 0)
+
+
+def _reindex(e: _Entry, files: list[str]) -> BlockRef:
+    r = e.ref
+    return BlockRef(files.index(e.file_name), r.carrier, r.block_offset, r.block_size,
+                    r.region_offset, r.region_length, r.key_count, r.instant, r.min_key,
+                    r.max_key)
+
+
+def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
+                     key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP
+                     ) -> SliceIndexState:
+    """Rebuild a slice's index state by scanning its log files once (compat for old blocks)."""
+    state = SliceIndexState(scope)
+    full_blocks: dict[tuple[str, int], CheckpointRef] = {}
+    for name in log_files:
+        path = os.path.join(directory, str(name))
+        with LogFileReader(LocalFileSource(path)) as reader:
+            for block in reader.blocks():
+                if block.is_corrupt or block.block_type not in (
+                        BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+                    continue
+                try:
+                    keys, stored = block_index(block, key_field=key_field, fpp=fpp)
+                except MorlogError:
+                    keys, stored = None, None
+                if keys is None:
+                    continue
+                carrier = stored.carrier if stored is not None else Carrier.NONE
+                region_off = region_len = 0
+                if stored is not None and stored.carrier == Carrier.AVRO:
+                    kr = stored.section_range(Section.KEYS)
+                    rr = stored.section_range(Section.RANGE)
+                    if kr is not None and rr is not None:
+                        region_off, region_len = kr[0], rr[0] + rr[1] - kr[0]
+                    cum = stored.cumulative()
+                    if cum is not None and cum.kind == CumulativeKind.FULL:
+                        cr = stored.section_range(Section.CUMULATIVE)
+                        dr = stored.section_range(Section.DIRECTORY)
+                        if cr is not None and dr is not None:
+                            length = dr[0] + dr[1] - cr[0]
+                            raw = block._source.read(cr[0], length)  # type: ignore[union-attr]
+                            full_blocks[(str(name), block.offset)] = CheckpointRef(
+                                0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
+                elif stored is not None and stored.carrier == Carrier.PARQUET:
+                    cum = stored.cumulative()
+                    if cum is not None and cum.kind == CumulativeKind.FULL:
+                        full_blocks[(str(name), block.offset)] = CheckpointRef(
+                            0, Carrier.PARQUET, block.offset, block.size, 0)
+                ref = BlockRef(0, carrier, block.offset, block.size, region_off, region_len,
+                               keys.range.count, block.instant or "", keys.range.min_key,
+                               keys.range.max_key)
+                state.add(_Entry(ref, str(name), keys.hashes,
+                                 full_blocks.get((str(name), block.offset))))
+    _continue_checkpoint(state, directory, log_files)
+    return state
+
+
+def _continue_checkpoint(state: SliceIndexState, directory: str,
+                         log_files: Sequence[LogFileName]) -> None:
+    """Adopt the newest stored checkpoint when everything after it was scanned as well."""
+    if not state.entries or not log_files:
+        return
+    newest = os.path.join(directory, str(log_files[-1]))
+    with LocalFileSource(newest) as src:
+        try:
+            tail = find_tail_index(src)
+        except MorlogError:
+            tail = None
+        cum = tail.index.cumulative() if tail is not None else None
+    if cum is None or cum.scope != state.scope or cum.blocks != len(state.entries):
+        return  # blocks without an index came after it, or another scope: start afresh
+    for i in range(len(state.entries) - 1, -1, -1):
+        if state.entries[i].checkpoint is not None:
+            state.checkpoint_at = i
+            return
