@@ -192,14 +192,22 @@ def encode_keys(keys: pa.Array, codec: int = CODEC_ZSTD) -> bytes:
     out.u8(codec)
     out.u32(n)
     out.u32(len(raw))
+    out.u32(len(payload))
     out.raw(payload)
     return out.bytes()
 
 
 def decode_keys(buf: bytes | memoryview, *, base: int = 0, path: str | None = None) -> pa.Array:
     r = _In(buf, base, path, "KEYS")
-    codec, n, raw_len = r.u8(), r.u32(), r.u32()
-    payload = bytes(r.take(len(r.buf) - r.pos))
+    keys = _read_keys(r)
+    r.done()
+    return keys
+
+
+def _read_keys(r: _In) -> pa.Array:
+    path, base = r.path, r.base
+    codec, n, raw_len, payload_len = r.u8(), r.u32(), r.u32(), r.u32()
+    payload = bytes(r.take(payload_len))
     if raw_len < 4 * (n + 1) or raw_len > 2**31:
         raise LengthError("key list length out of range", path=path, offset=base + 5,
                           expected=f">= {4 * (n + 1)}", actual=raw_len)
@@ -257,6 +265,18 @@ def decode_bloom(buf: bytes | memoryview, *, base: int = 0,
     return f
 
 
+def decode_region(buf: bytes | memoryview, *, base: int = 0, path: str | None = None
+                  ) -> tuple[pa.Array, SplitBlockBloom, KeyRange]:
+    """A block's [KEYS, BLOOM, RANGE] sections read as one byte range (their bodies are
+    self-delimiting)."""
+    r = _In(buf, base, path, "KEYS/BLOOM/RANGE")
+    keys = _read_keys(r)
+    bloom = _read_bloom(r)
+    rng = KeyRange(r.u32(), r.str(), r.str())
+    r.done()
+    return keys, bloom, rng
+
+
 @dataclass(frozen=True)
 class KeyRange:
     count: int
@@ -287,10 +307,11 @@ class BlockRef:
     carrier: Carrier
     block_offset: int
     block_size: int
-    #: absolute offset and length of the block's [KEYS, BLOOM, RANGE] sections (AVRO
-    #: carrier); 0/0 otherwise
+    #: absolute offset, length and CRC-32 of the block's [KEYS, BLOOM, RANGE] sections
+    #: (AVRO carrier); 0/0/0 otherwise
     region_offset: int
     region_length: int
+    region_crc32: int
     key_count: int
     instant: str
     min_key: str
@@ -319,6 +340,7 @@ class Directory:
             out.u32(b.block_size)
             out.u64(b.region_offset)
             out.u32(b.region_length)
+            out.u32(b.region_crc32)
             out.u32(b.key_count)
             out.str(b.instant)
             out.str(b.min_key)
@@ -335,13 +357,13 @@ class Directory:
                               actual=nfiles)
         files = tuple(r.str() for _ in range(nfiles))
         nblocks = r.u32()
-        if nblocks * 45 > len(r.buf) - r.pos:
+        if nblocks * 49 > len(r.buf) - r.pos:
             raise LengthError("directory block count out of range", path=path,
                               offset=base + r.pos - 4, actual=nblocks)
         blocks = []
         for _ in range(nblocks):
             ref = BlockRef(r.u32(), _carrier(r), r.u64(), r.u32(), r.u64(), r.u32(), r.u32(),
-                           r.str(), r.str(), r.str())
+                           r.u32(), r.str(), r.str(), r.str())
             if ref.file >= nfiles:
                 raise ContentError("directory entry names an unknown file", path=path,
                                    offset=base + r.pos, expected=f"< {nfiles}", actual=ref.file)

@@ -161,6 +161,9 @@ def _parquet_index(source: RangedSource, content_end: int, block_offset: int
                    ) -> StoredIndex | None:
     if content_end - block_offset < 12 + 8:
         return None
+    if isinstance(source, CachedSource):  # footer and its length in one read
+        lo = max(block_offset, content_end - TAIL_WINDOW)
+        source.prefetch(lo, content_end - lo)
     last = source.read(content_end - 8, 8)
     if last[4:] != PARQUET_MAGIC:
         return None

@@ -193,9 +193,10 @@ class IndexedLogWriter:
     def _own_ref(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
                  carrier: Carrier, p: Placement) -> BlockRef:
         files = state.files + ([file_name] if file_name not in state.files else [])
+        region = b"".join(body for _, body in own.sections()) if p.region_length else b""
         return BlockRef(files.index(file_name), carrier, p.block_offset, p.block_size,
-                        p.region_offset, p.region_length, own.range.count, instant,
-                        own.range.min_key, own.range.max_key)
+                        p.region_offset, p.region_length, zlib.crc32(region) if region else 0,
+                        own.range.count, instant, own.range.min_key, own.range.max_key)
 
     def _cumulative(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
                     carrier: Carrier, p: Placement, full: bool) -> tuple[Cumulative, Directory]:
@@ -238,8 +239,8 @@ class IndexedLogWriter:
 def _reindex(e: _Entry, files: list[str]) -> BlockRef:
     r = e.ref
     return BlockRef(files.index(e.file_name), r.carrier, r.block_offset, r.block_size,
-                    r.region_offset, r.region_length, r.key_count, r.instant, r.min_key,
-                    r.max_key)
+                    r.region_offset, r.region_length, r.region_crc32, r.key_count, r.instant,
+                    r.min_key, r.max_key)
 
 
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
@@ -262,12 +263,14 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 if keys is None:
                     continue
                 carrier = stored.carrier if stored is not None else Carrier.NONE
-                region_off = region_len = 0
+                region_off = region_len = region_crc = 0
                 if stored is not None and stored.carrier == Carrier.AVRO:
                     kr = stored.section_range(Section.KEYS)
                     rr = stored.section_range(Section.RANGE)
                     if kr is not None and rr is not None:
                         region_off, region_len = kr[0], rr[0] + rr[1] - kr[0]
+                        region_crc = zlib.crc32(
+                            block._source.read(region_off, region_len))  # type: ignore[union-attr]
                     cum = stored.cumulative()
                     if cum is not None and cum.kind == CumulativeKind.FULL:
                         cr = stored.section_range(Section.CUMULATIVE)
@@ -283,8 +286,8 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                         full_blocks[(str(name), block.offset)] = CheckpointRef(
                             0, Carrier.PARQUET, block.offset, block.size, 0)
                 ref = BlockRef(0, carrier, block.offset, block.size, region_off, region_len,
-                               keys.range.count, block.instant or "", keys.range.min_key,
-                               keys.range.max_key)
+                               region_crc, keys.range.count, block.instant or "",
+                               keys.range.min_key, keys.range.max_key)
                 state.add(_Entry(ref, str(name), keys.hashes,
                                  full_blocks.get((str(name), block.offset))))
     _continue_checkpoint(state, directory, log_files)

@@ -1,0 +1,304 @@
+"""Which blocks of a file slice's logs may hold, and do hold, each key (spec/index.md §5).
+
+``probe(keys)`` reads the newest log file's tail (one ranged read), tests each key against the
+slice's cumulative range and filter (delta plus, when the tail is a delta, the checkpoint:
+a second read), then narrows to blocks by their own ranges and filters, and confirms
+candidates against the sorted key lists of only those blocks. Slices whose newest data block
+carries no index are answered by the compatibility path: every block's keys are recomputed,
+with the same per-block answers.
+
+Invariant (tested): every key live in the slice's logs is confirmed in the block that holds
+it; deleted or rolled-back keys may still be reported (a false positive costs a key-list
+read), never the reverse.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from logformat.blocks import RECORD_KEY_FIELD
+from logformat.constants import BlockType
+from logformat.errors import ContentError, MorlogError
+from logformat.index_trailer import (
+    BlockRef,
+    Carrier,
+    Cumulative,
+    CumulativeKind,
+    Directory,
+    decode_region,
+)
+from logformat.indexed_block import BlockKeys
+from logformat.keybatch import KeyBatch
+from logformat.xxh64 import xxh64_batch
+
+from .cache import CachedSource
+from .index import StoredIndex, TailIndex, _parquet_index, block_index, find_tail_index
+from .logfile import LogFileReader
+from .storage import LocalFileSource, RangedSource
+
+Opener = Callable[[str], RangedSource]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class BlockId:
+    file: str
+    offset: int
+
+
+@dataclass
+class KeyHits:
+    """Per key: blocks still candidate after each test (offsets in file order)."""
+
+    range: list[BlockId] = field(default_factory=list)
+    bloom: list[BlockId] = field(default_factory=list)
+    confirmed: list[BlockId] = field(default_factory=list)
+
+
+@dataclass
+class _Block:
+    id: BlockId
+    ref: BlockRef | None
+    #: per-block index when already at hand (compat path, or the tail block)
+    keys: BlockKeys | None = None
+    instant: str = ""
+
+
+@dataclass
+class ProbeResult:
+    hits: dict[str, KeyHits]
+    #: True when the slice's cumulative index was read from a stored trailer
+    stored: bool
+    cumulative: Cumulative | None
+    blocks: list[_Block]
+    reads: int
+    bytes_read: int
+    #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
+    probe_reads: int = 0
+    probe_bytes: int = 0
+
+
+def _between(keys: pa.Array, lo: str, hi: str) -> BoolArray:
+    b = keys.cast(pa.binary())
+    ok = pc.and_(pc.greater_equal(b, pa.scalar(lo.encode(), pa.binary())),
+                 pc.less_equal(b, pa.scalar(hi.encode(), pa.binary())))
+    return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+class SliceProbe:
+    """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last."""
+
+    def __init__(self, directory: str, log_files: Sequence[str], *,
+                 key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01,
+                 opener: Opener | None = None) -> None:
+        if not log_files:
+            raise MorlogError("a file slice probe needs at least one log file", path=directory)
+        self.directory = directory
+        self.log_files = list(log_files)
+        self.key_field = key_field
+        self.fpp = fpp
+        self._opener = opener or (lambda name: LocalFileSource(os.path.join(directory, name)))
+        self._sources: dict[str, RangedSource] = {}
+
+    def source(self, name: str) -> RangedSource:
+        if name not in self._sources:
+            self._sources[name] = CachedSource(self._opener(name))
+        return self._sources[name]
+
+    def close(self) -> None:
+        for s in self._sources.values():
+            s.close()
+        self._sources.clear()
+
+    def __enter__(self) -> SliceProbe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stats(self) -> tuple[int, int]:
+        return (sum(s.stats.reads for s in self._sources.values()),
+                sum(s.stats.bytes_read for s in self._sources.values()))
+
+    # --- locating the index --------------------------------------------------------------
+
+    def _tail(self) -> tuple[str, TailIndex] | None:
+        """The newest data block's stored index, skipping files of command/delete blocks."""
+        for name in reversed(self.log_files):
+            src = self.source(name)
+            tail = find_tail_index(src)
+            if tail is not None:
+                return name, tail
+            if _has_data_block(src):
+                return None  # newest data block has no index: compat path
+        return None
+
+    def _checkpoint(self, cum: Cumulative, directory: Directory
+                    ) -> tuple[Cumulative, Directory]:
+        cp = cum.checkpoint
+        assert cp is not None
+        name = directory.files[cp.file]
+        src = self.source(name)
+        if cp.carrier == Carrier.AVRO:
+            region = src.read(cp.region_offset, cp.region_length)
+            if zlib.crc32(region) != cp.region_crc32:
+                raise ContentError("checkpoint region checksum mismatch", path=src.name,
+                                   offset=cp.region_offset)
+            n = cp.cumulative_length
+            full = Cumulative.decode(region[:n], base=cp.region_offset, path=src.name)
+            d = Directory.decode(region[n:], base=cp.region_offset + n, path=src.name)
+        else:
+            stored = _parquet_index(src, cp.region_offset + cp.region_length - 12,
+                                    cp.region_offset)
+            if stored is None:
+                raise ContentError("checkpoint block has no index", path=src.name,
+                                   offset=cp.region_offset)
+            c, d2 = stored.cumulative(), stored.directory()
+            if c is None or d2 is None:
+                raise ContentError("checkpoint block lacks cumulative sections",
+                                   path=src.name, offset=cp.region_offset)
+            full, d = c, d2
+        if full.kind != CumulativeKind.FULL:
+            raise ContentError("checkpoint reference does not lead to a full checkpoint",
+                               path=src.name, offset=cp.region_offset)
+        return full, d
+
+    # --- probing --------------------------------------------------------------------------
+
+    def probe(self, keys: Sequence[str] | pa.Array) -> ProbeResult:
+        arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
+        arr = arr.cast(pa.string())
+        hashes = xxh64_batch(KeyBatch.of(arr))
+        located = self._tail()
+        if located is None:
+            return self._probe_compat(arr, hashes)
+        tail_file, tail = located
+        cum = tail.index.cumulative()
+        directory = tail.index.directory()
+        if cum is None or directory is None:
+            return self._probe_compat(arr, hashes)
+        blocks = _blocks_of(directory)
+        maybe = _between(arr, cum.min_key, cum.max_key)
+        maybe &= cum.bloom.check_hashes(hashes)
+        if cum.kind == CumulativeKind.DELTA:
+            full, cp_dir = self._checkpoint(cum, directory)
+            outside = _between(arr, cum.min_key, cum.max_key)
+            maybe |= outside & full.bloom.check_hashes(hashes)
+            blocks = _blocks_of(cp_dir) + blocks
+        probe_reads, probe_bytes = self._stats()
+        # the tail block's own sections are in the tail window already
+        for b in blocks:
+            if b.id == BlockId(tail_file, tail.block.offset):
+                b.keys = tail.index.block_keys()
+        hits = self._narrow(arr, hashes, maybe, blocks)
+        reads, nbytes = self._stats()
+        return ProbeResult(hits, True, cum, blocks, reads, nbytes, probe_reads, probe_bytes)
+
+    def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
+        blocks: list[_Block] = []
+        for name in self.log_files:
+            with_src = self.source(name)
+            for block in LogFileReader(with_src).blocks():
+                if block.is_corrupt or block.block_type not in (
+                        BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+                    continue
+                try:
+                    keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+                except MorlogError:
+                    continue
+                if keys is not None:
+                    blocks.append(_Block(BlockId(name, block.offset), None, keys,
+                                         block.instant or ""))
+        maybe = np.ones(len(arr), dtype=bool)
+        hits = self._narrow(arr, hashes, maybe, blocks)
+        reads, nbytes = self._stats()
+        return ProbeResult(hits, False, None, blocks, reads, nbytes, reads, nbytes)
+
+    def _block_keys(self, b: _Block) -> BlockKeys | None:
+        if b.keys is not None:
+            return b.keys
+        ref = b.ref
+        assert ref is not None
+        src = self.source(b.id.file)
+        if ref.carrier == Carrier.AVRO:
+            region = src.read(ref.region_offset, ref.region_length)
+            if zlib.crc32(region) != ref.region_crc32:
+                raise ContentError("index region checksum mismatch", path=src.name,
+                                   offset=ref.region_offset)
+            keys, bloom, rng = decode_region(region, base=ref.region_offset, path=src.name)
+            b.keys = BlockKeys(keys, xxh64_batch(KeyBatch.of(keys)), bloom, rng)
+        elif ref.carrier == Carrier.PARQUET:
+            stored = _parquet_index(src, ref.block_offset + ref.block_size - 12,
+                                    ref.block_offset)
+            b.keys = stored.block_keys() if stored is not None else None
+        else:
+            block = next(iter(LogFileReader(src).blocks(ref.block_offset,
+                                                         ref.block_offset + ref.block_size)))
+            b.keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+        return b.keys
+
+    def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
+                blocks: list[_Block]) -> dict[str, KeyHits]:
+        py = arr.to_pylist()
+        hits = {k: KeyHits() for k in py}
+        candidates = np.flatnonzero(maybe)
+        for b in blocks:
+            if b.ref is not None:
+                lo, hi = b.ref.min_key, b.ref.max_key
+            else:
+                assert b.keys is not None
+                lo, hi = b.keys.range.min_key, b.keys.range.max_key
+            in_range = _between(arr, lo, hi)
+            for i in np.flatnonzero(in_range):
+                hits[py[i]].range.append(b.id)
+            idx = candidates[in_range[candidates]]
+            if idx.size == 0:
+                continue
+            keys = self._block_keys(b)
+            if keys is None:
+                continue
+            passed = idx[keys.bloom.check_hashes(hashes[idx])]
+            if passed.size == 0:
+                continue
+            for i in passed:
+                hits[py[i]].bloom.append(b.id)
+            found = pc.is_in(arr.take(pa.array(passed)), value_set=keys.keys)
+            for i, ok in zip(passed, found.to_numpy(zero_copy_only=False), strict=True):
+                if ok:
+                    hits[py[i]].confirmed.append(b.id)
+        return hits
+
+
+def _blocks_of(directory: Directory) -> list[_Block]:
+    return [_Block(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
+            for r in directory.blocks]
+
+
+def _has_data_block(src: RangedSource) -> bool:
+    try:
+        for block in LogFileReader(src).reversed_blocks():
+            if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
+                                    BlockType.CDC_DATA):
+                return True
+    except MorlogError:
+        return True
+    return False
+
+
+def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
+                   key_field: str = RECORD_KEY_FIELD) -> ProbeResult:
+    """Probe a single log file (its own slice for the purpose of the probe)."""
+    with SliceProbe(os.path.dirname(path) or ".", [os.path.basename(path)],
+                    key_field=key_field) as p:
+        return p.probe(keys)
+
+
+__all__ = ["BlockId", "KeyHits", "ProbeResult", "SliceProbe", "StoredIndex", "probe_log_file"]
