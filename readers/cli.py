@@ -169,6 +169,137 @@ def cmd_verify(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return status
 
 
+def _carrier_name(block: LogBlock, stored: bool) -> str:
+    if not stored:
+        return "none"
+    return "avro" if block.block_type == BlockType.AVRO_DATA else "parquet"
+
+
+def index_report(path: str, key_field: str = RECORD_KEY_FIELD) -> dict[str, Any]:
+    """The ``morlog index --json`` object of one log file."""
+    from logformat.sbbf import SplitBlockBloom
+
+    from .index import block_index, find_tail_index
+
+    rows: list[dict[str, Any]] = []
+    last_stored = None
+    recomputed_hashes = []
+    lo: str | None = None
+    hi: str | None = None
+    with LogFileReader(path) as reader:
+        for block in reader.blocks():
+            if block.is_corrupt or not block.block_type.is_data or (
+                    block.block_type == BlockType.HFILE_DATA):
+                continue
+            keys, stored = block_index(block, key_field=key_field)
+            row: dict[str, Any] = {"offset": block.offset, "size": block.size,
+                                   "instant": block.instant,
+                                   "carrier": _carrier_name(block, stored is not None),
+                                   "stored": stored is not None, "keys": 0, "min_key": None,
+                                   "max_key": None, "bloom_type": None, "bloom_bytes": 0}
+            if keys is not None:
+                row.update(keys=keys.range.count, min_key=keys.range.min_key,
+                           max_key=keys.range.max_key, bloom_type="SBBF_XXH64",
+                           bloom_bytes=keys.bloom.nbytes)
+                recomputed_hashes.append(keys.hashes)
+                lo = keys.range.min_key if lo is None or keys.range.min_key.encode() < \
+                    lo.encode() else lo
+                hi = keys.range.max_key if hi is None or keys.range.max_key.encode() > \
+                    hi.encode() else hi
+            if stored is not None:
+                row["index_bytes"] = stored.section_sizes()
+            rows.append(row)
+        tail = find_tail_index(reader.source)
+    if tail is not None and (cum := tail.index.cumulative()) is not None:
+        last_stored = {"stored": True, "offset": tail.block.offset, "kind": cum.kind.name,
+                       "scope": cum.scope, "blocks": cum.blocks, "keys": cum.keys,
+                       "min_key": cum.min_key, "max_key": cum.max_key,
+                       "bloom_type": "SBBF_XXH64", "bloom_bytes": cum.bloom.nbytes,
+                       "checkpoint": None if cum.checkpoint is None else {
+                           "offset": cum.checkpoint.region_offset,
+                           "length": cum.checkpoint.region_length}}
+    cumulative: dict[str, Any] | None = last_stored
+    if cumulative is None and rows:
+        import numpy as np
+
+        allh = np.unique(np.concatenate(recomputed_hashes)) if recomputed_hashes else None
+        bloom_bytes = 0
+        if allh is not None:
+            from logformat.sbbf import blocks_for
+
+            f = SplitBlockBloom.empty(blocks_for(len(allh)))
+            bloom_bytes = f.nbytes
+        cumulative = {"stored": False, "offset": rows[-1]["offset"], "kind": "RECOMPUTED",
+                      "blocks": len(rows), "keys": sum(r["keys"] for r in rows),
+                      "min_key": lo, "max_key": hi, "bloom_type": "SBBF_XXH64",
+                      "bloom_bytes": bloom_bytes}
+    return {"path": path, "blocks": rows, "cumulative": cumulative}
+
+
+def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    try:
+        report = index_report(args.path, args.key_field)
+    except MorlogError as exc:
+        print(f"morlog: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"morlog: error: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        json.dump(report, out, indent=2 if args.pretty else None)
+        out.write("\n")
+        return EXIT_OK
+    print(args.path, file=out)
+    print(f"{'offset':>10} {'carrier':<8} {'stored':<6} {'keys':>7} {'bloom B':>8}  min .. max",
+          file=out)
+    for r in report["blocks"]:
+        print(f"{r['offset']:>10} {r['carrier']:<8} {str(r['stored']).lower():<6} "
+              f"{r['keys']:>7} {r['bloom_bytes']:>8}  {_short(r['min_key'], 20)} .. "
+              f"{_short(r['max_key'], 20)}", file=out)
+    c = report["cumulative"]
+    if c:
+        print(f"cumulative ({'stored' if c['stored'] else 'recomputed'}, {c['kind']}): "
+              f"{c['blocks']} blocks, {c['keys']} keys, {_short(c['min_key'], 20)} .. "
+              f"{_short(c['max_key'], 20)}, filter {c['bloom_bytes']} bytes", file=out)
+    return EXIT_OK
+
+
+def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    from .probe import probe_log_file
+
+    keys = list(args.keys)
+    if args.keys_file:
+        with open(args.keys_file, encoding="utf-8") as f:
+            keys.extend(line.rstrip("\n") for line in f if line.strip())
+    if not keys:
+        print("morlog: error: no keys given", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        result = probe_log_file(args.path, keys, key_field=args.key_field)
+    except MorlogError as exc:
+        print(f"morlog: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"morlog: error: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    report = {k: {"range": [b.offset for b in h.range], "bloom": [b.offset for b in h.bloom],
+                  "confirmed": [b.offset for b in h.confirmed]}
+              for k, h in result.hits.items()}
+    if args.json:
+        json.dump(report, out, indent=2 if args.pretty else None)
+        out.write("\n")
+    else:
+        for k, h in report.items():
+            where = ", ".join(str(o) for o in h["confirmed"]) or "not found"
+            print(f"{k}: {where}  (range {len(h['range'])}, bloom {len(h['bloom'])})", file=out)
+        print(f"{'stored' if result.stored else 'recomputed'} index; {result.reads} ranged "
+              f"reads, {result.bytes_read} bytes ({result.probe_reads} reads for the probe)",
+              file=out)
+    return EXIT_OK
+
+
 def add_read_commands(sub: Any) -> None:
     p = sub.add_parser(
         "blocks",
@@ -196,3 +327,34 @@ def add_read_commands(sub: Any) -> None:
     v.add_argument("paths", nargs="+", metavar="PATH", help="log files")
     v.add_argument("-q", "--quiet", action="store_true", help="report failures only")
     v.set_defaults(func=cmd_verify)
+
+    ix = sub.add_parser(
+        "index",
+        help="show the index of each data block and the cumulative index",
+        description="Show each data block's index (sorted keys, filter, min/max): read from "
+        "its index trailer when it has one (stored), recomputed from its records otherwise; "
+        "and the cumulative index of the newest data block.",
+    )
+    ix.add_argument("path", help="log file")
+    ix.add_argument("--json", action="store_true", help="print a JSON object")
+    ix.add_argument("--pretty", action="store_true", help="indent the JSON")
+    ix.add_argument("--key-field", default=RECORD_KEY_FIELD,
+                    help=f"record key field for blocks without index (default {RECORD_KEY_FIELD})")
+    ix.set_defaults(func=cmd_index)
+
+    lk = sub.add_parser(
+        "lookup",
+        help="find which blocks of a log file hold keys",
+        description="Probe a log file for keys: for each key, the blocks still candidate after "
+        "the min/max test (range), after the filter test (bloom) and after the exact key-list "
+        "test (confirmed), by block offset. Uses the stored index from one ranged read at the "
+        "tail of the file; recomputes it for logs without one.",
+    )
+    lk.add_argument("path", help="log file")
+    lk.add_argument("keys", nargs="*", metavar="KEY", help="record keys")
+    lk.add_argument("--keys-file", help="file with one key per line")
+    lk.add_argument("--json", action="store_true", help="print a JSON object keyed by key")
+    lk.add_argument("--pretty", action="store_true", help="indent the JSON")
+    lk.add_argument("--key-field", default=RECORD_KEY_FIELD,
+                    help=f"record key field for blocks without index (default {RECORD_KEY_FIELD})")
+    lk.set_defaults(func=cmd_lookup)

@@ -1,0 +1,313 @@
+"""Indexed data blocks: both carriers, the cumulative index, probes, compat equivalence."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logformat import BlockType, DeleteRecord, OrderingValue
+from logformat.blocks import avro_data_block
+from logformat.index_trailer import Carrier, CumulativeKind
+from readers import LocalFileSource, LogFileReader
+from readers.index import find_tail_index, read_stored_index
+from readers.probe import SliceProbe, probe_log_file
+from writers import LogFileWriter
+from writers.cli import main
+from writers.indexed import IndexedLogWriter
+from writers.logwriter import list_log_files
+
+from .samples import SCHEMA, arrow_schema, record
+
+BASE = "20250101000000000"
+#: random histories for the invariant test: more in CI, many more with HYPOTHESIS_PROFILE=slow
+INVARIANT_EXAMPLES = {"ci": 150, "slow": 3000}.get(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"), 40)
+
+
+def _inst(i: int) -> str:
+    return f"2025010200{i:07d}"
+
+
+def _records(keys: list[str], instant: str) -> list[dict[str, Any]]:
+    return [record(k, instant, n, seq=n) for n, k in enumerate(keys)]
+
+
+def _write(w: IndexedLogWriter, keys: list[str], instant: str, carrier: str) -> int:
+    recs = _records(keys, instant)
+    if carrier == "parquet":
+        r = w.append_parquet(pa.Table.from_pylist(recs, schema=arrow_schema()), instant,
+                             schema=SCHEMA)
+    else:
+        r = w.append_avro(recs, SCHEMA, instant)
+    return r.blocks[0].offset
+
+
+def _slice_files(d: Path) -> list[str]:
+    return [str(n) for n in list_log_files(str(d), "fg-0", BASE)]
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_each_carrier_finds_every_key_and_only_those(tmp_path: Path, carrier: str) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1", checkpoint_every=3)
+    where: dict[str, int] = {}
+    for b in range(7):
+        keys = [str(uuid.UUID(int=b * 1000 + i)) for i in range(40)]
+        off = _write(w, keys, _inst(b), carrier)
+        where.update({k: off for k in keys})
+    (path,) = _slice_files(tmp_path)
+    absent = [str(uuid.UUID(int=10**9 + i)) for i in range(300)]
+    res = probe_log_file(str(tmp_path / path), list(where) + absent)
+    assert res.stored
+    for k, off in where.items():
+        assert [b.offset for b in res.hits[k].confirmed] == [off]
+        assert off in [b.offset for b in res.hits[k].bloom]
+    assert not any(res.hits[k].confirmed for k in absent)
+    # the cumulative filter keeps most absent keys away from the per-block filters
+    assert sum(1 for k in absent if res.hits[k].bloom) < 30
+    assert res.probe_reads <= 2
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_stored_index_round_trips_through_the_block(tmp_path: Path, carrier: str) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    keys = ["b", "a", "c", "a2"]
+    _write(w, keys, _inst(1), carrier)
+    (path,) = _slice_files(tmp_path)
+    with LogFileReader(str(tmp_path / path)) as r:
+        (block,) = list(r.blocks())
+        stored = read_stored_index(r.source, block.offset, block.size, block.block_type)
+        assert stored is not None
+        assert stored.carrier == (Carrier.AVRO if carrier == "avro" else Carrier.PARQUET)
+        assert stored.keys().to_pylist() == ["a", "a2", "b", "c"]  # type: ignore[union-attr]
+        rng = stored.key_range()
+        assert rng is not None and (rng.count, rng.min_key, rng.max_key) == (4, "a", "c")
+        cum = stored.cumulative()
+        assert cum is not None and cum.kind == CumulativeKind.FULL and cum.scope == BASE
+        # stock decoding still sees exactly the records (the trailer is invisible to it)
+        assert sorted(block.keys()) == sorted(keys)  # type: ignore[type-var]
+        assert block.record_count() == 4
+        if carrier == "parquet":
+            assert block.keys() == sorted(keys)  # records sorted by key
+            from logformat.parquet_content import parquet_key_value_metadata
+
+            md = parquet_key_value_metadata(block.content())
+            assert md[b"hoodie_min_record_key"] == b"a"
+            assert md[b"hoodie_max_record_key"] == b"c"
+
+
+def test_checkpoints_follow_the_policy(tmp_path: Path) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=4, delta_max_keys=25)
+    kinds = []
+    for b in range(10):
+        n = 30 if b == 6 else 5  # block 6 alone exceeds delta_max_keys
+        _write(w, [f"b{b}-{i}" for i in range(n)], _inst(b), "avro")
+        (path,) = _slice_files(tmp_path)
+        with LocalFileSource(str(tmp_path / path)) as src:
+            tail = find_tail_index(src)
+            assert tail is not None
+            cum = tail.index.cumulative()
+            assert cum is not None
+            kinds.append(cum.kind)
+            assert cum.blocks == b + 1
+    F, D = CumulativeKind.FULL, CumulativeKind.DELTA
+    # every 4th block (0, 4), and block 6 because the delta would exceed 25 keys
+    assert kinds == [F, D, D, D, F, D, F, D, D, D]
+
+
+def test_compat_path_gives_the_same_answers(tmp_path: Path) -> None:
+    indexed_dir, plain_dir = tmp_path / "indexed", tmp_path / "plain"
+    w = IndexedLogWriter(indexed_dir, "fg-0", BASE, checkpoint_every=2)
+    p = LogFileWriter(plain_dir, "fg-0", BASE)
+    keys_by_block = [[f"k{(b * 7 + i) % 50:03d}" for i in range(12)] for b in range(6)]
+    for b, keys in enumerate(keys_by_block):
+        _write(w, keys, _inst(b), "avro")
+        p.append(avro_data_block(_records(keys, _inst(b)), SCHEMA, _inst(b)))
+    probe_keys = [f"k{i:03d}" for i in range(60)]
+    a = probe_log_file(str(indexed_dir / _slice_files(indexed_dir)[0]), probe_keys)
+    b = probe_log_file(str(plain_dir / _slice_files(plain_dir)[0]), probe_keys)
+    assert a.stored and not b.stored
+    # block offsets differ between the two files: compare by block ordinal
+    order_a = {blk.id: i for i, blk in enumerate(a.blocks)}
+    order_b = {blk.id: i for i, blk in enumerate(b.blocks)}
+    for k in probe_keys:
+        assert [order_a[x] for x in a.hits[k].confirmed] == [order_b[x] for x in
+                                                             b.hits[k].confirmed]
+        assert [order_a[x] for x in a.hits[k].range] == [order_b[x] for x in b.hits[k].range]
+        expected = [i for i, keys in enumerate(keys_by_block) if k in keys]
+        assert [order_a[x] for x in a.hits[k].confirmed] == expected
+
+
+def test_mixed_log_old_blocks_then_indexed(tmp_path: Path) -> None:
+    plain = LogFileWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    old_keys = [f"old{i}" for i in range(20)]
+    plain.append(avro_data_block(_records(old_keys, _inst(0)), SCHEMA, _inst(0)))
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    _write(w, [f"new{i}" for i in range(20)], _inst(1), "avro")
+    (path,) = _slice_files(tmp_path)
+    res = probe_log_file(str(tmp_path / path), old_keys + ["new3", "none"])
+    assert res.stored
+    assert all(len(res.hits[k].confirmed) == 1 for k in old_keys + ["new3"])
+    assert not res.hits["none"].confirmed
+    with LocalFileSource(str(tmp_path / path)) as src:
+        tail = find_tail_index(src)
+        assert tail is not None
+        d = tail.index.directory()
+        assert d is not None and [b.carrier for b in d.blocks] == [Carrier.NONE, Carrier.AVRO]
+
+
+def test_torn_tail_then_new_writer_rebuilds_from_compat(tmp_path: Path) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    _write(w, ["a", "b"], _inst(0), "avro")
+    _write(w, ["c", "d"], _inst(1), "avro")
+    (first,) = _slice_files(tmp_path)
+    with open(tmp_path / first, "ab") as f:
+        f.write(b"#HUDI#\x00\x00\x00\x00\x00\x00\x10\x00torn")  # a crashed writer's block
+    assert probe_log_file(str(tmp_path / first), ["a", "d"]).hits["d"].confirmed
+    w2 = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    _write(w2, ["e"], _inst(2), "avro")
+    files = _slice_files(tmp_path)
+    assert len(files) == 2  # rolled over instead of appending after the torn block
+    with SliceProbe(str(tmp_path), files) as probe:
+        res = probe.probe(["a", "c", "e", "x"])
+    assert res.stored and res.cumulative is not None and res.cumulative.blocks == 3
+    assert {k: len(h.confirmed) for k, h in res.hits.items()} == {"a": 1, "c": 1, "e": 1, "x": 0}
+
+
+def test_rollover_mode_spans_files(tmp_path: Path) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1", mode="rollover",
+                         checkpoint_every=3)
+    for b in range(5):
+        _write(w, [f"r{b}-{i}" for i in range(10)], _inst(b), "avro" if b % 2 else "parquet")
+    files = _slice_files(tmp_path)
+    assert len(files) == 5
+    with SliceProbe(str(tmp_path), files) as probe:
+        res = probe.probe([f"r{b}-3" for b in range(5)] + ["zz"])
+    for b in range(5):
+        (hit,) = res.hits[f"r{b}-3"].confirmed
+        assert hit.file == files[b] and hit.offset == 0
+    assert not res.hits["zz"].confirmed
+    assert res.probe_reads <= 2
+
+
+def test_stock_readers_read_indexed_blocks(tmp_path: Path) -> None:
+    from .hudi_rs import make_table, read_log_files
+
+    table = tmp_path / "t"
+    make_table(table, SCHEMA, record_key="id")
+    part = table / "p"
+    w = IndexedLogWriter(part, "fg-0", BASE, write_token="0-1-1")
+    _write(w, ["a", "b", "c"], _inst(1), "avro")
+    _write(w, ["b", "d"], _inst(2), "parquet")
+    w.append_delete([DeleteRecord("c", "p", OrderingValue.natural())], _inst(3), schema=SCHEMA)
+    _write(w, ["e"], _inst(4), "avro")
+    (name,) = _slice_files(part)
+    batch = read_log_files(table, [f"p/{name}"])
+    rows = {r["id"]: r for r in batch.to_pylist()}
+    assert sorted(rows) == ["a", "b", "d", "e"]
+    assert rows["b"]["_hoodie_commit_time"] == _inst(2)
+    # and morlog's own reading of the same blocks agrees record for record
+    with LogFileReader(str(part / name)) as r:
+        data = [b for b in r.blocks() if b.block_type in (BlockType.AVRO_DATA,
+                                                          BlockType.PARQUET_DATA)]
+        assert [len(b.to_arrow()) for b in data] == [3, 2, 1]
+
+
+def test_cli_index_and_lookup_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=2)
+    offs = [_write(w, [f"c{b}-{i}" for i in range(5)], _inst(b), c)
+            for b, c in enumerate(["avro", "parquet", "avro"])]
+    (path,) = _slice_files(tmp_path)
+    full = str(tmp_path / path)
+    assert main(["index", full, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [b["offset"] for b in report["blocks"]] == offs
+    assert [b["carrier"] for b in report["blocks"]] == ["avro", "parquet", "avro"]
+    for b in report["blocks"]:
+        assert b["stored"] is True and b["keys"] == 5 and b["bloom_type"] == "SBBF_XXH64"
+        assert b["bloom_bytes"] > 0 and b["min_key"] <= b["max_key"]
+    cum = report["cumulative"]
+    assert cum["stored"] is True and (cum["min_key"], cum["max_key"]) == ("c0-0", "c2-4")
+    assert main(["lookup", full, "c1-2", "nope", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["c1-2"] == {"range": [offs[1]], "bloom": [offs[1]], "confirmed": [offs[1]]}
+    assert out["nope"]["confirmed"] == []
+
+
+# --- the invariant, on random histories ---------------------------------------------------
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), st.sampled_from(["avro", "parquet"]),
+                  st.lists(st.integers(0, 60), min_size=1, max_size=15)),
+        st.tuples(st.just("delete"), st.lists(st.integers(0, 60), min_size=1, max_size=5)),
+        st.tuples(st.just("rollback")),
+        st.tuples(st.just("restart")),
+        st.tuples(st.just("tear")),
+    ),
+    min_size=1, max_size=12,
+)
+
+
+@settings(max_examples=INVARIANT_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=ops, mode=st.sampled_from(["append", "rollover"]),
+       every=st.integers(1, 4))
+def test_cumulative_index_covers_every_key_of_the_logs(tmp_path_factory: pytest.TempPathFactory,
+                                                       history: list[tuple[Any, ...]],
+                                                       mode: str, every: int) -> None:
+    d = tmp_path_factory.mktemp("slice")
+
+    def writer() -> IndexedLogWriter:
+        return IndexedLogWriter(d, "fg-0", BASE, write_token="0-1-1",
+                                mode=mode, checkpoint_every=every, fsync=False)  # type: ignore[arg-type]
+
+    w = writer()
+    written: dict[str, set[tuple[str, int]]] = {}  # key -> blocks holding it
+    last_instant = None
+    for step, op in enumerate(history):
+        inst = _inst(step)
+        if op[0] == "write":
+            keys = sorted({f"key-{n:03d}" for n in op[2]})
+            recs = _records(keys, inst)
+            if op[1] == "parquet":
+                r = w.append_parquet(pa.Table.from_pylist(recs, schema=arrow_schema()), inst,
+                                     schema=SCHEMA)
+            else:
+                r = w.append_avro(recs, SCHEMA, inst)
+            for k in keys:
+                written.setdefault(k, set()).add((os.path.basename(r.path),
+                                                  r.blocks[0].offset))
+            last_instant = inst
+        elif op[0] == "delete":
+            w.append_delete([DeleteRecord(f"key-{n:03d}", "p") for n in op[1]], inst)
+        elif op[0] == "rollback" and last_instant is not None:
+            w.append_rollback(inst, last_instant)  # rolled-back keys may stay candidates
+        elif op[0] == "restart":
+            w = writer()
+        elif op[0] == "tear":
+            files = _slice_files(d)
+            if files and mode == "append":
+                with open(d / files[-1], "ab") as f:
+                    f.write(b"#HUDI#\x00\x00\x00\x00\x00\x00\x00\x40")
+                w = writer()
+        files = _slice_files(d)
+        if not files:
+            continue
+        probe_keys = [f"key-{n:03d}" for n in range(0, 70)]
+        with SliceProbe(str(d), files) as probe:
+            res = probe.probe(probe_keys)
+        for k in probe_keys:
+            got = {(b.file, b.offset) for b in res.hits[k].confirmed}
+            assert got == written.get(k, set()), (k, step)
+            bloom = {(b.file, b.offset) for b in res.hits[k].bloom}
+            rng = {(b.file, b.offset) for b in res.hits[k].range}
+            assert got <= bloom <= rng
