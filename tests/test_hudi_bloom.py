@@ -192,3 +192,28 @@ def test_bad_serialized_filters_are_typed_errors(text: str) -> None:
         parse_hudi_bloom(text)
     with pytest.raises(ContentError):
         parse_hudi_bloom(text, "DYNAMIC_V0")
+
+
+@requires_fixtures
+@pytest.mark.parametrize("path", _fixture_base_files()[:8], ids=lambda p: p.name)
+def test_base_footer_reader_answers_for_every_key(path: Path) -> None:
+    from compat.base_footer import parse_base_footer
+
+    info = parse_base_footer(pq.read_metadata(path).metadata)
+    keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist()
+    assert info.bloom is not None and info.type_code == "DYNAMIC_V0"
+    assert all(info.may_contain_range(k) for k in keys)
+    assert not info.may_contain_range("\x00") and not info.may_contain_range("\U0010ffff")
+    assert info.bloom.contains(keys).all()
+
+
+def test_base_footer_without_hudi_keys() -> None:
+    from compat.base_footer import parse_base_footer
+
+    info = parse_base_footer({b"writer.model.name": b"avro"})
+    assert (info.bloom, info.type_code, info.min_key, info.max_key) == (None, None, None, None)
+    assert info.may_contain_range("anything")
+    simple = SimpleBloom.sized(10, 0.01)
+    simple.add(["k"])
+    info = parse_base_footer({b"com.uber.hoodie.bloomfilter": simple.to_base64().encode()})
+    assert info.type_code == "SIMPLE" and info.bloom is not None and info.bloom.contains(["k"])[0]

@@ -1,0 +1,55 @@
+"""Hudi's index in base Parquet files' footers (facts §9): bloom filter and min/max key.
+
+Pure: takes the Parquet key/value metadata (``pyarrow.parquet.read_metadata(...).metadata``)
+and returns what Hudi stored there. Readers fetch the footer; this only interprets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from logformat.errors import ContentError
+from logformat.hudi_bloom import HudiBloom, parse_hudi_bloom
+
+BLOOM_KEY = b"org.apache.hudi.bloomfilter"
+LEGACY_BLOOM_KEY = b"com.uber.hoodie.bloomfilter"
+TYPE_CODE_KEY = b"hoodie_bloom_filter_type_code"
+MIN_KEY = b"hoodie_min_record_key"
+MAX_KEY = b"hoodie_max_record_key"
+
+
+@dataclass
+class BaseFileIndex:
+    """What a Hudi base file's footer says about its keys (any part may be missing)."""
+
+    bloom: HudiBloom | None
+    type_code: str | None
+    min_key: str | None
+    max_key: str | None
+
+    def may_contain_range(self, key: str) -> bool:
+        """False only when the stored min/max rule ``key`` out."""
+        if self.min_key is not None and key.encode() < self.min_key.encode():
+            return False
+        return not (self.max_key is not None and key.encode() > self.max_key.encode())
+
+
+def _text(md: Mapping[bytes, bytes], key: bytes) -> str | None:
+    raw = md.get(key)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ContentError(f"footer value of {key.decode()} is not UTF-8") from None
+
+
+def parse_base_footer(md: Mapping[bytes, bytes] | None) -> BaseFileIndex:
+    """Interpret a base file's key/value metadata (absent keys give None fields)."""
+    md = md or {}
+    text = _text(md, BLOOM_KEY) or _text(md, LEGACY_BLOOM_KEY)
+    type_code = _text(md, TYPE_CODE_KEY)
+    bloom = parse_hudi_bloom(text, type_code) if text else None
+    return BaseFileIndex(bloom, type_code or ("SIMPLE" if bloom is not None else None),
+                         _text(md, MIN_KEY), _text(md, MAX_KEY))
