@@ -73,8 +73,18 @@ class _Block:
 
 
 @dataclass
+class Masks:
+    """(keys x blocks) answers of each test, in the order of the probed keys and blocks."""
+
+    range: npt.NDArray[np.bool_]
+    bloom: npt.NDArray[np.bool_]
+    confirmed: npt.NDArray[np.bool_]
+
+
+@dataclass
 class ProbeResult:
-    hits: dict[str, KeyHits]
+    keys: list[str]
+    masks: Masks
     #: True when the slice's cumulative index was read from a stored trailer
     stored: bool
     cumulative: Cumulative | None
@@ -84,10 +94,33 @@ class ProbeResult:
     #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
     probe_reads: int = 0
     probe_bytes: int = 0
+    _hits: dict[str, KeyHits] | None = None
+
+    @property
+    def hits(self) -> dict[str, KeyHits]:
+        """Per key, the block ids of each test (built on first use)."""
+        if self._hits is None:
+            ids = [b.id for b in self.blocks]
+            m = self.masks
+            self._hits = {
+                k: KeyHits([ids[j] for j in np.flatnonzero(m.range[i])],
+                           [ids[j] for j in np.flatnonzero(m.bloom[i])],
+                           [ids[j] for j in np.flatnonzero(m.confirmed[i])])
+                for i, k in enumerate(self.keys)}
+        return self._hits
+
+    def found(self) -> dict[str, list[BlockId]]:
+        """Only the confirmed blocks of each key that has any (cheap for large batches)."""
+        ids = [b.id for b in self.blocks]
+        rows, cols = np.nonzero(self.masks.confirmed)
+        out: dict[str, list[BlockId]] = {}
+        for i, j in zip(rows, cols, strict=True):
+            out.setdefault(self.keys[i], []).append(ids[j])
+        return out
 
 
 def _between(keys: pa.Array, lo: str, hi: str) -> BoolArray:
-    b = keys.cast(pa.binary())
+    b = keys if pa.types.is_binary(keys.type) else keys.cast(pa.binary())
     ok = pc.and_(pc.greater_equal(b, pa.scalar(lo.encode(), pa.binary())),
                  pc.less_equal(b, pa.scalar(hi.encode(), pa.binary())))
     return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
@@ -198,9 +231,10 @@ class SliceProbe:
         for b in blocks:
             if b.id == BlockId(tail_file, tail.block.offset):
                 b.keys = tail.index.block_keys()
-        hits = self._narrow(arr, hashes, maybe, blocks)
+        masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
-        return ProbeResult(hits, True, cum, blocks, reads, nbytes, probe_reads, probe_bytes)
+        return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
+                           probe_reads, probe_bytes)
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
         blocks: list[_Block] = []
@@ -218,9 +252,10 @@ class SliceProbe:
                     blocks.append(_Block(BlockId(name, block.offset), None, keys,
                                          block.instant or ""))
         maybe = np.ones(len(arr), dtype=bool)
-        hits = self._narrow(arr, hashes, maybe, blocks)
+        masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
-        return ProbeResult(hits, False, None, blocks, reads, nbytes, reads, nbytes)
+        return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
+                           nbytes)
 
     def _block_keys(self, b: _Block) -> BlockKeys | None:
         if b.keys is not None:
@@ -246,20 +281,20 @@ class SliceProbe:
         return b.keys
 
     def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
-                blocks: list[_Block]) -> dict[str, KeyHits]:
-        py = arr.to_pylist()
-        hits = {k: KeyHits() for k in py}
-        candidates = np.flatnonzero(maybe)
-        for b in blocks:
+                blocks: list[_Block]) -> Masks:
+        n = len(arr)
+        shape = (n, len(blocks))
+        masks = Masks(np.zeros(shape, bool), np.zeros(shape, bool), np.zeros(shape, bool))
+        binary = arr.cast(pa.binary())
+        for j, b in enumerate(blocks):
             if b.ref is not None:
                 lo, hi = b.ref.min_key, b.ref.max_key
             else:
                 assert b.keys is not None
                 lo, hi = b.keys.range.min_key, b.keys.range.max_key
-            in_range = _between(arr, lo, hi)
-            for i in np.flatnonzero(in_range):
-                hits[py[i]].range.append(b.id)
-            idx = candidates[in_range[candidates]]
+            in_range = _between(binary, lo, hi)
+            masks.range[:, j] = in_range
+            idx = np.flatnonzero(in_range & maybe)
             if idx.size == 0:
                 continue
             keys = self._block_keys(b)
@@ -268,13 +303,11 @@ class SliceProbe:
             passed = idx[keys.bloom.check_hashes(hashes[idx])]
             if passed.size == 0:
                 continue
-            for i in passed:
-                hits[py[i]].bloom.append(b.id)
+            masks.bloom[passed, j] = True
             found = pc.is_in(arr.take(pa.array(passed)), value_set=keys.keys)
-            for i, ok in zip(passed, found.to_numpy(zero_copy_only=False), strict=True):
-                if ok:
-                    hits[py[i]].confirmed.append(b.id)
-        return hits
+            masks.confirmed[passed, j] = np.asarray(
+                found.to_numpy(zero_copy_only=False), dtype=bool)
+        return masks
 
 
 def _blocks_of(directory: Directory) -> list[_Block]:
@@ -301,4 +334,5 @@ def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
         return p.probe(keys)
 
 
-__all__ = ["BlockId", "KeyHits", "ProbeResult", "SliceProbe", "StoredIndex", "probe_log_file"]
+__all__ = ["BlockId", "KeyHits", "Masks", "ProbeResult", "SliceProbe", "StoredIndex",
+           "probe_log_file"]
