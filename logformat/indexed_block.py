@@ -48,14 +48,25 @@ HUDI_MIN_KEY = "hoodie_min_record_key"
 HUDI_MAX_KEY = "hoodie_max_record_key"
 
 
-@dataclass
 class BlockKeys:
-    """The per-block half of the index: sorted unique keys, their hashes, filter and range."""
+    """The per-block half of the index: sorted unique keys, their hashes, filter and range.
 
-    keys: pa.Array
-    hashes: U64
-    bloom: SplitBlockBloom
-    range: KeyRange
+    ``hashes`` (XXH64 of the keys) are computed on first use: writers need them to build
+    cumulative filters, probes never do.
+    """
+
+    def __init__(self, keys: pa.Array, hashes: U64 | None, bloom: SplitBlockBloom,
+                 range: KeyRange) -> None:
+        self.keys = keys
+        self._hashes = hashes
+        self.bloom = bloom
+        self.range = range
+
+    @property
+    def hashes(self) -> U64:
+        if self._hashes is None:
+            self._hashes = xxh64_batch(KeyBatch.of(self.keys))
+        return self._hashes
 
     @classmethod
     def of(cls, keys: pa.Array | Sequence[str], fpp: float = DEFAULT_FPP) -> BlockKeys:

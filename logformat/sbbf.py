@@ -79,6 +79,11 @@ def blocks_for(ndv: int, fpp: float = DEFAULT_FPP) -> int:
     return hi
 
 
+def word_masks(h: U64) -> npt.NDArray[np.uint32]:
+    """(n, 8) C-contiguous word masks of hashed keys (independent of the filter size)."""
+    return np.ascontiguousarray(_masks(h.astype(np.uint32)))
+
+
 def _masks(x: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     """(n, 8) word masks of the low hash halves ``x``."""
     with np.errstate(over="ignore"):
@@ -139,12 +144,18 @@ class SplitBlockBloom:
         batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)
         self.insert_hashes(xxh64_batch(batch))
 
-    def check_hashes(self, h: U64) -> npt.NDArray[np.bool_]:
+    def check_hashes(self, h: U64, masks: npt.NDArray[np.uint32] | None = None
+                     ) -> npt.NDArray[np.bool_]:
+        """Membership of hashed keys; ``masks`` (``word_masks(h)``) may be passed in when
+        the same keys are checked against many filters."""
         if h.size == 0:
             return np.zeros(0, dtype=bool)
         idx = self._block_index(h)
-        masks = _masks(h.astype(np.uint32))
-        return np.all((self.words[idx] & masks) != 0, axis=1)  # type: ignore[no-any-return]
+        m = word_masks(h) if masks is None else masks
+        # a key is in when (word & mask) == mask for all 8 words: XOR, then OR four u64 lanes
+        miss = ((self.words[idx] & m) ^ m).view(np.uint64)
+        out: npt.NDArray[np.bool_] = (miss[:, 0] | miss[:, 1] | miss[:, 2] | miss[:, 3]) == 0
+        return out
 
     def check(self, keys: Sequence[str] | pa.Array | KeyBatch) -> npt.NDArray[np.bool_]:
         batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)

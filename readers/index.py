@@ -41,10 +41,8 @@ from logformat.index_trailer import (
     section_bytes,
 )
 from logformat.indexed_block import BlockKeys
-from logformat.keybatch import KeyBatch
 from logformat.parquet_content import PARQUET_MAGIC
 from logformat.sbbf import SplitBlockBloom
-from logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
 from .logfile import LogBlock, LogFileReader
@@ -127,7 +125,7 @@ class StoredIndex:
         keys, bloom, rng = self.keys(), self.bloom(), self.key_range()
         if keys is None or bloom is None or rng is None:
             return None
-        return BlockKeys(keys, xxh64_batch(KeyBatch.of(keys)), bloom, rng)
+        return BlockKeys(keys, None, bloom, rng)
 
 
 def read_stored_index(source: RangedSource, block_offset: int, block_size: int,

@@ -37,6 +37,7 @@ from logformat.index_trailer import (
 )
 from logformat.indexed_block import BlockKeys
 from logformat.keybatch import KeyBatch
+from logformat.sbbf import word_masks
 from logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
@@ -45,6 +46,8 @@ from .logfile import LogFileReader
 from .storage import LocalFileSource, RangedSource
 
 Opener = Callable[[str], RangedSource]
+#: candidates per block above which confirmation joins against all key lists at once
+JOIN_RATIO = 64
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -74,7 +77,7 @@ class _Block:
 
 @dataclass
 class Masks:
-    """(keys x blocks) answers of each test, in the order of the probed keys and blocks."""
+    """(blocks x keys) answers of each test, in the order of the blocks and probed keys."""
 
     range: npt.NDArray[np.bool_]
     bloom: npt.NDArray[np.bool_]
@@ -102,28 +105,67 @@ class ProbeResult:
         if self._hits is None:
             ids = [b.id for b in self.blocks]
             m = self.masks
+            r, b, c = m.range.T, m.bloom.T, m.confirmed.T
             self._hits = {
-                k: KeyHits([ids[j] for j in np.flatnonzero(m.range[i])],
-                           [ids[j] for j in np.flatnonzero(m.bloom[i])],
-                           [ids[j] for j in np.flatnonzero(m.confirmed[i])])
+                k: KeyHits([ids[j] for j in np.flatnonzero(r[i])],
+                           [ids[j] for j in np.flatnonzero(b[i])],
+                           [ids[j] for j in np.flatnonzero(c[i])])
                 for i, k in enumerate(self.keys)}
         return self._hits
 
     def found(self) -> dict[str, list[BlockId]]:
         """Only the confirmed blocks of each key that has any (cheap for large batches)."""
         ids = [b.id for b in self.blocks]
-        rows, cols = np.nonzero(self.masks.confirmed)
+        cols, rows = np.nonzero(self.masks.confirmed)
         out: dict[str, list[BlockId]] = {}
-        for i, j in zip(rows, cols, strict=True):
+        for j, i in sorted(zip(cols, rows, strict=True), key=lambda t: (t[1], t[0])):
             out.setdefault(self.keys[i], []).append(ids[j])
         return out
 
 
-def _between(keys: pa.Array, lo: str, hi: str) -> BoolArray:
-    b = keys if pa.types.is_binary(keys.type) else keys.cast(pa.binary())
-    ok = pc.and_(pc.greater_equal(b, pa.scalar(lo.encode(), pa.binary())),
-                 pc.less_equal(b, pa.scalar(hi.encode(), pa.binary())))
-    return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+def _prefix_u64(data: bytes | pa.Array) -> npt.NDArray[np.uint64]:
+    """First 8 bytes of each key (zero-padded) as big-endian integers: strict order of the
+    prefixes implies the same strict order of the keys (byte order)."""
+    if isinstance(data, bytes):
+        return np.frombuffer(data[:8].ljust(8, b"\0"), dtype=">u8").astype(np.uint64)
+    arr = data.cast(pa.large_binary())
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    buf = arr.buffers()[2]
+    raw = np.frombuffer(buf, dtype=np.uint8) if buf is not None and len(buf) else np.zeros(
+        1, np.uint8)
+    cols = np.arange(8, dtype=np.int64)
+    idx = offsets[:-1, None] + cols[None, :]
+    valid = cols[None, :] < (offsets[1:] - offsets[:-1])[:, None]
+    mat = np.where(valid, raw[np.minimum(idx, len(raw) - 1)], 0).astype(np.uint8)
+    return np.ascontiguousarray(mat).view(">u8")[:, 0].astype(np.uint64)
+
+
+class _RangeTester:
+    """Vectorized ``lo <= key <= hi`` for one batch of keys against many ranges."""
+
+    def __init__(self, keys: pa.Array) -> None:
+        self.binary = keys.cast(pa.binary())
+        self.prefix = _prefix_u64(self.binary)
+
+    def test(self, lo: str, hi: str) -> BoolArray:
+        lo_b, hi_b = lo.encode(), hi.encode()
+        plo, phi = _prefix_u64(lo_b)[0], _prefix_u64(hi_b)[0]
+        p = self.prefix
+        ge = p > plo
+        le = p < phi
+        tie_lo = p == plo
+        tie_hi = p == phi
+        if tie_lo.any():
+            sub = self.binary.filter(pa.array(tie_lo))
+            ge[tie_lo] = pc.greater_equal(sub, pa.scalar(lo_b, pa.binary())).to_numpy(
+                zero_copy_only=False)
+        if tie_hi.any():
+            sub = self.binary.filter(pa.array(tie_hi))
+            le[tie_hi] = pc.less_equal(sub, pa.scalar(hi_b, pa.binary())).to_numpy(
+                zero_copy_only=False)
+        out: BoolArray = ge & le
+        return out
 
 
 class SliceProbe:
@@ -219,12 +261,11 @@ class SliceProbe:
         if cum is None or directory is None:
             return self._probe_compat(arr, hashes)
         blocks = _blocks_of(directory)
-        maybe = _between(arr, cum.min_key, cum.max_key)
-        maybe &= cum.bloom.check_hashes(hashes)
+        in_range = _RangeTester(arr).test(cum.min_key, cum.max_key)
+        maybe = in_range & cum.bloom.check_hashes(hashes)
         if cum.kind == CumulativeKind.DELTA:
             full, cp_dir = self._checkpoint(cum, directory)
-            outside = _between(arr, cum.min_key, cum.max_key)
-            maybe |= outside & full.bloom.check_hashes(hashes)
+            maybe |= in_range & full.bloom.check_hashes(hashes)
             blocks = _blocks_of(cp_dir) + blocks
         probe_reads, probe_bytes = self._stats()
         # the tail block's own sections are in the tail window already
@@ -269,7 +310,7 @@ class SliceProbe:
                 raise ContentError("index region checksum mismatch", path=src.name,
                                    offset=ref.region_offset)
             keys, bloom, rng = decode_region(region, base=ref.region_offset, path=src.name)
-            b.keys = BlockKeys(keys, xxh64_batch(KeyBatch.of(keys)), bloom, rng)
+            b.keys = BlockKeys(keys, None, bloom, rng)
         elif ref.carrier == Carrier.PARQUET:
             stored = _parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
@@ -282,32 +323,71 @@ class SliceProbe:
 
     def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
                 blocks: list[_Block]) -> Masks:
-        n = len(arr)
-        shape = (n, len(blocks))
+        """Per-block range and filter tests, then exact confirmation.
+
+        With many candidate keys per block (more than ``JOIN_RATIO`` on average), every
+        block's key list is read anyway, so the per-block filters are skipped and the
+        candidates are joined against all key lists at once; the ``bloom`` answers are then
+        those of the cumulative filter (spec/index.md §7.3)."""
+        shape = (len(blocks), len(arr))
         masks = Masks(np.zeros(shape, bool), np.zeros(shape, bool), np.zeros(shape, bool))
-        binary = arr.cast(pa.binary())
+        ranges = _RangeTester(arr)
         for j, b in enumerate(blocks):
             if b.ref is not None:
                 lo, hi = b.ref.min_key, b.ref.max_key
             else:
                 assert b.keys is not None
                 lo, hi = b.keys.range.min_key, b.keys.range.max_key
-            in_range = _between(binary, lo, hi)
-            masks.range[:, j] = in_range
-            idx = np.flatnonzero(in_range & maybe)
+            masks.range[j] = ranges.test(lo, hi)
+        cand = masks.range & maybe[None, :]
+        n_cand = int(maybe.sum())
+        if n_cand == 0:
+            return masks
+        if n_cand >= JOIN_RATIO * max(1, len(blocks)):
+            masks.bloom[:] = cand
+            self._join(arr, cand, blocks, masks)
+            return masks
+        word_m = word_masks(hashes)  # shared by every per-block filter test
+        for j, b in enumerate(blocks):
+            idx = np.flatnonzero(cand[j])
             if idx.size == 0:
                 continue
             keys = self._block_keys(b)
             if keys is None:
                 continue
-            passed = idx[keys.bloom.check_hashes(hashes[idx])]
+            passed = idx[keys.bloom.check_hashes(hashes[idx], word_m[idx])]
             if passed.size == 0:
                 continue
-            masks.bloom[passed, j] = True
+            masks.bloom[j, passed] = True
             found = pc.is_in(arr.take(pa.array(passed)), value_set=keys.keys)
-            masks.confirmed[passed, j] = np.asarray(
-                found.to_numpy(zero_copy_only=False), dtype=bool)
+            masks.confirmed[j, passed] = np.asarray(found.to_numpy(zero_copy_only=False),
+                                                    dtype=bool)
         return masks
+
+    def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[_Block],
+              masks: Masks) -> None:
+        """Exact confirmation of many candidates: one hash join against the key lists."""
+        lists, owners = [], []
+        for j, b in enumerate(blocks):
+            if not cand[j].any():
+                continue
+            keys = self._block_keys(b)
+            if keys is None:
+                continue
+            lists.append(keys.keys.cast(pa.string()))
+            owners.append(np.full(len(keys.keys), j, dtype=np.int32))
+        if not lists:
+            return
+        any_cand = np.flatnonzero(cand.any(axis=0))
+        left = pa.table({"k": arr.take(pa.array(any_cand)),
+                         "i": pa.array(any_cand.astype(np.int64))})
+        right = pa.table({"k": pa.concat_arrays(lists),
+                          "j": pa.array(np.concatenate(owners))})
+        joined = left.join(right, "k", join_type="inner", use_threads=False)
+        i = joined.column("i").to_numpy()
+        j = joined.column("j").to_numpy()
+        keep = cand[j, i]  # a key confirmed only where it was a candidate
+        masks.confirmed[j[keep], i[keep]] = True
 
 
 def _blocks_of(directory: Directory) -> list[_Block]:

@@ -311,3 +311,24 @@ def test_cumulative_index_covers_every_key_of_the_logs(tmp_path_factory: pytest.
             bloom = {(b.file, b.offset) for b in res.hits[k].bloom}
             rng = {(b.file, b.offset) for b in res.hits[k].range}
             assert got <= bloom <= rng
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_join_and_per_block_confirmation_agree(tmp_path: Path, carrier: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import readers.probe as probe_mod
+
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=3)
+    for b in range(6):  # overlapping keys: updates land in several blocks
+        _write(w, [f"j{(b * 5 + i) % 40:02d}" for i in range(12)], _inst(b), carrier)
+    (path,) = _slice_files(tmp_path)
+    keys = [f"j{i:02d}" for i in range(50)]
+    monkeypatch.setattr(probe_mod, "JOIN_RATIO", 10**9)
+    per_block = probe_log_file(str(tmp_path / path), keys)
+    monkeypatch.setattr(probe_mod, "JOIN_RATIO", 0)
+    joined = probe_log_file(str(tmp_path / path), keys)
+    assert (per_block.masks.confirmed == joined.masks.confirmed).all()
+    assert (per_block.masks.range == joined.masks.range).all()
+    assert (per_block.masks.bloom <= joined.masks.bloom).all()
+    assert sum(len(v) for v in joined.found().values()) == int(joined.masks.confirmed.sum())
+    assert any(len(v) > 1 for v in joined.found().values())
