@@ -211,7 +211,7 @@ def index_report(path: str, key_field: str = RECORD_KEY_FIELD) -> dict[str, Any]
             rows.append(row)
         tail = find_tail_index(reader.source)
     if tail is not None and (cum := tail.index.cumulative()) is not None:
-        last_stored = {"stored": True, "offset": tail.block.offset, "kind": cum.kind.name,
+        last_stored = {"stored": True, "offset": tail.offset, "kind": cum.kind.name,
                        "scope": cum.scope, "blocks": cum.blocks, "keys": cum.keys,
                        "min_key": cum.min_key, "max_key": cum.max_key,
                        "bloom_type": "SBBF_XXH64", "bloom_bytes": cum.bloom.nbytes,

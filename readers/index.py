@@ -28,6 +28,7 @@ from logformat.errors import ContentError, FormatError, MorlogError
 from logformat.index_trailer import (
     PARQUET_KEY,
     TAIL_LEN,
+    TRAILER_MAGIC,
     Carrier,
     Cumulative,
     Directory,
@@ -209,18 +210,49 @@ def block_index(block: LogBlock, *, key_field: str = RECORD_KEY_FIELD, fpp: floa
 class TailIndex:
     """The newest data block of a log file and its stored index."""
 
-    block: LogBlock
+    offset: int
+    size: int
     index: StoredIndex
+
+
+def _trusted_by_trailer(source: RangedSource, start: int, end: int) -> StoredIndex | None:
+    """The stored index of the block ``[start, end)`` judged from its end alone: an empty
+    footer map, then a CRC-checked index trailer (Avro) or a Parquet footer carrying one."""
+    if end - start < 64 or source.read(end - _FOOTER_AND_POINTER, 4) != b"\0\0\0\0":
+        return None
+    tail = source.read(end - _FOOTER_AND_POINTER - 8, 8)
+    try:
+        if tail == TRAILER_MAGIC:
+            return read_stored_index(source, start, end - start, BlockType.AVRO_DATA)
+        if tail[4:] == PARQUET_MAGIC:
+            return read_stored_index(source, start, end - start, BlockType.PARQUET_DATA)
+    except FormatError:
+        return None
+    return None
 
 
 def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailIndex | None:
     """Walk back from the end of the file to the newest data block; one read in the common
-    case. None when the file has no valid data block at its end with a stored index."""
+    case. None when the file has no valid data block at its end with a stored index.
+
+    Blocks inside the tail window are validated as a forward scan would. The newest data
+    block usually starts before the window; reading its header would cost a second read, so
+    it is accepted on its end alone: the reverse pointer, an empty footer map and an index
+    trailer whose section table passes its CRC-32 (a torn write cannot end like that, since
+    the reverse pointer is written last)."""
     cached = source if isinstance(source, CachedSource) else CachedSource(source)
     cached.prefetch(cached.size - window, window)
+    window_start = max(0, cached.size - window)
     reader = LogFileReader(cached)
     end = cached.size
     while end > MAGIC_LEN:
+        if end - TRAILER_LEN >= window_start:
+            reverse = struct.unpack(">q", cached.read(end - TRAILER_LEN, TRAILER_LEN))[0]
+            start = end - TRAILER_LEN - reverse
+            if 0 <= start < window_start:
+                stored = _trusted_by_trailer(cached, start, end)
+                if stored is not None:
+                    return TailIndex(start, end - start, stored)
         try:
             block = reader.block_ending_at(end)
         except MorlogError:
@@ -232,7 +264,7 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
                 stored = read_stored_index(cached, block.offset, block.size, block.block_type)
             except FormatError:
                 return None
-            return None if stored is None else TailIndex(block, stored)
+            return None if stored is None else TailIndex(block.offset, block.size, stored)
         if block.block_type in (BlockType.COMMAND, BlockType.DELETE):
             end = block.offset  # rollbacks and deletes never narrow the cumulative index
             continue

@@ -270,7 +270,7 @@ class SliceProbe:
         probe_reads, probe_bytes = self._stats()
         # the tail block's own sections are in the tail window already
         for b in blocks:
-            if b.id == BlockId(tail_file, tail.block.offset):
+            if b.id == BlockId(tail_file, tail.offset):
                 b.keys = tail.index.block_keys()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()

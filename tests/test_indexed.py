@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -332,3 +333,33 @@ def test_join_and_per_block_confirmation_agree(tmp_path: Path, carrier: str,
     assert (per_block.masks.bloom <= joined.masks.bloom).all()
     assert sum(len(v) for v in joined.found().values()) == int(joined.masks.confirmed.sum())
     assert any(len(v) > 1 for v in joined.found().values())
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_big_blocks_probe_in_two_reads_and_torn_ones_fall_back(tmp_path: Path,
+                                                                carrier: str) -> None:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=2, fsync=False)
+    keys_of = []
+    for b in range(3):  # each block is far larger than the 64 KiB tail window
+        keys = [str(uuid.UUID(int=(b + 1) * 10**6 + i)) for i in range(1500)]
+        recs = [record(k, _inst(b), i, note=hashlib.sha256(k.encode()).hexdigest() * 2)
+                for i, k in enumerate(keys)]
+        if carrier == "parquet":
+            w.append_parquet(pa.Table.from_pylist(recs, schema=arrow_schema()), _inst(b),
+                             schema=SCHEMA)
+        else:
+            w.append_avro(recs, SCHEMA, _inst(b))
+        keys_of.append(keys)
+    (path,) = _slice_files(tmp_path)
+    full = tmp_path / path
+    with LogFileReader(str(full)) as r:
+        assert min(b.size for b in r.blocks()) > 64 * 1024
+    probe_keys = [k[7] for k in keys_of] + ["absent"]
+    res = probe_log_file(str(full), probe_keys)
+    assert res.stored and res.probe_reads <= 2
+    assert [len(res.hits[k].confirmed) for k in probe_keys] == [1, 1, 1, 0]
+    with open(full, "r+b") as f:  # a crash tore the newest block's last bytes
+        f.truncate(full.stat().st_size - 10)
+    torn = probe_log_file(str(full), probe_keys)
+    assert not torn.stored  # the torn tail is not trusted: recomputed from the records
+    assert [len(torn.hits[k].confirmed) for k in probe_keys] == [1, 1, 0, 0]
