@@ -29,7 +29,9 @@ from .constants import BLOCK_PREFIX_LEN, BlockType, HeaderKey
 from .errors import UsageError
 from .framing import BlockFrame, encode_map
 from .index_trailer import (
+    ENTRY_LEN,
     PARQUET_KEY,
+    TAIL_LEN,
     Cumulative,
     Directory,
     KeyRange,
@@ -61,6 +63,7 @@ class BlockKeys:
         self._hashes = hashes
         self.bloom = bloom
         self.range = range
+        self._sections: list[tuple[int, bytes]] | None = None
 
     @property
     def hashes(self) -> U64:
@@ -75,13 +78,16 @@ class BlockKeys:
         if len(sk) == 0:
             raise UsageError("an indexed data block needs at least one record")
         hashes = xxh64_batch(KeyBatch.of(sk))
-        bloom = SplitBlockBloom.for_keys(KeyBatch.of(sk), fpp)
+        bloom = SplitBlockBloom.for_hashes(hashes, fpp)
         return cls(sk, hashes, bloom, KeyRange(len(sk), sk[0].as_py(), sk[-1].as_py()))
 
     def sections(self) -> list[tuple[int, bytes]]:
         """KEYS, BLOOM, RANGE: the block's "region", read together to confirm keys."""
-        return [(Section.KEYS, encode_keys(self.keys)), (Section.BLOOM, encode_bloom(self.bloom)),
-                (Section.RANGE, self.range.encode())]
+        if self._sections is None:
+            self._sections = [(Section.KEYS, encode_keys(self.keys)),
+                              (Section.BLOOM, encode_bloom(self.bloom)),
+                              (Section.RANGE, self.range.encode())]
+        return self._sections
 
 
 #: given the absolute offsets of the region and of the [CUMULATIVE, DIRECTORY] part, return
@@ -115,28 +121,45 @@ class PreparedBlock:
     own: BlockKeys
     compression: str = DEFAULT_COMPRESSION
 
-    def finish(self, block_offset: int, cumulative: CumulativeFn) -> tuple[BlockFrame, Placement]:
+    def finish(self, block_offset: int, cumulative: CumulativeFn
+               ) -> tuple[BlockFrame, Placement, bytes]:
+        """The frame, where its sections land, and the bytes of its [CUMULATIVE, DIRECTORY]
+        sections. ``cumulative`` is called twice (the second time with the final offsets);
+        it should cache what does not depend on them."""
         own = self.own.sections()
         region_len = sum(len(b) for _, b in own)
         # the cumulative sections have sizes that do not depend on the offsets (fixed-width
-        # fields), so compute them once with a provisional placement, then for real
-        provisional = Placement(block_offset, 0, 0, region_len, 0, 0)
-        cum, directory = cumulative(provisional)
-        probe: list[tuple[int, bytes]] = [(Section.CUMULATIVE, cum.encode()),
-                                          (Section.DIRECTORY, directory.encode())]
-        trailer = encode_trailer(own + probe)
-        frame = self._frame(trailer)
-        placement = self._placement(block_offset, frame, trailer, region_len,
-                                    sum(len(b) for _, b in probe), len(probe[0][1]))
+        # fields): learn them from a provisional placement first
+        cum, directory = cumulative(Placement(block_offset, 0, 0, region_len, 0, 0))
+        cum_len, dir_len = len(cum.encode()), len(directory.encode())
+        if self.block_type == BlockType.AVRO_DATA:
+            # every offset follows by arithmetic: build the block once
+            content_offset = block_offset + BLOCK_PREFIX_LEN + 8 + len(
+                encode_map(self.header)) + 8
+            trailer_len = region_len + cum_len + dir_len + len(own + [(0, b"")] * 2) * ENTRY_LEN \
+                + TAIL_LEN
+            trailer_offset = content_offset + len(self.prefix)
+            size = trailer_offset + trailer_len + 4 + 8 - block_offset
+            placement = Placement(block_offset, size, trailer_offset, region_len,
+                                  trailer_offset + region_len, cum_len + dir_len, cum_len)
+            cum, directory = cumulative(placement)
+            probe: list[tuple[int, bytes]] = [(Section.CUMULATIVE, cum.encode()),
+                                              (Section.DIRECTORY, directory.encode())]
+            frame = self._frame(encode_trailer(own + probe))
+            if len(frame.content) + content_offset - block_offset + 12 != size:
+                raise UsageError("index section sizes changed with their offsets")
+            return frame, placement, b"".join(body for _, body in probe)
+        # Parquet carrier: the block's size is known only once the Parquet file is written;
+        # it does not change when the (fixed-width) offsets inside the trailer do
+        probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
+        frame = self._frame(encode_trailer(own + probe))
+        placement = self._placement(block_offset, frame)
         cum, directory = cumulative(placement)
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        trailer = encode_trailer(own + probe)
-        frame = self._frame(trailer)
-        final = self._placement(block_offset, frame, trailer, region_len,
-                                sum(len(b) for _, b in probe), len(probe[0][1]))
-        if final != placement:
+        frame = self._frame(encode_trailer(own + probe))
+        if self._placement(block_offset, frame) != placement:
             raise UsageError("index section sizes changed with their offsets")
-        return frame, final
+        return frame, placement, b"".join(body for _, body in probe)
 
     def _frame(self, trailer: bytes) -> BlockFrame:
         if self.block_type == BlockType.AVRO_DATA:
@@ -149,15 +172,10 @@ class PreparedBlock:
                                 HUDI_MAX_KEY: self.own.range.max_key})
         return BlockFrame(int(BlockType.PARQUET_DATA), self.header, content)
 
-    def _placement(self, block_offset: int, frame: BlockFrame, trailer: bytes,
-                   region_len: int, probe_len: int, cum_len: int) -> Placement:
-        content_offset = block_offset + BLOCK_PREFIX_LEN + 8 + len(encode_map(frame.header)) + 8
-        size = content_offset - block_offset + len(frame.content) + 4 + 8
-        if self.block_type == BlockType.AVRO_DATA:
-            trailer_offset = content_offset + len(self.prefix)
-            return Placement(block_offset, size, trailer_offset, region_len,
-                             trailer_offset + region_len, probe_len, cum_len)
-        # Parquet carrier: the sections sit Base64-encoded inside the footer; no direct range
+    def _placement(self, block_offset: int, frame: BlockFrame) -> Placement:
+        """Parquet carrier: the sections sit Base64-encoded in the footer (no byte range)."""
+        size = BLOCK_PREFIX_LEN + 8 + len(encode_map(frame.header)) + 8 + len(
+            frame.content) + 4 + 8
         return Placement(block_offset, size, 0, 0, 0, 0, 0)
 
 

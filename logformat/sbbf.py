@@ -10,6 +10,7 @@ the byte size up to a power of two (spec/index.md explains the measurement).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,16 +41,13 @@ def expected_fpp(ndv: int, num_blocks: int) -> float:
     lam = ndv / num_blocks
     if lam == 0:
         return 0.0
-    hi = int(lam + 12 * math.sqrt(lam) + 30)
-    total = 0.0
-    log_p = -lam  # log Poisson pmf at j = 0
-    for j in range(hi + 1):
-        if j:
-            log_p += math.log(lam) - math.log(j)
-        total += math.exp(log_p) * (1.0 - (31.0 / 32.0) ** j) ** 8
-    return total
+    j = np.arange(int(lam + 12 * math.sqrt(lam) + 30) + 1, dtype=np.float64)
+    log_fact = np.concatenate(([0.0], np.cumsum(np.log(j[1:]))))
+    pmf = np.exp(j * math.log(lam) - lam - log_fact)
+    return float(np.sum(pmf * (1.0 - (31.0 / 32.0) ** j) ** 8))
 
 
+@functools.lru_cache(maxsize=4096)
 def blocks_for(ndv: int, fpp: float = DEFAULT_FPP) -> int:
     """The fewest blocks that keep ``expected_fpp(ndv, blocks) <= fpp`` (at least 1).
 
@@ -115,8 +113,13 @@ class SplitBlockBloom:
     def for_keys(cls, keys: Sequence[str] | pa.Array | KeyBatch, fpp: float = DEFAULT_FPP,
                  ndv: int | None = None) -> SplitBlockBloom:
         batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)
-        f = cls.empty(blocks_for(len(batch) if ndv is None else ndv, fpp))
-        f.insert_hashes(xxh64_batch(batch))
+        return cls.for_hashes(xxh64_batch(batch), fpp, ndv)
+
+    @classmethod
+    def for_hashes(cls, hashes: U64, fpp: float = DEFAULT_FPP, ndv: int | None = None
+                   ) -> SplitBlockBloom:
+        f = cls.empty(blocks_for(len(hashes) if ndv is None else ndv, fpp))
+        f.insert_hashes(hashes)
         return f
 
     @property
@@ -136,9 +139,16 @@ class SplitBlockBloom:
         if h.size == 0:
             return
         idx = self._block_index(h)
-        masks = _masks(h.astype(np.uint32))
-        for i in range(WORDS):  # eight vectorized scatters, one per word
-            np.bitwise_or.at(self.words[:, i], idx, masks[:, i])
+        with np.errstate(over="ignore"):
+            bit = (h.astype(np.uint32)[:, None] * SALT[None, :]) >> np.uint32(27)
+        # setting bits is idempotent, so a plain scatter into a bit array does what a
+        # (much slower) unbuffered bitwise_or.at would; then pack into little-endian words
+        pos = (idx[:, None] * 256 + np.arange(WORDS, dtype=np.int64)[None, :] * 32
+               + bit.astype(np.int64))
+        flat = np.zeros(self.num_blocks * 256, dtype=bool)
+        flat[pos.ravel()] = True
+        self.words |= np.packbits(flat, bitorder="little").view("<u4").reshape(
+            -1, WORDS).astype(np.uint32)
 
     def insert(self, keys: Sequence[str] | pa.Array | KeyBatch) -> None:
         batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)

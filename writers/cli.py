@@ -18,9 +18,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_read_commands(sub)
+    from .bench.cli import add_bench_command
     from .demo import add_demo_command
 
     add_demo_command(sub)
+    add_bench_command(sub)
     return parser
 
 

@@ -30,7 +30,7 @@ from logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
 from logformat.constants import BlockType, HeaderKey
 from logformat.delete_content import DeleteRecord
 from logformat.errors import MorlogError, UsageError
-from logformat.framing import BlockFrame, encode_block
+from logformat.framing import BlockFrame
 from logformat.index_trailer import (
     BlockRef,
     Carrier,
@@ -48,7 +48,7 @@ from logformat.indexed_block import (
     prepare_parquet,
 )
 from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
-from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom, blocks_for
+from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from logformat.xxh64 import U64
 from readers.index import block_index, find_tail_index
 from readers.logfile import LogFileReader
@@ -78,6 +78,8 @@ class SliceIndexState:
     checkpoint_at: int | None = None
     min_key: str | None = None
     max_key: str | None = None
+    #: every key hash of the slice, sorted and unique (exact sizes for full checkpoints)
+    all_hashes: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     @property
     def files(self) -> list[str]:
@@ -87,7 +89,19 @@ class SliceIndexState:
                 out.append(e.file_name)
         return out
 
+    def with_hashes(self, hashes: U64) -> U64:
+        """``all_hashes`` merged with ``hashes`` (sorted, unique), without changing state."""
+        new = np.unique(hashes)
+        if self.all_hashes.size:
+            pos = np.searchsorted(self.all_hashes, new)
+            pos[pos == self.all_hashes.size] = 0
+            new = new[self.all_hashes[pos] != new]
+        merged = np.concatenate([self.all_hashes, new])
+        merged.sort(kind="stable")  # two sorted runs: a linear-time merge
+        return merged
+
     def add(self, entry: _Entry) -> None:
+        self.all_hashes = self.with_hashes(entry.hashes)
         self.entries.append(entry)
         lo, hi = entry.ref.min_key, entry.ref.max_key
         if entry.ref.key_count:
@@ -102,10 +116,10 @@ class SliceIndexState:
 
 
 def _bloom_of(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
-    allh = np.unique(np.concatenate(list(hashes))) if hashes else np.zeros(0, np.uint64)
-    f = SplitBlockBloom.empty(blocks_for(len(allh), fpp))
-    f.insert_hashes(allh)
-    return f
+    """A filter of the keys of a few blocks, sized for the sum of their (per-block unique)
+    counts: an overestimate only when a key repeats inside the delta window."""
+    allh = np.concatenate(list(hashes)) if hashes else np.zeros(0, np.uint64)
+    return SplitBlockBloom.for_hashes(allh, fpp)
 
 
 class IndexedLogWriter:
@@ -167,13 +181,15 @@ class IndexedLogWriter:
                 or sum(len(e.hashes) for e in pending) + len(own.hashes) > self.delta_max_keys)
         carrier = Carrier.AVRO if prepared.block_type == BlockType.AVRO_DATA else Carrier.PARQUET
         built: dict[str, Any] = {}
+        # the cumulative filter does not depend on where the block lands: build it once
+        blooms: list[SplitBlockBloom] = []
 
         def build(name: LogFileName, offset: int) -> list[BlockFrame]:
             file_name = str(name)
-            frame, placement = prepared.finish(
+            frame, placement, probe = prepared.finish(
                 offset, lambda p: self._cumulative(state, own, prepared.instant, file_name,
-                                                   carrier, p, full))
-            built.update(file=file_name, placement=placement, frame=frame)
+                                                   carrier, p, full, blooms))
+            built.update(file=file_name, placement=placement, frame=frame, probe=probe)
             return [frame]
 
         result = self.log.append_built(build, sync=sync)
@@ -182,7 +198,7 @@ class IndexedLogWriter:
         entry = _Entry(ref, built["file"], own.hashes)
         if full:
             entry.checkpoint = self._checkpoint_ref(state, built["file"], carrier, placement,
-                                                    built["frame"], result)
+                                                    built["probe"])
         state.add(entry)
         if full:
             state.checkpoint_at = len(state.entries) - 1
@@ -199,7 +215,8 @@ class IndexedLogWriter:
                         own.range.count, instant, own.range.min_key, own.range.max_key)
 
     def _cumulative(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
-                    carrier: Carrier, p: Placement, full: bool) -> tuple[Cumulative, Directory]:
+                    carrier: Carrier, p: Placement, full: bool,
+                    blooms: list[SplitBlockBloom]) -> tuple[Cumulative, Directory]:
         files = state.files + ([file_name] if file_name not in state.files else [])
         own_ref = self._own_ref(state, own, instant, file_name, carrier, p)
         lo = min((state.min_key or own.range.min_key, own.range.min_key), key=str.encode)
@@ -207,13 +224,18 @@ class IndexedLogWriter:
         nblocks = len(state.entries) + 1
         nkeys = sum(int(e.ref.key_count) for e in state.entries) + own.range.count
         if full:
-            bloom = _bloom_of([e.hashes for e in state.entries] + [own.hashes], self.fpp)
+            if not blooms:
+                blooms.append(SplitBlockBloom.for_hashes(state.with_hashes(own.hashes),
+                                                         self.fpp))
+            bloom = blooms[0]
             directory = Directory(tuple(files), tuple([_reindex(e, files) for e in
                                                        state.entries] + [own_ref]))
             return Cumulative(CumulativeKind.FULL, self.scope, nblocks, nkeys, lo, hi,
                               bloom), directory
         pending = state.since_checkpoint()
-        bloom = _bloom_of([e.hashes for e in pending] + [own.hashes], self.fpp)
+        if not blooms:
+            blooms.append(_bloom_of([e.hashes for e in pending] + [own.hashes], self.fpp))
+        bloom = blooms[0]
         assert state.checkpoint_at is not None
         cp_entry = state.entries[state.checkpoint_at]
         assert cp_entry.checkpoint is not None
@@ -226,13 +248,11 @@ class IndexedLogWriter:
                           cp), directory
 
     def _checkpoint_ref(self, state: SliceIndexState, file_name: str, carrier: Carrier,
-                        p: Placement, frame: BlockFrame, result: WriteResult) -> CheckpointRef:
+                        p: Placement, probe: bytes) -> CheckpointRef:
         files = state.files + ([file_name] if file_name not in state.files else [])
         if carrier == Carrier.AVRO:
-            start = p.probe_offset - p.block_offset
-            raw = encode_block(frame)[start : start + p.probe_length]
             return CheckpointRef(files.index(file_name), carrier, p.probe_offset,
-                                 p.probe_length, zlib.crc32(raw), p.cumulative_length)
+                                 p.probe_length, zlib.crc32(probe), p.cumulative_length)
         return CheckpointRef(files.index(file_name), carrier, p.block_offset, p.block_size, 0)
 
 

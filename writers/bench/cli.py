@@ -1,0 +1,110 @@
+"""``morlog bench SCENARIO [--json] [--out DIR] [--quick]``: run the benchmarks of the issue.
+
+Each scenario prints one JSON object (``--json``) or a readable summary, and writes
+``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
+runs the three scenarios (writing their files too) and reports them as one object:
+``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from logformat.errors import UsageError
+
+from . import append, lookup, probe
+from .common import (
+    DEFAULT_OUT,
+    SCENARIOS,
+    Plotter,
+    machine,
+    plot_goals,
+    print_summary,
+    write_outputs,
+)
+
+Runner = Callable[..., dict[str, Any]]
+
+RUNNERS: dict[str, tuple[Runner, Plotter]] = {
+    "probe": (probe.run, probe.plot),
+    "lookup": (lookup.run, lookup.plot),
+    "append": (append.run, append.plot),
+}
+
+
+def combine(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One report of several scenarios: parts keyed by scenario, goals merged."""
+    goals: dict[str, dict[str, Any]] = {}
+    for name, rep in reports.items():
+        for g, entry in rep["goals"].items():
+            goals[g if g not in goals else f"{name}.{g}"] = entry
+    return {
+        "scenario": "all",
+        "machine": machine(),
+        "params": {n: r["params"] for n, r in reports.items()},
+        "results": {n: r["results"] for n, r in reports.items()},
+        "ratios": {n: r["ratios"] for n, r in reports.items()},
+        "goals": goals,
+    }
+
+
+def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
+              repeats: int | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Run one scenario (or ``all``); return its report and the files written."""
+    if scenario not in (*SCENARIOS, "all"):
+        raise UsageError("unknown benchmark scenario", expected=[*SCENARIOS, "all"],
+                         actual=scenario)
+    n = repeats if repeats is not None else (1 if quick else 3)
+    if n < 1:
+        raise UsageError("--repeats must be at least 1", actual=n)
+    names = SCENARIOS if scenario == "all" else (scenario,)
+    reports: dict[str, dict[str, Any]] = {}
+    written: list[str] = []
+    for name in names:
+        run, plot = RUNNERS[name]
+        reports[name] = run(quick=quick, repeats=n)
+        written += write_outputs(reports[name], out, plot)
+    if scenario != "all":
+        return reports[scenario], written
+    report = combine(reports)
+    written += write_outputs(report, out, plot_goals)
+    return report, written
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    report, written = run_bench(args.scenario, out=args.out, quick=args.quick,
+                                repeats=args.repeats)
+    if args.json:
+        print(json.dumps(report, indent=2, allow_nan=False))
+    else:
+        print_summary(report, written, sys.stdout)
+    return 0
+
+
+def add_bench_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="measure filter, lookup and append performance",
+        description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
+        "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
+        "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
+        "vs plain blocks, index bytes, checkpoint policies), or 'all'. Prints one JSON object "
+        "(--json) or a summary, and writes DIR/<scenario>.json and DIR/<scenario>.png "
+        "(the plot needs matplotlib).",
+    )
+    p.add_argument("scenario", choices=[*SCENARIOS, "all"], help="what to measure")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"directory for <scenario>.json and .png (default: {DEFAULT_OUT}/)")
+    p.add_argument("--quick", action="store_true",
+                   help="about 20x smaller sizes and one repeat (smoke test)")
+    p.add_argument("--repeats", type=int, default=None, metavar="N",
+                   help="timed runs per measurement, best kept (default: 3; 1 with --quick)")
+    p.set_defaults(func=cmd_bench)
+
+
+__all__ = ["add_bench_command", "cmd_bench", "combine", "run_bench"]
