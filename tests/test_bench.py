@@ -1,0 +1,115 @@
+"""``morlog bench``: every scenario runs (quick sizes) and reports the issue's JSON shape."""
+
+from __future__ import annotations
+
+import json
+import operator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from writers.cli import main
+
+TOP_KEYS = {"scenario", "machine", "params", "results", "ratios", "goals"}
+MACHINE_KEYS = {"python", "platform", "cpu_count", "numpy", "pyarrow", "fastavro"}
+GOALS = {
+    "probe": {"sbbf_vs_pybloom_speedup", "hudi_dynamic_absent_keys_per_s"},
+    "lookup": {"indexed_vs_compat_speedup", "probe_reads", "bytes_read_over_index_bytes"},
+    "append": {"indexed_over_plain_time", "index_share_of_data"},
+}
+OPS = {">=": operator.ge, "<=": operator.le}
+
+
+def _check_report(report: dict[str, Any], scenario: str) -> None:
+    assert set(report) == TOP_KEYS
+    assert report["scenario"] == scenario
+    assert MACHINE_KEYS <= set(report["machine"])
+    assert report["machine"]["numpy"] and report["machine"]["pyarrow"]
+    for part in ("params", "results", "ratios"):
+        assert isinstance(report[part], dict) and report[part], part
+    assert report["params"]["quick"] is True
+    want = GOALS[scenario]
+    assert set(report["goals"]) == want
+    for name, g in report["goals"].items():
+        assert set(g) == {"value", "target", "op", "met"}, name
+        assert g["op"] in OPS, name
+        assert isinstance(g["value"], int | float) and not isinstance(g["value"], bool), name
+        assert isinstance(g["target"], int | float), name
+        assert isinstance(g["met"], bool), name
+        assert g["met"] == OPS[g["op"]](g["value"], g["target"]), name
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err
+
+
+@pytest.mark.parametrize("scenario", ["probe", "lookup", "append"])
+def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, scenario)
+    written = tmp_path / f"{scenario}.json"
+    assert written.exists()
+    on_disk = json.loads(written.read_text())
+    assert on_disk["goals"] == report["goals"]
+    assert on_disk["results"] == report["results"]
+    png = tmp_path / f"{scenario}.png"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not png.exists()
+        assert "matplotlib is not installed" in err
+    else:
+        assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_measures_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, lookup, _ = _run(capsys, "bench", "lookup", "--quick", "--json", "--out", str(tmp_path))
+    r = lookup["results"]
+    assert r["indexed"]["stored_index_used"] is True
+    assert r["compat"]["stored_index_used"] is False
+    for path in ("indexed", "compat"):
+        answers = r[path]["answers"]
+        assert answers["present_keys_confirmed"] == lookup["params"]["present_lookup_keys"]
+        assert answers["absent_keys_confirmed"] == 0
+    assert 0 < r["slice"]["index_bytes"] < r["slice"]["indexed_log_bytes"]
+    assert r["indexed"]["probe_reads"] <= r["indexed"]["reads"]
+
+    _, append, _ = _run(capsys, "bench", "append", "--quick", "--json", "--out", str(tmp_path))
+    pol = append["results"]["policies"]
+    assert set(pol) == {"1", "4", "8", "16"}
+    assert pol["1"]["delta_blocks"] == 0  # every block a full checkpoint
+    assert pol["1"]["full_checkpoints"] == append["params"]["blocks"]
+    split = append["results"]["indexed"]["index_split"]
+    assert sum(split.values()) == append["results"]["indexed"]["index_bytes"]
+
+
+def test_bench_all_merges_the_scenarios(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, _ = _run(capsys, "bench", "all", "--quick", "--json", "--out", str(tmp_path))
+    assert rc == 0
+    assert set(report) == TOP_KEYS and report["scenario"] == "all"
+    assert set(report["goals"]) == set().union(*GOALS.values())
+    for name in GOALS:
+        assert name in report["results"] and name in report["params"]
+        assert (tmp_path / f"{name}.json").exists()
+    assert (tmp_path / "all.json").exists()
+
+
+def test_bench_summary_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["bench", "probe", "--quick", "--out", str(tmp_path)])
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    assert "goals:" in out and "sbbf_vs_pybloom_speedup" in out
+    assert str(tmp_path / "probe.json") in out
+
+
+def test_bench_rejects_bad_repeats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["bench", "probe", "--quick", "--repeats", "0", "--out", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "repeats" in err
