@@ -265,16 +265,14 @@ def decode_bloom(buf: bytes | memoryview, *, base: int = 0,
     return f
 
 
-def decode_region(buf: bytes | memoryview, *, base: int = 0, path: str | None = None
-                  ) -> tuple[pa.Array, SplitBlockBloom, KeyRange]:
-    """A block's [KEYS, BLOOM, RANGE] sections read as one byte range (their bodies are
-    self-delimiting)."""
-    r = _In(buf, base, path, "KEYS/BLOOM/RANGE")
-    keys = _read_keys(r)
+def decode_filter_part(buf: bytes | memoryview, *, base: int = 0, path: str | None = None
+                       ) -> tuple[SplitBlockBloom, KeyRange]:
+    """A block's BLOOM and RANGE sections, read as one byte range (self-delimiting bodies)."""
+    r = _In(buf, base, path, "BLOOM/RANGE")
     bloom = _read_bloom(r)
     rng = KeyRange(r.u32(), r.str(), r.str())
     r.done()
-    return keys, bloom, rng
+    return bloom, rng
 
 
 @dataclass(frozen=True)
@@ -307,11 +305,14 @@ class BlockRef:
     carrier: Carrier
     block_offset: int
     block_size: int
-    #: absolute offset, length and CRC-32 of the block's [KEYS, BLOOM, RANGE] sections
-    #: (AVRO carrier); 0/0/0 otherwise
+    #: AVRO carrier: where the block's [BLOOM, RANGE] sections (the "filter part") start,
+    #: followed directly by its KEYS section; lengths and CRC-32s of both parts. All 0 for
+    #: the other carriers.
     region_offset: int
-    region_length: int
-    region_crc32: int
+    filter_length: int
+    filter_crc32: int
+    keys_length: int
+    keys_crc32: int
     key_count: int
     instant: str
     min_key: str
@@ -320,6 +321,10 @@ class BlockRef:
     @property
     def indexed(self) -> bool:
         return self.carrier != Carrier.NONE
+
+    @property
+    def region_length(self) -> int:
+        return self.filter_length + self.keys_length
 
 
 @dataclass(frozen=True)
@@ -339,8 +344,10 @@ class Directory:
             out.u64(b.block_offset)
             out.u32(b.block_size)
             out.u64(b.region_offset)
-            out.u32(b.region_length)
-            out.u32(b.region_crc32)
+            out.u32(b.filter_length)
+            out.u32(b.filter_crc32)
+            out.u32(b.keys_length)
+            out.u32(b.keys_crc32)
             out.u32(b.key_count)
             out.str(b.instant)
             out.str(b.min_key)
@@ -357,13 +364,13 @@ class Directory:
                               actual=nfiles)
         files = tuple(r.str() for _ in range(nfiles))
         nblocks = r.u32()
-        if nblocks * 49 > len(r.buf) - r.pos:
+        if nblocks * 57 > len(r.buf) - r.pos:
             raise LengthError("directory block count out of range", path=path,
                               offset=base + r.pos - 4, actual=nblocks)
         blocks = []
         for _ in range(nblocks):
             ref = BlockRef(r.u32(), _carrier(r), r.u64(), r.u32(), r.u64(), r.u32(), r.u32(),
-                           r.u32(), r.str(), r.str(), r.str())
+                           r.u32(), r.u32(), r.u32(), r.str(), r.str(), r.str())
             if ref.file >= nfiles:
                 raise ContentError("directory entry names an unknown file", path=path,
                                    offset=base + r.pos, expected=f"< {nfiles}", actual=ref.file)

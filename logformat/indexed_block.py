@@ -82,12 +82,19 @@ class BlockKeys:
         return cls(sk, hashes, bloom, KeyRange(len(sk), sk[0].as_py(), sk[-1].as_py()))
 
     def sections(self) -> list[tuple[int, bytes]]:
-        """KEYS, BLOOM, RANGE: the block's "region", read together to confirm keys."""
+        """BLOOM, RANGE (the "filter part"), then KEYS: the block's region. A probe reads
+        the filter part alone, and the key list only when the filter says maybe."""
         if self._sections is None:
-            self._sections = [(Section.KEYS, encode_keys(self.keys)),
-                              (Section.BLOOM, encode_bloom(self.bloom)),
-                              (Section.RANGE, self.range.encode())]
+            self._sections = [(Section.BLOOM, encode_bloom(self.bloom)),
+                              (Section.RANGE, self.range.encode()),
+                              (Section.KEYS, encode_keys(self.keys))]
         return self._sections
+
+    def filter_part(self) -> bytes:
+        return b"".join(body for sid, body in self.sections() if sid != Section.KEYS)
+
+    def keys_part(self) -> bytes:
+        return b"".join(body for sid, body in self.sections() if sid == Section.KEYS)
 
 
 #: given the absolute offsets of the region and of the [CUMULATIVE, DIRECTORY] part, return

@@ -33,11 +33,13 @@ from logformat.index_trailer import (
     Cumulative,
     CumulativeKind,
     Directory,
-    decode_region,
+    KeyRange,
+    decode_filter_part,
+    decode_keys,
 )
 from logformat.indexed_block import BlockKeys
 from logformat.keybatch import KeyBatch
-from logformat.sbbf import word_masks
+from logformat.sbbf import SplitBlockBloom, word_masks
 from logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
@@ -73,6 +75,8 @@ class _Block:
     #: per-block index when already at hand (compat path, or the tail block)
     keys: BlockKeys | None = None
     instant: str = ""
+    #: the block's own filter, when read without its key list
+    bloom: SplitBlockBloom | None = None
 
 
 @dataclass
@@ -298,6 +302,29 @@ class SliceProbe:
         return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
                            nbytes)
 
+    def _read_part(self, b: _Block, offset: int, length: int, crc: int) -> bytes:
+        src = self.source(b.id.file)
+        raw = src.read(offset, length)
+        if zlib.crc32(raw) != crc:
+            raise ContentError("index region checksum mismatch", path=src.name, offset=offset)
+        return raw
+
+    def _block_filter(self, b: _Block) -> SplitBlockBloom | None:
+        """The block's own filter; for the AVRO carrier without reading its key list."""
+        if b.keys is not None:
+            return b.keys.bloom
+        if b.bloom is None:
+            ref = b.ref
+            if ref is not None and ref.carrier == Carrier.AVRO:
+                raw = self._read_part(b, ref.region_offset, ref.filter_length,
+                                      ref.filter_crc32)
+                b.bloom, _ = decode_filter_part(raw, base=ref.region_offset,
+                                                path=self.source(b.id.file).name)
+            else:
+                keys = self._block_keys(b)
+                return None if keys is None else keys.bloom
+        return b.bloom
+
     def _block_keys(self, b: _Block) -> BlockKeys | None:
         if b.keys is not None:
             return b.keys
@@ -305,12 +332,21 @@ class SliceProbe:
         assert ref is not None
         src = self.source(b.id.file)
         if ref.carrier == Carrier.AVRO:
-            region = src.read(ref.region_offset, ref.region_length)
-            if zlib.crc32(region) != ref.region_crc32:
-                raise ContentError("index region checksum mismatch", path=src.name,
-                                   offset=ref.region_offset)
-            keys, bloom, rng = decode_region(region, base=ref.region_offset, path=src.name)
-            b.keys = BlockKeys(keys, None, bloom, rng)
+            if b.bloom is None:  # both parts in one read
+                raw = src.read(ref.region_offset, ref.region_length)
+                fpart, kpart = raw[: ref.filter_length], raw[ref.filter_length :]
+                if (zlib.crc32(fpart), zlib.crc32(kpart)) != (ref.filter_crc32,
+                                                              ref.keys_crc32):
+                    raise ContentError("index region checksum mismatch", path=src.name,
+                                       offset=ref.region_offset)
+                b.bloom, rng = decode_filter_part(fpart, base=ref.region_offset, path=src.name)
+            else:
+                kpart = self._read_part(b, ref.region_offset + ref.filter_length,
+                                        ref.keys_length, ref.keys_crc32)
+                rng = KeyRange(ref.key_count, ref.min_key, ref.max_key)
+            keys = decode_keys(kpart, base=ref.region_offset + ref.filter_length,
+                               path=src.name)
+            b.keys = BlockKeys(keys, None, b.bloom, rng)
         elif ref.carrier == Carrier.PARQUET:
             stored = _parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
@@ -352,13 +388,16 @@ class SliceProbe:
             idx = np.flatnonzero(cand[j])
             if idx.size == 0:
                 continue
-            keys = self._block_keys(b)
-            if keys is None:
+            bloom = self._block_filter(b)
+            if bloom is None:
                 continue
-            passed = idx[keys.bloom.check_hashes(hashes[idx], word_m[idx])]
+            passed = idx[bloom.check_hashes(hashes[idx], word_m[idx])]
             if passed.size == 0:
                 continue
             masks.bloom[j, passed] = True
+            keys = self._block_keys(b)
+            if keys is None:
+                continue
             found = pc.is_in(arr.take(pa.array(passed)), value_set=keys.keys)
             masks.confirmed[j, passed] = np.asarray(found.to_numpy(zero_copy_only=False),
                                                     dtype=bool)

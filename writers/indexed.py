@@ -50,8 +50,8 @@ from logformat.indexed_block import (
 from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from logformat.xxh64 import U64
-from readers.index import block_index, find_tail_index
-from readers.logfile import LogFileReader
+from readers.index import StoredIndex, block_index, find_tail_index
+from readers.logfile import LogBlock, LogFileReader
 from readers.storage import LocalFileSource
 
 from .logwriter import LogFileWriter, Mode, WriteResult
@@ -209,10 +209,15 @@ class IndexedLogWriter:
     def _own_ref(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
                  carrier: Carrier, p: Placement) -> BlockRef:
         files = state.files + ([file_name] if file_name not in state.files else [])
-        region = b"".join(body for _, body in own.sections()) if p.region_length else b""
+        if p.region_length:
+            fpart, kpart = own.filter_part(), own.keys_part()
+            region = (p.region_offset, len(fpart), zlib.crc32(fpart), len(kpart),
+                      zlib.crc32(kpart))
+        else:
+            region = (0, 0, 0, 0, 0)
         return BlockRef(files.index(file_name), carrier, p.block_offset, p.block_size,
-                        p.region_offset, p.region_length, zlib.crc32(region) if region else 0,
-                        own.range.count, instant, own.range.min_key, own.range.max_key)
+                        *region, own.range.count, instant, own.range.min_key,
+                        own.range.max_key)
 
     def _cumulative(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
                     carrier: Carrier, p: Placement, full: bool,
@@ -259,8 +264,8 @@ class IndexedLogWriter:
 def _reindex(e: _Entry, files: list[str]) -> BlockRef:
     r = e.ref
     return BlockRef(files.index(e.file_name), r.carrier, r.block_offset, r.block_size,
-                    r.region_offset, r.region_length, r.region_crc32, r.key_count, r.instant,
-                    r.min_key, r.max_key)
+                    r.region_offset, r.filter_length, r.filter_crc32, r.keys_length,
+                    r.keys_crc32, r.key_count, r.instant, r.min_key, r.max_key)
 
 
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
@@ -283,14 +288,9 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 if keys is None:
                     continue
                 carrier = stored.carrier if stored is not None else Carrier.NONE
-                region_off = region_len = region_crc = 0
+                region = (0, 0, 0, 0, 0)
                 if stored is not None and stored.carrier == Carrier.AVRO:
-                    kr = stored.section_range(Section.KEYS)
-                    rr = stored.section_range(Section.RANGE)
-                    if kr is not None and rr is not None:
-                        region_off, region_len = kr[0], rr[0] + rr[1] - kr[0]
-                        region_crc = zlib.crc32(
-                            block._source.read(region_off, region_len))  # type: ignore[union-attr]
+                    region = _region_of(stored, block)
                     cum = stored.cumulative()
                     if cum is not None and cum.kind == CumulativeKind.FULL:
                         cr = stored.section_range(Section.CUMULATIVE)
@@ -305,13 +305,25 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                     if cum is not None and cum.kind == CumulativeKind.FULL:
                         full_blocks[(str(name), block.offset)] = CheckpointRef(
                             0, Carrier.PARQUET, block.offset, block.size, 0)
-                ref = BlockRef(0, carrier, block.offset, block.size, region_off, region_len,
-                               region_crc, keys.range.count, block.instant or "",
+                ref = BlockRef(0, carrier, block.offset, block.size, *region,
+                               keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
                 state.add(_Entry(ref, str(name), keys.hashes,
                                  full_blocks.get((str(name), block.offset))))
     _continue_checkpoint(state, directory, log_files)
     return state
+
+
+def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int, int]:
+    """(offset, filter length, filter CRC, keys length, keys CRC) of a stored block's region;
+    zeros unless BLOOM, RANGE and KEYS sit back to back in that order."""
+    b, r, k = (stored.section_range(s) for s in (Section.BLOOM, Section.RANGE, Section.KEYS))
+    if b is None or r is None or k is None or b[0] + b[1] != r[0] or r[0] + r[1] != k[0]:
+        return (0, 0, 0, 0, 0)
+    assert block._source is not None
+    raw = block._source.read(b[0], b[1] + r[1] + k[1])
+    flen = b[1] + r[1]
+    return (b[0], flen, zlib.crc32(raw[:flen]), k[1], zlib.crc32(raw[flen:]))
 
 
 def _continue_checkpoint(state: SliceIndexState, directory: str,
