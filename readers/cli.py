@@ -255,13 +255,13 @@ def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:
           file=out)
     for r in report["blocks"]:
         print(f"{r['offset']:>10} {r['carrier']:<8} {str(r['stored']).lower():<6} "
-              f"{r['keys']:>7} {r['bloom_bytes']:>8}  {_short(r['min_key'], 20)} .. "
-              f"{_short(r['max_key'], 20)}", file=out)
+              f"{r['keys']:>7} {r['bloom_bytes']:>8}  {_short(r['min_key'])} .. "
+              f"{_short(r['max_key'])}", file=out)
     c = report["cumulative"]
     if c:
         print(f"cumulative ({'stored' if c['stored'] else 'recomputed'}, {c['kind']}): "
-              f"{c['blocks']} blocks, {c['keys']} keys, {_short(c['min_key'], 20)} .. "
-              f"{_short(c['max_key'], 20)}, filter {c['bloom_bytes']} bytes", file=out)
+              f"{c['blocks']} blocks, {c['keys']} keys, {_short(c['min_key'])} .. "
+              f"{_short(c['max_key'])}, filter {c['bloom_bytes']} bytes", file=out)
     return EXIT_OK
 
 

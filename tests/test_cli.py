@@ -130,15 +130,20 @@ def test_demo_writes_and_verifies_a_sample(tmp_path: Path,
     rc, out, _ = _run(capsys, "demo", "--out", str(tmp_path / "demo"))
     assert rc == 0
     assert "ok: every block is well formed" in out
-    logs = list((tmp_path / "demo").rglob(".*.log.*"))
-    assert len(logs) == 1
-    rc, out, _ = _run(capsys, "blocks", str(logs[0]), "--json")
+    assert "stored index" in out and "not found" in out
+    logs = sorted((tmp_path / "demo").rglob(".*.log.*"))
+    assert [p.parent.name for p in logs] == ["city=chennai", "city=san_francisco"]
+    rc, out, _ = _run(capsys, "blocks", str(logs[1]), "--json")
     types = [r["type"] for r in json.loads(out)]
     assert types == ["AVRO_DATA", "PARQUET_DATA", "DELETE", "AVRO_DATA", "COMMAND"]
-    # running it again replaces the sample instead of appending to it
+    rc, out, _ = _run(capsys, "index", str(logs[0]), "--json")
+    report = json.loads(out)
+    assert [b["carrier"] for b in report["blocks"]] == ["avro", "avro", "parquet"] * 2
+    assert report["cumulative"]["stored"] is True
+    # running it again replaces the samples instead of appending to them
     assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
     capsys.readouterr()
-    assert len(list((tmp_path / "demo").rglob(".*.log.*"))) == 1
+    assert len(list((tmp_path / "demo").rglob(".*.log.*"))) == 2
 
 
 def test_console_script_help() -> None:

@@ -1,13 +1,15 @@
-"""``morlog demo``: write a sample log file with every block kind the writer makes, then show it.
+"""``morlog demo``: write sample log files with every block kind the writers make, show them.
 
-The sample is the log of one file group of a trips table: two commits of Avro data, one of
-Parquet data, a delete, a commit that fails and its rollback command block. It is printed
-the way ``morlog blocks`` prints it and checked with ``morlog verify``.
+First the log of one file group of a trips table: two commits of Avro data, one of Parquet
+data, a delete, a commit that fails and its rollback command block, printed the way
+``morlog blocks`` prints it and checked with ``morlog verify``. Then a file slice of indexed
+blocks (both carriers), shown with ``morlog index`` and probed with ``morlog lookup``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -25,8 +27,9 @@ from logformat.blocks import (
     rollback_block,
 )
 from logformat.naming import LogFileName
-from readers.cli import cmd_blocks, verify_file
+from readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
 
+from .indexed import IndexedLogWriter
 from .logwriter import LogFileWriter
 
 FILE_ID = "2f6b1c3e-4d5a-4b6c-9d7e-8f9a0b1c2d3e-0"
@@ -49,7 +52,7 @@ SCHEMA: dict[str, Any] = {
 
 def _trip(i: int, instant: str, seq: int, fare: float, city: str = "san_francisco"
           ) -> dict[str, Any]:
-    key = str(uuid.UUID(int=0x5EED0000 + i))
+    key = demo_key(i)
     return {
         "_hoodie_commit_time": instant,
         "_hoodie_commit_seqno": f"{instant}_0_{seq}",
@@ -62,6 +65,11 @@ def _trip(i: int, instant: str, seq: int, fare: float, city: str = "san_francisc
         "fare": fare,
         "city": city,
     }
+
+
+def demo_key(i: int) -> str:
+    """A deterministic, random-looking UUID record key."""
+    return str(uuid.UUID(bytes=hashlib.md5(f"trip-{i}".encode()).digest(), version=4))
 
 
 def write_sample(directory: str, out: TextIO | None = None) -> str:
@@ -124,8 +132,45 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     problems = verify_file(path)
     print(f"\n$ morlog verify {path}", file=out)
     print("ok: every block is well formed" if not problems else "\n".join(problems), file=out)
+    indexed = write_indexed_sample(os.path.join(args.out, "city=chennai"), out)
+    print(f"\n$ morlog index {indexed}", file=out)
+    cmd_index(argparse.Namespace(path=indexed, json=False, pretty=False,
+                                 key_field="_hoodie_record_key"), out)
+    probe = [demo_key(1000 * 3 + 7), demo_key(10**9)]
+    print(f"\n$ morlog lookup {indexed} {' '.join(probe)}", file=out)
+    cmd_lookup(argparse.Namespace(path=indexed, keys=probe, keys_file=None, json=False,
+                                  pretty=False, key_field="_hoodie_record_key"), out)
     print(f"\nNext: morlog blocks --json --keys {path}", file=out)
     return 0 if not problems else 1
+
+
+def write_indexed_sample(directory: str, out: TextIO) -> str:
+    """Six commits of indexed blocks (Avro and Parquet carriers) into one file slice."""
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if LogFileName.matches(name):
+                os.unlink(os.path.join(directory, name))
+    writer = IndexedLogWriter(directory, FILE_ID, BASE_INSTANT, write_token="0-1-1",
+                              checkpoint_every=4)
+    print(f"\nmorlog demo: writing indexed blocks under {directory}", file=out)
+    path = ""
+    for c in range(6):
+        instant = f"202601010{c + 1:02d}000000"
+        trips = [_trip(1000 * c + i, instant, i, 5.0 + i, "chennai") for i in range(200)]
+        t0 = time.perf_counter()
+        if c % 3 == 2:
+            table = pa.Table.from_pylist(trips, schema=_arrow_schema())
+            result = writer.append_parquet(table, instant, schema=SCHEMA)
+            kind = "Parquet carrier"
+        else:
+            result = writer.append_avro(trips, SCHEMA, instant)
+            kind = "Avro carrier"
+        ms = (time.perf_counter() - t0) * 1000
+        path = result.path
+        b = result.blocks[0]
+        print(f"  commit {instant}: 200 inserts, indexed block ({kind}), {b.size} bytes at "
+              f"offset {b.offset} ({ms:.1f} ms)", file=out)
+    return path
 
 
 def add_demo_command(sub: Any) -> None:
