@@ -17,7 +17,8 @@ import argparse
 import json
 import sys
 import warnings
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 from logformat.blocks import RECORD_KEY_FIELD
 from logformat.constants import BlockType, HeaderKey
@@ -25,9 +26,22 @@ from logformat.errors import MorlogError
 
 from .logfile import LogBlock, LogFileReader
 
+T = TypeVar("T")
+
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
+
+
+def _guarded(path: str, fn: Callable[[], T]) -> T | None:
+    """Run ``fn``; on the library's errors or I/O errors print one line and return None."""
+    try:
+        return fn()
+    except MorlogError as exc:
+        print(f"morlog: error: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"morlog: error: {path}: {exc.strerror or exc}", file=sys.stderr)
+    return None
 
 
 def _block_json(block: LogBlock, keys: bool, key_field: str) -> dict[str, Any]:
@@ -93,18 +107,18 @@ def _print_table(path: str, rows: list[dict[str, Any]], out: TextIO) -> None:
 
 def cmd_blocks(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
-    try:
+
+    def rows_of() -> list[dict[str, Any]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with LogFileReader(args.path) as reader:
                 rows = [_block_json(b, args.keys, args.key_field) for b in reader.blocks()]
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
-    except MorlogError as exc:
-        print(f"morlog: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:
-        print(f"morlog: error: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return rows
+
+    rows = _guarded(args.path, rows_of)
+    if rows is None:
         return EXIT_ERROR
     if args.json:
         json.dump(rows, out, indent=2 if args.pretty else None)
@@ -238,13 +252,8 @@ def index_report(path: str, key_field: str = RECORD_KEY_FIELD) -> dict[str, Any]
 
 def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
-    try:
-        report = index_report(args.path, args.key_field)
-    except MorlogError as exc:
-        print(f"morlog: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:
-        print(f"morlog: error: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+    report = _guarded(args.path, lambda: index_report(args.path, args.key_field))
+    if report is None:
         return EXIT_ERROR
     if args.json:
         json.dump(report, out, indent=2 if args.pretty else None)
@@ -276,13 +285,9 @@ def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not keys:
         print("morlog: error: no keys given", file=sys.stderr)
         return EXIT_ERROR
-    try:
-        result = probe_log_file(args.path, keys, key_field=args.key_field)
-    except MorlogError as exc:
-        print(f"morlog: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:
-        print(f"morlog: error: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+    result = _guarded(args.path, lambda: probe_log_file(args.path, keys,
+                                                         key_field=args.key_field))
+    if result is None:
         return EXIT_ERROR
     report = {k: {"range": [b.offset for b in h.range], "bloom": [b.offset for b in h.bloom],
                   "confirmed": [b.offset for b in h.confirmed]}
