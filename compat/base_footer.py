@@ -29,10 +29,18 @@ class BaseFileIndex:
     max_key: str | None
 
     def may_contain_range(self, key: str) -> bool:
-        """False only when the stored min/max rule ``key`` out."""
-        if self.min_key is not None and key.encode() < self.min_key.encode():
-            return False
-        return not (self.max_key is not None and key.encode() > self.max_key.encode())
+        """False only when the stored min/max rule ``key`` out under both orders Hudi's
+        writers use: Java String order (UTF-16 code units, Avro writer) and byte order
+        (Spark row writer). They agree unless keys hold characters beyond U+FFFF."""
+        return _inside(key, self.min_key, self.max_key, "utf-8") or _inside(
+            key, self.min_key, self.max_key, "utf-16-be")
+
+
+def _inside(key: str, lo: str | None, hi: str | None, codec: str) -> bool:
+    k = key.encode(codec, "surrogatepass")
+    if lo is not None and k < lo.encode(codec, "surrogatepass"):
+        return False
+    return not (hi is not None and k > hi.encode(codec, "surrogatepass"))
 
 
 def _text(md: Mapping[bytes, bytes], key: bytes) -> str | None:

@@ -1,4 +1,4 @@
-"""Recomputing the index of blocks that carry none (spec/index.md §6).
+"""Recomputing the index of blocks that carry none (spec/index.md §7.5).
 
 Hudi's own Avro blocks (content versions 1-3), Parquet blocks without ``morlog.index`` and
 delete blocks get their keys, filter and range recomputed from their records, giving the same

@@ -34,7 +34,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import ContentError, InvalidMagicError, LengthError, UnsupportedVersionError
+from .errors import (
+    ContentError,
+    InvalidMagicError,
+    LengthError,
+    UnsupportedVersionError,
+    UsageError,
+)
 from .sbbf import SplitBlockBloom
 
 TRAILER_MAGIC = b"MORLIDX1"
@@ -46,6 +52,8 @@ ENTRY_LEN = ENTRY.size  # 24
 #: Parquet key/value metadata key of the Parquet carrier
 PARQUET_KEY = b"morlog.index"
 
+#: a KEYS section's decompressed size may be at most this many times its payload
+MAX_KEYS_RATIO = 256
 FILTER_SBBF_XXH64 = 1
 CODEC_NONE = 0
 CODEC_ZSTD = 1
@@ -187,7 +195,8 @@ def encode_keys(keys: pa.Array, codec: int = CODEC_ZSTD) -> bytes:
     if codec == CODEC_ZSTD:
         payload = pa.Codec("zstd").compress(raw, asbytes=True)
     elif codec != CODEC_NONE:
-        raise ContentError("unknown key list codec", actual=codec)
+        raise UsageError("unknown key list codec", expected=[CODEC_NONE, CODEC_ZSTD],
+                         actual=codec)
     out = _Out()
     out.u8(codec)
     out.u32(n)
@@ -207,16 +216,19 @@ def decode_keys(buf: bytes | memoryview, *, base: int = 0, path: str | None = No
 def _read_keys(r: _In) -> pa.Array:
     path, base = r.path, r.base
     codec, n, raw_len, payload_len = r.u8(), r.u32(), r.u32(), r.u32()
+    payload_at = base + r.pos
     payload = bytes(r.take(payload_len))
-    if raw_len < 4 * (n + 1) or raw_len > 2**31:
+    # the decompressed size is allocated up front: bound it by the payload it comes from
+    limit = payload_len if codec == CODEC_NONE else MAX_KEYS_RATIO * payload_len + 4096
+    if raw_len < 4 * (n + 1) or raw_len > limit:
         raise LengthError("key list length out of range", path=path, offset=base + 5,
-                          expected=f">= {4 * (n + 1)}", actual=raw_len)
+                          expected=f"{4 * (n + 1)}..{limit}", actual=raw_len)
     if codec == CODEC_ZSTD:
         try:
             raw = pa.Codec("zstd").decompress(payload, decompressed_size=raw_len, asbytes=True)
         except (pa.ArrowInvalid, OSError) as exc:
             raise ContentError(f"key list does not decompress: {exc}", path=path,
-                               offset=base + 9) from None
+                               offset=payload_at) from None
     elif codec == CODEC_NONE:
         raw = payload
     else:
@@ -228,14 +240,14 @@ def _read_keys(r: _In) -> pa.Array:
     offsets = np.frombuffer(raw, dtype="<u4", count=n + 1)
     data_len = raw_len - 4 * (n + 1)
     if offsets[0] != 0 or offsets[-1] != data_len or (np.diff(offsets.astype(np.int64)) < 0).any():
-        raise ContentError("key list offsets are inconsistent", path=path, offset=base + 9)
+        raise ContentError("key list offsets are inconsistent", path=path, offset=payload_at)
     arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.astype("<i4")),
                                                  pa.py_buffer(raw[4 * (n + 1) :])])
     try:
         arr.validate(full=True)
     except pa.ArrowInvalid as exc:
         raise ContentError(f"key list is not valid UTF-8: {exc}", path=path,
-                           offset=base + 9) from None
+                           offset=payload_at) from None
     return arr
 
 

@@ -1,4 +1,4 @@
-"""Building indexed data blocks: the two carriers of one logical index (spec/index.md §3).
+"""Building indexed data blocks: the two carriers of one logical index (spec/index.md §5).
 
 - Avro carrier: content version 3 exactly as Hudi writes it, then the index trailer.
 - Parquet carrier: records sorted by key in a whole Parquet file whose key/value metadata holds

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -161,8 +162,9 @@ def _parquet_index(source: RangedSource, content_end: int, block_offset: int
     if content_end - block_offset < 12 + 8:
         return None
     if isinstance(source, CachedSource):  # footer and its length in one read
-        lo = max(block_offset, content_end - TAIL_WINDOW)
-        source.prefetch(lo, content_end - lo)
+        block_end = content_end + _FOOTER_AND_POINTER
+        lo = max(block_offset, block_end - TAIL_WINDOW)
+        source.prefetch(lo, block_end - lo)
     last = source.read(content_end - 8, 8)
     if last[4:] != PARQUET_MAGIC:
         return None
@@ -191,13 +193,25 @@ def _parquet_index(source: RangedSource, content_end: int, block_offset: int
     return StoredIndex(Carrier.PARQUET, layout, source, 0, data)
 
 
+class UnusableIndexWarning(UserWarning):
+    """A block's stored index could not be used; its keys were recomputed from its records."""
+
+
 def block_index(block: LogBlock, *, key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01
                 ) -> tuple[BlockKeys | None, StoredIndex | None]:
-    """A data or delete block's per-block index: stored when it has one, else recomputed."""
+    """A data or delete block's per-block index: stored when it has a usable one, else
+    recomputed from its records (a damaged or unknown stored index never hides keys)."""
     assert block._source is not None
-    stored = read_stored_index(block._source, block.offset, block.size, block.block_type)
-    if stored is not None:
-        return stored.block_keys(), stored
+    try:
+        stored = read_stored_index(block._source, block.offset, block.size, block.block_type)
+        keys = stored.block_keys() if stored is not None else None
+    except MorlogError as exc:
+        warnings.warn(f"{block.path}@{block.offset}: stored index unusable ({exc}); keys "
+                      "recomputed from the records", UnusableIndexWarning, stacklevel=2)
+        stored, keys = None, None
+    if keys is not None:
+        return keys, stored
+    stored = None
     if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA,
                                 BlockType.PARQUET_DATA, BlockType.DELETE):
         return None, None

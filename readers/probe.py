@@ -1,4 +1,4 @@
-"""Which blocks of a file slice's logs may hold, and do hold, each key (spec/index.md §5).
+"""Which blocks of a file slice's logs may hold, and do hold, each key (spec/index.md §7).
 
 ``probe(keys)`` reads the newest log file's tail (one ranged read), tests each key against the
 slice's cumulative range and filter (delta plus, when the tail is a delta, the checkpoint:
@@ -15,6 +15,7 @@ read), never the reverse.
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,14 @@ from logformat.sbbf import SplitBlockBloom, word_masks
 from logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
-from .index import StoredIndex, TailIndex, _parquet_index, block_index, find_tail_index
+from .index import (
+    StoredIndex,
+    TailIndex,
+    UnusableIndexWarning,
+    _parquet_index,
+    block_index,
+    find_tail_index,
+)
 from .logfile import LogFileReader
 from .storage import LocalFileSource, RangedSource
 
@@ -77,6 +85,9 @@ class _Block:
     instant: str = ""
     #: the block's own filter, when read without its key list
     bloom: SplitBlockBloom | None = None
+    #: False for blocks the stored cumulative index does not cover (their keys are tested
+    #: without it)
+    covered: bool = True
 
 
 @dataclass
@@ -224,6 +235,9 @@ class SliceProbe:
                     ) -> tuple[Cumulative, Directory]:
         cp = cum.checkpoint
         assert cp is not None
+        if not 0 <= cp.file < len(directory.files):
+            raise ContentError("checkpoint reference names an unknown file",
+                               expected=f"< {len(directory.files)}", actual=cp.file)
         name = directory.files[cp.file]
         src = self.source(name)
         if cp.carrier == Carrier.AVRO:
@@ -267,35 +281,38 @@ class SliceProbe:
         blocks = _blocks_of(directory)
         in_range = _RangeTester(arr).test(cum.min_key, cum.max_key)
         maybe = in_range & cum.bloom.check_hashes(hashes)
+        covered_files = set(directory.files)
         if cum.kind == CumulativeKind.DELTA:
             full, cp_dir = self._checkpoint(cum, directory)
             maybe |= in_range & full.bloom.check_hashes(hashes)
             blocks = _blocks_of(cp_dir) + blocks
+            covered_files |= set(cp_dir.files)
+        # log files of the slice that the stored index does not know of (table version 8+
+        # writes one log file per delta commit; another writer may have added one):
+        # their blocks are recomputed and tested without the cumulative filter
+        for name in self.log_files:
+            if name not in covered_files:
+                blocks.extend(self._recomputed_blocks(name, covered=False))
         probe_reads, probe_bytes = self._stats()
-        # the tail block's own sections are in the tail window already
-        for b in blocks:
-            if b.id == BlockId(tail_file, tail.offset):
-                b.keys = tail.index.block_keys()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes)
 
+    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[_Block]:
+        out = []
+        for block in LogFileReader(self.source(name)).blocks():
+            if block.is_corrupt or block.block_type not in (
+                    BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+                continue
+            keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+            if keys is not None:
+                out.append(_Block(BlockId(name, block.offset), None, keys, block.instant or "",
+                                  covered=covered))
+        return out
+
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
-        blocks: list[_Block] = []
-        for name in self.log_files:
-            with_src = self.source(name)
-            for block in LogFileReader(with_src).blocks():
-                if block.is_corrupt or block.block_type not in (
-                        BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
-                    continue
-                try:
-                    keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
-                except MorlogError:
-                    continue
-                if keys is not None:
-                    blocks.append(_Block(BlockId(name, block.offset), None, keys,
-                                         block.instant or ""))
+        blocks = [b for name in self.log_files for b in self._recomputed_blocks(name)]
         maybe = np.ones(len(arr), dtype=bool)
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
@@ -309,6 +326,17 @@ class SliceProbe:
             raise ContentError("index region checksum mismatch", path=src.name, offset=offset)
         return raw
 
+    def _recompute(self, b: _Block, why: MorlogError) -> BlockKeys | None:
+        """The block's keys from its records, when its stored index cannot be used."""
+        assert b.ref is not None
+        src = self.source(b.id.file)
+        warnings.warn(f"{src.name}@{b.ref.block_offset}: stored index unusable ({why}); keys "
+                      "recomputed from the records", UnusableIndexWarning, stacklevel=3)
+        block = next(iter(LogFileReader(src).blocks(b.ref.block_offset,
+                                                     b.ref.block_offset + b.ref.block_size)))
+        b.keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+        return b.keys
+
     def _block_filter(self, b: _Block) -> SplitBlockBloom | None:
         """The block's own filter; for the AVRO carrier without reading its key list."""
         if b.keys is not None:
@@ -316,10 +344,14 @@ class SliceProbe:
         if b.bloom is None:
             ref = b.ref
             if ref is not None and ref.carrier == Carrier.AVRO:
-                raw = self._read_part(b, ref.region_offset, ref.filter_length,
-                                      ref.filter_crc32)
-                b.bloom, _ = decode_filter_part(raw, base=ref.region_offset,
-                                                path=self.source(b.id.file).name)
+                try:
+                    raw = self._read_part(b, ref.region_offset, ref.filter_length,
+                                          ref.filter_crc32)
+                    b.bloom, _ = decode_filter_part(raw, base=ref.region_offset,
+                                                    path=self.source(b.id.file).name)
+                except MorlogError as exc:
+                    keys = self._recompute(b, exc)
+                    return None if keys is None else keys.bloom
             else:
                 keys = self._block_keys(b)
                 return None if keys is None else keys.bloom
@@ -328,6 +360,12 @@ class SliceProbe:
     def _block_keys(self, b: _Block) -> BlockKeys | None:
         if b.keys is not None:
             return b.keys
+        try:
+            return self._stored_block_keys(b)
+        except MorlogError as exc:
+            return self._recompute(b, exc)
+
+    def _stored_block_keys(self, b: _Block) -> BlockKeys | None:
         ref = b.ref
         assert ref is not None
         src = self.source(b.id.file)
@@ -375,8 +413,9 @@ class SliceProbe:
                 assert b.keys is not None
                 lo, hi = b.keys.range.min_key, b.keys.range.max_key
             masks.range[j] = ranges.test(lo, hi)
-        cand = masks.range & maybe[None, :]
-        n_cand = int(maybe.sum())
+        covered = np.array([b.covered for b in blocks], dtype=bool)
+        cand = masks.range & (maybe[None, :] | ~covered[:, None])
+        n_cand = int(cand.any(axis=0).sum())
         if n_cand == 0:
             return masks
         if n_cand >= JOIN_RATIO * max(1, len(blocks)):

@@ -363,3 +363,51 @@ def test_big_blocks_probe_in_two_reads_and_torn_ones_fall_back(tmp_path: Path,
     torn = probe_log_file(str(full), probe_keys)
     assert not torn.stored  # the torn tail is not trusted: recomputed from the records
     assert [len(torn.hits[k].confirmed) for k in probe_keys] == [1, 1, 0, 0]
+
+
+def test_table_v8_slices_span_instants(tmp_path: Path) -> None:
+    """Table version 8+: one set of log files per delta commit, all in one file slice."""
+    first = IndexedLogWriter(tmp_path, "fg-0", _inst(1), scope=BASE, write_token="0-1-1")
+    _write(first, ["a", "b"], _inst(1), "avro")
+    older = [str(n) for n in list_log_files(str(tmp_path), "fg-0", _inst(1))]
+    # a writer that knows the slice's earlier files covers them in its cumulative index
+    second = IndexedLogWriter(tmp_path, "fg-0", _inst(2), scope=BASE, write_token="0-1-1",
+                              slice_log_files=older)
+    _write(second, ["c"], _inst(2), "avro")
+    newer = [str(n) for n in list_log_files(str(tmp_path), "fg-0", _inst(2))]
+    with SliceProbe(str(tmp_path), older + newer) as probe:
+        res = probe.probe(["a", "c", "x"])
+    assert res.cumulative is not None and res.cumulative.blocks == 2
+    assert [len(res.hits[k].confirmed) for k in "acx"] == [1, 1, 0]
+    # a writer that did not know them: the probe notices the uncovered file and recomputes
+    third = IndexedLogWriter(tmp_path, "fg-0", _inst(3), scope=BASE, write_token="0-1-1")
+    _write(third, ["d"], _inst(3), "avro")
+    newest = [str(n) for n in list_log_files(str(tmp_path), "fg-0", _inst(3))]
+    with SliceProbe(str(tmp_path), older + newer + newest) as probe:
+        res = probe.probe(["a", "b", "c", "d", "x"])
+    assert [len(res.hits[k].confirmed) for k in "abcdx"] == [1, 1, 1, 1, 0]
+
+
+def test_damaged_stored_index_never_hides_keys(tmp_path: Path) -> None:
+    from readers.index import UnusableIndexWarning
+
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    _write(w, [f"d{i}" for i in range(20)], _inst(0), "avro")
+    (path,) = _slice_files(tmp_path)
+    with LogFileReader(str(tmp_path / path)) as r:
+        (block,) = list(r.blocks())
+        stored = read_stored_index(r.source, block.offset, block.size, block.block_type)
+        assert stored is not None
+        from logformat.index_trailer import Section
+
+        keys_at = stored.section_range(Section.KEYS)
+    assert keys_at is not None
+    data = bytearray((tmp_path / path).read_bytes())
+    data[keys_at[0] + 20] ^= 0xFF  # one flipped byte inside the stored key list
+    (tmp_path / path).write_bytes(bytes(data))
+    with pytest.warns(UnusableIndexWarning):
+        w2 = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+        _write(w2, ["e0"], _inst(1), "avro")
+    with pytest.warns(UnusableIndexWarning):
+        res = probe_log_file(str(tmp_path / path), ["d3", "d17", "e0", "zz"])
+    assert [len(res.hits[k].confirmed) for k in ("d3", "d17", "e0", "zz")] == [1, 1, 1, 0]

@@ -1,4 +1,4 @@
-"""Writing indexed data blocks into a file slice's logs (spec/index.md §4).
+"""Writing indexed data blocks into a file slice's logs (spec/index.md §6).
 
 :class:`IndexedLogWriter` appends Avro-carrier or Parquet-carrier data blocks whose trailer
 holds the per-block index and the slice's cumulative index. The cumulative part is a *full
@@ -123,13 +123,20 @@ def _bloom_of(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
 
 
 class IndexedLogWriter:
-    """Appends indexed data blocks (and plain delete/rollback blocks) to one file slice."""
+    """Appends indexed data blocks (and plain delete/rollback blocks) to one file slice.
+
+    ``instant`` names the log files (the slice's base instant for table version 6, the delta
+    commit for 8+); ``scope`` is the file slice the cumulative index belongs to (default:
+    ``instant``); ``slice_log_files`` lists the slice's log files of other instants, so that
+    the cumulative index covers them too.
+    """
 
     def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,
                  write_token: str = UNKNOWN_WRITE_TOKEN, mode: Mode = "append",
                  key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                  scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
-                 delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True) -> None:
+                 delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True,
+                 slice_log_files: Sequence[str] = ()) -> None:
         if checkpoint_every < 1 or delta_max_keys < 1:
             raise UsageError("checkpoint_every and delta_max_keys must be >= 1")
         self.log = LogFileWriter(directory, file_id, instant, write_token=write_token,
@@ -139,14 +146,18 @@ class IndexedLogWriter:
         self.scope = instant if scope is None else scope
         self.checkpoint_every = checkpoint_every
         self.delta_max_keys = delta_max_keys
+        #: earlier log files of the same file slice under other instants (table version 8+
+        #: writes one set of log files per delta commit), oldest first
+        self.slice_log_files = [LogFileName.parse(os.path.basename(n)) for n in slice_log_files]
         self._state: SliceIndexState | None = None
 
     @property
     def state(self) -> SliceIndexState:
         if self._state is None:
-            self._state = load_slice_state(self.log.directory, self.log.existing(),
-                                           scope=self.scope, key_field=self.key_field,
-                                           fpp=self.fpp)
+            own = self.log.existing()
+            files = [n for n in self.slice_log_files if n not in own] + own
+            self._state = load_slice_state(self.log.directory, files, scope=self.scope,
+                                           key_field=self.key_field, fpp=self.fpp)
         return self._state
 
     # --- data blocks ----------------------------------------------------------------------
@@ -281,16 +292,15 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 if block.is_corrupt or block.block_type not in (
                         BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
                     continue
-                try:
-                    keys, stored = block_index(block, key_field=key_field, fpp=fpp)
-                except MorlogError:
-                    keys, stored = None, None
+                keys, stored = block_index(block, key_field=key_field, fpp=fpp)
                 if keys is None:
-                    continue
+                    continue  # no record carries a key
                 carrier = stored.carrier if stored is not None else Carrier.NONE
                 region = (0, 0, 0, 0, 0)
                 if stored is not None and stored.carrier == Carrier.AVRO:
                     region = _region_of(stored, block)
+                    if region[1] == 0:  # sections not laid out as a region: recompute later
+                        carrier = Carrier.NONE
                     cum = stored.cumulative()
                     if cum is not None and cum.kind == CumulativeKind.FULL:
                         cr = stored.section_range(Section.CUMULATIVE)

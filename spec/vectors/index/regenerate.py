@@ -1,0 +1,1103 @@
+"""Recipe of the index conformance vectors (spec/index.md §10): writes every case directory.
+
+Usage (from the repository root)::
+
+    python spec/vectors/index/regenerate.py          # (re)write the cases
+    python spec/vectors/index/regenerate.py --check  # exit 1 if a case on disk differs
+
+This script is the independent side of the vectors: it builds every byte field by field from
+spec/index.md with the standard library (struct, zlib, base64) and the ``xxhash`` package
+(the reference XXH64), and it does **not** import morlog. Split-block bloom filter positions
+are computed from Parquet's BloomFilter.md algorithm, CRCs with ``zlib.crc32``, Hudi's
+MurmurHash with a line-by-line transcription of Hadoop's Java code (facts file §8). The tests
+(tests/test_index_vectors.py) then decode these bytes with morlog and encode them back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+HERE = Path(__file__).resolve().parent
+
+# --- constants of spec/index.md ---------------------------------------------------------
+
+SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
+        0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
+MAGIC = b"MORLIDX1"
+VERSION = 1
+KEYS, BLOOM, RANGE, CUMULATIVE, DIRECTORY = 1, 2, 3, 4, 5
+SECTION_NAMES = {KEYS: "KEYS", BLOOM: "BLOOM", RANGE: "RANGE", CUMULATIVE: "CUMULATIVE",
+                 DIRECTORY: "DIRECTORY"}
+CARRIERS = {0: "NONE", 1: "AVRO", 2: "PARQUET"}
+FULL, DELTA = 0, 1
+FILTER_SBBF_XXH64 = 1
+
+HEADER_NAMES = {0: "INSTANT_TIME", 1: "TARGET_INSTANT_TIME", 2: "SCHEMA", 3: "COMMAND_BLOCK_TYPE"}
+
+BASE_INSTANT = "20250101000000000"
+LOG_1 = ".fg-0_20250101000000000.log.1_0-1-1"
+LOG_2 = ".fg-0_20250101000000000.log.2_0-1-1"
+
+
+# --- annotated hex ----------------------------------------------------------------------
+
+
+@dataclass
+class Hex:
+    """Rows of (bytes, comment); renders as ``input.hex`` (spec/format.md §10 syntax)."""
+
+    title: list[str]
+    rows: list[tuple[bytes | None, str]] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        self.rows.append((None, text))
+
+    def add(self, data: bytes, comment: str) -> None:
+        self.rows.append((data, comment))
+
+    def extend(self, other: Hex) -> None:
+        self.rows.extend(other.rows)
+
+    def data(self) -> bytes:
+        return b"".join(d for d, _ in self.rows if d is not None)
+
+    def render(self) -> str:
+        out = [f"# {t}" if t else "#" for t in self.title]
+        width = 48
+        for data, comment in self.rows:
+            if data is None:
+                out.append(f"# {comment}")
+                continue
+            if not data:
+                out.append(f"{'':<{width}}# {comment} (0 bytes)")
+                continue
+            for i in range(0, len(data), 16):
+                chunk = " ".join(f"{b:02x}" for b in data[i : i + 16])
+                text = comment if i == 0 else "  ..."
+                out.append(f"{chunk:<{width}} # {text}".rstrip())
+        return "\n".join(out) + "\n"
+
+
+def u8(v: int) -> bytes:
+    return struct.pack("<B", v)
+
+
+def u16(v: int) -> bytes:
+    return struct.pack("<H", v)
+
+
+def u32(v: int) -> bytes:
+    return struct.pack("<I", v)
+
+
+def u64(v: int) -> bytes:
+    return struct.pack("<Q", v)
+
+
+def add_str(h: Hex, text: str, what: str) -> None:
+    raw = text.encode("utf-8")
+    h.add(u32(len(raw)), f"{what}: length {len(raw)}")
+    h.add(raw, f"{what}: {text!r} (UTF-8)")
+
+
+# --- XXH64 and the split-block bloom filter ---------------------------------------------
+
+
+def xxh64(key: str) -> int:
+    return xxhash.xxh64_intdigest(key.encode("utf-8"), seed=0)
+
+
+def sbbf_position(key: str, num_blocks: int) -> tuple[int, list[int]]:
+    """Parquet's BloomFilter.md: block index and the bit set in each of the 8 words."""
+    h = xxh64(key)
+    block = ((h >> 32) * num_blocks) >> 32
+    x = h & 0xFFFFFFFF
+    return block, [((x * s) & 0xFFFFFFFF) >> 27 for s in SALT]
+
+
+def sbbf_words(keys: list[str], num_blocks: int) -> list[list[int]]:
+    words = [[0] * 8 for _ in range(num_blocks)]
+    for k in keys:
+        block, bits = sbbf_position(k, num_blocks)
+        for i, b in enumerate(bits):
+            words[block][i] |= 1 << b
+    return words
+
+
+def sbbf_hex(keys: list[str], num_blocks: int, prefix: str = "") -> Hex:
+    h = Hex([])
+    words = sbbf_words(keys, num_blocks)
+    owners: dict[tuple[int, int, int], list[str]] = {}
+    for k in keys:
+        block, bits = sbbf_position(k, num_blocks)
+        for i, b in enumerate(bits):
+            owners.setdefault((block, i, b), []).append(k)
+    for blk in range(num_blocks):
+        for i in range(8):
+            w = words[blk][i]
+            bits = [b for b in range(32) if w >> b & 1]
+            who = ", ".join(f"bit {b} ({'/'.join(owners[(blk, i, b)])})" for b in bits)
+            h.add(u32(w), f"{prefix}block {blk} word {i} = 0x{w:08x}" + (f": {who}" if who
+                                                                           else ""))
+    return h
+
+
+def sbbf_maybe(words: list[list[int]], key: str) -> bool:
+    block, bits = sbbf_position(key, len(words))
+    return all(words[block][i] >> b & 1 for i, b in enumerate(bits))
+
+
+def sbbf_rate(ndv: int, z: int) -> float:
+    """Expected false-positive rate (spec/index.md §3.1.5): Poisson mixture over block loads."""
+    lam = ndv / z
+    hi = int(lam + 12 * math.sqrt(lam) + 30)
+    total, log_p = 0.0, -lam
+    for j in range(hi + 1):
+        if j:
+            log_p += math.log(lam) - math.log(j)
+        total += math.exp(log_p) * (1.0 - (31.0 / 32.0) ** j) ** 8
+    return total
+
+
+def sbbf_num_blocks(ndv: int, fpp: float = 0.01) -> int:
+    """The fewest blocks z >= 1 with sbbf_rate(ndv, z) <= fpp (the rate falls as z grows)."""
+    lo, hi = 1, 1
+    while sbbf_rate(ndv, hi) > fpp:
+        lo, hi = hi + 1, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sbbf_rate(ndv, mid) <= fpp:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def bloom_section(keys: list[str], num_blocks: int) -> Hex:
+    h = Hex([])
+    h.add(u8(FILTER_SBBF_XXH64), "filter type 1 = split-block bloom filter, XXH64 seed 0")
+    h.add(u32(num_blocks), f"block count z = {num_blocks}")
+    h.extend(sbbf_hex(keys, num_blocks))
+    return h
+
+
+# --- sections ---------------------------------------------------------------------------
+
+
+def keys_section(keys: list[str]) -> Hex:
+    """KEYS with codec 0 (none): keys must already be sorted by UTF-8 bytes and unique."""
+    raws = [k.encode("utf-8") for k in keys]
+    assert raws == sorted(set(raws)), "KEYS holds sorted unique keys"
+    offsets = [0]
+    for r in raws:
+        offsets.append(offsets[-1] + len(r))
+    raw_len = 4 * (len(keys) + 1) + offsets[-1]
+    h = Hex([])
+    h.add(u8(0), "codec 0 = none")
+    h.add(u32(len(keys)), f"key count n = {len(keys)}")
+    h.add(u32(raw_len), f"raw length = 4 * (n + 1) + {offsets[-1]} key bytes = {raw_len}")
+    h.add(u32(raw_len), f"payload length = {raw_len} (codec none: equal to the raw length)")
+    for i, o in enumerate(offsets):
+        h.add(u32(o), f"offset[{i}] = {o}")
+    for k, r in zip(keys, raws, strict=True):
+        h.add(r, f"key {k!r}")
+    return h
+
+
+def range_section(count: int, lo: str, hi: str) -> Hex:
+    h = Hex([])
+    h.add(u32(count), f"key count = {count}")
+    add_str(h, lo, "min key")
+    add_str(h, hi, "max key")
+    return h
+
+
+@dataclass
+class Checkpoint:
+    file: int
+    carrier: int
+    region_offset: int
+    region_length: int
+    region_crc32: int
+    cumulative_length: int
+
+    def json(self) -> dict[str, Any]:
+        return {"file": self.file, "carrier": CARRIERS[self.carrier],
+                "region_offset": self.region_offset, "region_length": self.region_length,
+                "region_crc32": self.region_crc32, "cumulative_length": self.cumulative_length}
+
+
+def cumulative_section(kind: int, scope: str, blocks: int, nkeys: int, lo: str, hi: str,
+                       bloom_keys: list[str], num_blocks: int,
+                       checkpoint: Checkpoint | None = None) -> Hex:
+    h = Hex([])
+    h.add(u8(kind), f"kind {kind} = {'FULL' if kind == FULL else 'DELTA'}")
+    add_str(h, scope, "scope (base instant of the file slice)")
+    h.add(u32(blocks), f"data blocks in scope = {blocks}")
+    h.add(u64(nkeys), f"keys in scope (sum of per-block key counts) = {nkeys}")
+    add_str(h, lo, "min key of the scope")
+    add_str(h, hi, "max key of the scope")
+    h.note("filter (same encoding as the BLOOM section)")
+    h.extend(bloom_section(bloom_keys, num_blocks))
+    if kind == DELTA:
+        assert checkpoint is not None
+        c = checkpoint
+        h.note("checkpoint reference")
+        h.add(u32(c.file), f"file ordinal = {c.file}")
+        h.add(u8(c.carrier), f"carrier {c.carrier} = {CARRIERS[c.carrier]}")
+        h.add(u64(c.region_offset), f"region offset = {c.region_offset}")
+        h.add(u32(c.region_length), f"region length = {c.region_length}")
+        h.add(u32(c.region_crc32), f"region CRC-32 = 0x{c.region_crc32:08x}")
+        h.add(u32(c.cumulative_length), f"CUMULATIVE length = {c.cumulative_length}")
+    return h
+
+
+@dataclass
+class Ref:
+    file: int
+    carrier: int
+    block_offset: int
+    block_size: int
+    region_offset: int
+    filter_length: int
+    filter_crc32: int
+    keys_length: int
+    keys_crc32: int
+    key_count: int
+    instant: str
+    min_key: str
+    max_key: str
+
+    def json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["carrier"] = CARRIERS[self.carrier]
+        return d
+
+
+def directory_section(files: list[str], refs: list[Ref]) -> Hex:
+    h = Hex([])
+    h.add(u32(len(files)), f"file count = {len(files)}")
+    for i, f in enumerate(files):
+        add_str(h, f, f"file {i}")
+    h.add(u32(len(refs)), f"block count = {len(refs)}")
+    for i, r in enumerate(refs):
+        h.note(f"entry {i}")
+        h.add(u32(r.file), f"file ordinal = {r.file}")
+        h.add(u8(r.carrier), f"carrier {r.carrier} = {CARRIERS.get(r.carrier, 'unknown')}")
+        h.add(u64(r.block_offset), f"block offset = {r.block_offset}")
+        h.add(u32(r.block_size), f"block size = {r.block_size}")
+        h.add(u64(r.region_offset), f"region offset = {r.region_offset}")
+        h.add(u32(r.filter_length), f"filter part length = {r.filter_length}")
+        h.add(u32(r.filter_crc32), f"filter part CRC-32 = 0x{r.filter_crc32:08x}")
+        h.add(u32(r.keys_length), f"keys part length = {r.keys_length}")
+        h.add(u32(r.keys_crc32), f"keys part CRC-32 = 0x{r.keys_crc32:08x}")
+        h.add(u32(r.key_count), f"key count = {r.key_count}")
+        add_str(h, r.instant, "instant")
+        add_str(h, r.min_key, "min key")
+        add_str(h, r.max_key, "max key")
+    return h
+
+
+# --- the trailer ------------------------------------------------------------------------
+
+
+@dataclass
+class Tail:
+    """Overrides for corrupt cases; None = the correct value."""
+
+    length: int | None = None
+    version: int = VERSION
+    flags: int = 0
+    reserved: int = 0
+    magic: bytes = MAGIC
+    table_crc: Callable[[int], int] | None = None
+    entry_flags: int = 0
+
+
+def trailer(sections: list[tuple[int, Hex]], tail: Tail | None = None,
+            entry_patch: Callable[[int, int, int], tuple[int, int]] | None = None
+            ) -> tuple[Hex, list[dict[str, Any]], int]:
+    """Sections, table, tail. Returns the rows, the table as JSON and the trailer length."""
+    t = tail or Tail()
+    h = Hex([])
+    entries = []
+    pos = 0
+    for sid, body in sections:
+        data = body.data()
+        name = SECTION_NAMES.get(sid, f"unknown id {sid}")
+        h.note(f"section {name} (id {sid}): trailer offset {pos}, {len(data)} bytes")
+        h.extend(body)
+        off, ln = (pos, len(data)) if entry_patch is None else entry_patch(sid, pos, len(data))
+        entries.append({"id": sid, "flags": t.entry_flags, "crc32": zlib.crc32(data),
+                        "offset": off, "length": ln})
+        pos += len(data)
+    table = b"".join(u16(e["id"]) + u16(e["flags"]) + u32(e["crc32"]) + u64(e["offset"])
+                     + u64(e["length"]) for e in entries)
+    length = pos + len(table) + 32 if t.length is None else t.length
+    head = u64(length) + u32(len(entries)) + u16(t.version) + u16(t.flags)
+    crc = zlib.crc32(table + head)
+    if t.table_crc is not None:
+        crc = t.table_crc(crc)
+    h.note(f"section table: {len(entries)} entries of 24 bytes")
+    for e in entries:
+        name = SECTION_NAMES.get(e["id"], f"unknown id {e['id']}")
+        h.add(u16(e["id"]), f"section id {e['id']} = {name}")
+        h.add(u16(e["flags"]), f"section flags = 0x{e['flags']:04x}")
+        h.add(u32(e["crc32"]), f"section CRC-32 = 0x{e['crc32']:08x}")
+        h.add(u64(e["offset"]), f"section offset = {e['offset']}")
+        h.add(u64(e["length"]), f"section length = {e['length']}")
+    h.note("tail (32 bytes)")
+    h.add(u64(length), f"trailer length = {length}")
+    h.add(u32(len(entries)), f"section count = {len(entries)}")
+    h.add(u16(t.version), f"trailer version = {t.version}")
+    h.add(u16(t.flags), f"trailer flags = 0x{t.flags:04x}")
+    h.add(u32(crc), f"table CRC-32 = 0x{crc:08x} (table + first 16 tail bytes)")
+    h.add(u32(t.reserved), f"reserved = 0x{t.reserved:08x}")
+    h.add(t.magic, f"magic {t.magic.decode('ascii', 'replace')!r}")
+    return h, entries, length
+
+
+# --- Hudi's MurmurHash and filters ------------------------------------------------------
+
+
+def murmur_hadoop(data: bytes, seed: int, sign_extend: bool = True) -> int:
+    """Hadoop's MurmurHash2 (32-bit) as Java computes it; returns a signed int."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (seed ^ len(data)) & mask
+    n4 = len(data) >> 2
+    for i in range(n4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    left = len(data) - 4 * n4
+
+    def tail_byte(b: int) -> int:  # Java bytes are signed: sign-extended before shifting
+        return (b - 256 if b > 127 and sign_extend else b) & mask
+
+    if left:
+        if left >= 3:
+            h ^= (tail_byte(data[-3]) << 16) & mask
+        if left >= 2:
+            h ^= (tail_byte(data[-2]) << 8) & mask
+        h ^= tail_byte(data[-1])
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - 2**32 if h >= 2**31 else h
+
+
+def hudi_chain(key: str, k: int, m: int) -> tuple[list[int], list[int]]:
+    hashes, positions = [], []
+    h = 0
+    for _ in range(k):
+        h = murmur_hadoop(key.encode("utf-8"), h)
+        hashes.append(h)
+        positions.append(abs(int(math.fmod(h, m))))  # Java remainder: sign of the dividend
+    return hashes, positions
+
+
+def hudi_optimal_size(n: int, fpp: float) -> tuple[int, int]:
+    m = math.ceil(n * (-math.log(fpp)) / (math.log(2) ** 2))
+    return m, math.ceil(math.log(2) * m / n)
+
+
+def hudi_row(keys: list[str], m: int, k: int) -> bytearray:
+    bits = bytearray((m + 7) // 8)
+    for key in keys:
+        for p in hudi_chain(key, k, m)[1]:
+            bits[p >> 3] |= 1 << (p & 7)
+    return bits
+
+
+def hudi_row_hex(h: Hex, keys: list[str], m: int, k: int, what: str) -> None:
+    h.add(struct.pack(">i", -1), f"{what}: version marker -1")
+    h.add(struct.pack(">i", k), f"{what}: nbHash k = {k}")
+    h.add(struct.pack(">B", 1), f"{what}: hash type 1 = MURMUR")
+    h.add(struct.pack(">i", m), f"{what}: vector size m = {m} bits")
+    bits = hudi_row(keys, m, k)
+    pos = sorted({p for key in keys for p in hudi_chain(key, k, m)[1]})
+    h.add(bytes(bits), f"{what}: bit vector, {len(bits)} bytes (bits {pos}; keys {keys})")
+
+
+# --- log framing (big-endian, spec/format.md §2) for the carrier vectors ----------------
+
+
+def framed_block(h: Hex, block_type: int, header: list[tuple[int, str]], content: Hex,
+                 type_name: str) -> int:
+    hmap = Hex([])
+    hmap.add(struct.pack(">i", len(header)), f"header map: entry count {len(header)}")
+    for key, value in header:
+        raw = value.encode("utf-8")
+        name = HEADER_NAMES[key]
+        hmap.add(struct.pack(">i", key), f"header key {key} = {name}")
+        hmap.add(struct.pack(">i", len(raw)), f"{name}: value length {len(raw)}")
+        hmap.add(raw, f"{name}: {value if len(value) <= 20 else 'Avro schema JSON'}")
+    hlen, clen = len(hmap.data()), len(content.data())
+    length = 24 + hlen + clen + 4
+    h.add(b"#HUDI#", f"magic (log format, big-endian framing; block of {length + 14} bytes)")
+    h.add(struct.pack(">q", length), f"blockLength = {length}")
+    h.add(struct.pack(">i", 1), "log format version 1")
+    h.add(struct.pack(">i", block_type), f"block type {block_type} = {type_name}")
+    h.extend(hmap)
+    h.add(struct.pack(">q", clen), f"contentLength = {clen}")
+    h.extend(content)
+    h.add(struct.pack(">i", 0), "footer map: entry count 0 (always empty)")
+    h.add(struct.pack(">q", length + 6), f"reverse pointer = {length + 6}")
+    return length + 14
+
+
+def avro_string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    n = len(raw) << 1  # zigzag of a non-negative long
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + raw
+
+
+# --- the cases --------------------------------------------------------------------------
+
+
+Case = tuple[dict[str, Any], Hex | None]
+CASES: dict[str, Callable[[], Case]] = {}
+
+
+def case(name: str) -> Callable[[Callable[[], Case]], Callable[[], Case]]:
+    def deco(fn: Callable[[], Case]) -> Callable[[], Case]:
+        CASES[name] = fn
+        return fn
+
+    return deco
+
+
+XXH_KEYS = ["", "a", "1", "k10", "TXN-001", "c8abbe79-8d89-47ea-b4ce-4d224bae5bfa", "Zürich-😀"]
+
+
+@case("xxh64-keys")
+def _xxh64() -> Case:
+    rows = []
+    for k in XXH_KEYS:
+        h = xxh64(k)
+        rows.append({"key": k, "utf8_hex": k.encode("utf-8").hex(), "xxh64": f"{h:016x}",
+                     "xxh64_decimal": h})
+    return {"description": "XXH64 (seed 0) of the UTF-8 bytes of record keys: empty, short "
+            "(< 4 bytes), 4-7 bytes, 8+ bytes, 32+ bytes (the four-lane stripe path), and "
+            "non-ASCII. Values from the xxhash package (the reference implementation).",
+            "spec": "§3.2", "kind": "xxh64", "seed": 0, "keys": rows}, None
+
+
+def _sbbf_case(keys: list[str], num_blocks: int, description: str) -> Case:
+    positions = []
+    for k in keys:
+        block, bits = sbbf_position(k, num_blocks)
+        h = xxh64(k)
+        positions.append({"key": k, "xxh64": f"{h:016x}", "block": block, "bits": bits})
+    h = sbbf_hex(keys, num_blocks)
+    h.title = [f"Split-block bloom filter, z = {num_blocks} block(s), keys {keys} "
+               "(spec/index.md §3.1).",
+               "Blocks in order, 8 words per block, each word a little-endian u32.",
+               "Written by regenerate.py from Parquet's algorithm (xxhash package), not morlog."]
+    words = sbbf_words(keys, num_blocks)
+    absent = {k: sbbf_maybe(words, k) for k in ["k3", "zz", "TXN-002"]}
+    return {"description": description, "spec": "§3.1", "kind": "sbbf",
+            "num_blocks": num_blocks, "keys": keys, "positions": positions,
+            "absent": absent, "sized_blocks_at_1_percent": sbbf_num_blocks(len(keys))}, h
+
+
+@case("sbbf-one-block")
+def _sbbf1() -> Case:
+    return _sbbf_case(["k1", "k10", "k2"], 1, "A one-block (32-byte) split-block bloom filter "
+                      "of three keys: every key sets one bit in each of the 8 words; the "
+                      "filter the index writes for these keys at 1 % (sizing gives z = 1).")
+
+
+@case("sbbf-three-blocks")
+def _sbbf3() -> Case:
+    return _sbbf_case(["1", "TXN-001", "b"], 3, "A three-block filter: block index "
+                      "((h >> 32) * 3) >> 32 puts '1' and 'TXN-001' in block 2 (their bits "
+                      "OR together) and 'b' in block 1; block 0 stays empty.")
+
+
+@case("sbbf-sizing")
+def _sizing() -> Case:
+    rows = []
+    for fpp in (0.01, 0.001):
+        for ndv in (1, 3, 100, 1000, 10_000, 100_000, 500_000):
+            z = sbbf_num_blocks(ndv, fpp)
+            rows.append({"ndv": ndv, "fpp": fpp, "num_blocks": z,
+                         "bits_per_key": round(256 * z / ndv, 3),
+                         "rate_at_z": sbbf_rate(ndv, z),
+                         "rate_at_z_minus_1": sbbf_rate(ndv, z - 1) if z > 1 else None})
+    return {"description": "Filter sizing: the fewest blocks z whose expected false-positive "
+            "rate (Poisson mixture) is <= fpp, for a few key counts at 1 % and 0.1 %. A "
+            "writer SHOULD size this way; readers never depend on it.", "spec": "§3.1.5",
+            "kind": "sbbf-sizing", "sizes": rows}, None
+
+
+def _section_case(kind: str, spec: str, description: str, body: Hex, title: str,
+                  **fields: Any) -> Case:
+    body.title = [title, "Little-endian integers (spec/index.md §4.1). Written by "
+                  "regenerate.py from the spec, not by morlog."]
+    return {"description": description, "spec": spec, "kind": kind, **fields}, body
+
+
+@case("keys-section-uncompressed")
+def _keys() -> Case:
+    keys = ["k1", "k10", "k2"]
+    return _section_case("keys-section", "§4.4", "KEYS section, codec 0 (none), three keys "
+                         "sorted by UTF-8 bytes ('k10' before 'k2').", keys_section(keys),
+                         "KEYS section (id 1), codec 0, keys k1 k10 k2.", keys=keys,
+                         unsorted=["k2", "k10", "k1", "k2"])
+
+
+@case("keys-section-utf8-byte-order")
+def _keys_order() -> Case:
+    keys = ["a", "\uff21", "\U0001f600"]
+    return _section_case("keys-section", "§4.4", "KEYS sorts by UTF-8 bytes (= code points): "
+                         "U+FF21 (EF BC A1) sorts before U+1F600 (F0 9F 98 80), although "
+                         "Java's UTF-16 String order puts the surrogate pair D83D DE00 first.",
+                         keys_section(keys), "KEYS section, codec 0: 'a', U+FF21, U+1F600.",
+                         keys=keys, unsorted=["\U0001f600", "a", "\uff21", "a"])
+
+
+@case("range-section")
+def _range() -> Case:
+    return _section_case("range-section", "§4.6", "RANGE section: key count 3, min 'k1', "
+                         "max 'k2'.", range_section(3, "k1", "k2"),
+                         "RANGE section (id 3).", count=3, min_key="k1", max_key="k2")
+
+
+@case("bloom-section")
+def _bloom() -> Case:
+    keys = ["k1", "k10", "k2"]
+    return _section_case("bloom-section", "§4.5", "BLOOM section: filter type 1, z = 1, the "
+                         "filter of case sbbf-one-block.", bloom_section(keys, 1),
+                         "BLOOM section (id 2).", keys=keys, num_blocks=1)
+
+
+@case("cumulative-full-section")
+def _cum_full() -> Case:
+    keys = ["k1", "k2", "k3", "k4", "k5"]
+    body = cumulative_section(FULL, BASE_INSTANT, 2, 5, "k1", "k5", keys, 1)
+    return _section_case("cumulative-section", "§4.7", "CUMULATIVE section, kind FULL: scope, "
+                         "2 blocks, 5 keys, range k1..k5, a one-block filter of k1..k5, no "
+                         "checkpoint reference.", body, "CUMULATIVE section (id 4), FULL.",
+                         cumulative={"kind": "FULL", "scope": BASE_INSTANT, "blocks": 2,
+                                     "keys": 5, "min_key": "k1", "max_key": "k5",
+                                     "bloom_keys": keys, "num_blocks": 1,
+                                     "checkpoint": None})
+
+
+@case("cumulative-delta-section")
+def _cum_delta() -> Case:
+    cp = Checkpoint(0, 1, 4242, 317, 0x1234ABCD, 110)
+    body = cumulative_section(DELTA, BASE_INSTANT, 3, 6, "k1", "k6", ["k6"], 1, cp)
+    return _section_case("cumulative-section", "§4.7", "CUMULATIVE section, kind DELTA: the "
+                         "filter holds only the keys since the checkpoint ('k6'), the range "
+                         "is the whole scope's, then the checkpoint reference (illustrative "
+                         "offsets and CRC).", body, "CUMULATIVE section (id 4), DELTA.",
+                         cumulative={"kind": "DELTA", "scope": BASE_INSTANT, "blocks": 3,
+                                     "keys": 6, "min_key": "k1", "max_key": "k6",
+                                     "bloom_keys": ["k6"], "num_blocks": 1,
+                                     "checkpoint": cp.json()})
+
+
+DIRECTORY_REFS = [
+    Ref(0, 0, 0, 1172, 0, 0, 0, 0, 0, 1, "20250102000000001", "h1", "h1"),
+    Ref(0, 1, 1172, 2301, 3201, 53, 0x0BADF00D, 36, 0x5EED1234, 3, "20250102000000002", "k1",
+        "k2"),
+    Ref(1, 2, 0, 5311, 0, 0, 0, 0, 0, 2, "20250102000000003", "p1", "p2"),
+]
+
+
+@case("directory-section")
+def _directory() -> Case:
+    files = [LOG_1, LOG_2]
+    body = directory_section(files, DIRECTORY_REFS)
+    return _section_case("directory-section", "§4.8", "DIRECTORY section: two log files; a "
+                         "block without index (carrier NONE, e.g. written by Hudi), an Avro "
+                         "carrier block with its KEYS/BLOOM/RANGE region, a Parquet carrier "
+                         "block in the second file (illustrative offsets and CRC).", body,
+                         "DIRECTORY section (id 5).", files=files,
+                         blocks=[r.json() for r in DIRECTORY_REFS])
+
+
+def _region(keys: list[str], lo: str, hi: str) -> list[tuple[int, Hex]]:
+    """A block's region as writers lay it out (§4.3): the filter part (BLOOM, RANGE), then
+    the keys part (KEYS)."""
+    return [(BLOOM, bloom_section(keys, 1)), (RANGE, range_section(len(keys), lo, hi)),
+            (KEYS, keys_section(keys))]
+
+
+def _trailer_case(name: str, description: str, sections: list[tuple[int, Hex]],
+                  tail: Tail | None = None, *, kind: str = "trailer",
+                  entry_patch: Callable[[int, int, int], tuple[int, int]] | None = None,
+                  extra_title: str = "", **fields: Any) -> Case:
+    h, entries, length = trailer(sections, tail, entry_patch)
+    h.title = [f"Index trailer: {name}. {extra_title}".strip(),
+               "Trailer integers little-endian (spec/index.md §4.1); CRC-32 = zlib.crc32.",
+               "Written field by field by regenerate.py from the spec (not by morlog)."]
+    cj: dict[str, Any] = {"description": description, "spec": "§4", "kind": kind, **fields}
+    if kind == "trailer":
+        cj.update(length=length, version=VERSION, sections=entries)
+    return cj, h
+
+
+KEYS3 = ["k1", "k10", "k2"]
+
+
+@case("trailer-bloom-range-keys")
+def _trailer_min() -> Case:
+    return _trailer_case("BLOOM + RANGE + KEYS", "A minimal complete trailer: BLOOM (z = 1), "
+                         "RANGE and KEYS (codec 0) of keys k1 k10 k2 in the order writers lay "
+                         "out a block's region (filter part, then keys part; §4.3), the "
+                         "section table (3 entries) and the 32-byte tail.",
+                         _region(KEYS3, "k1", "k2"), keys=KEYS3, range=[3, "k1", "k2"],
+                         flags=0)
+
+
+@case("trailer-unknown-section-99")
+def _trailer_unknown() -> Case:
+    future = Hex([])
+    future.add(b"future\x00\x01", "body of a section this version does not know")
+    return _trailer_case("unknown section id 99", "The minimal trailer plus a section with id "
+                         "99 after KEYS. A reader MUST skip it (it is listed in the table, "
+                         "so nothing else moves) and warn: UnknownSectionWarning; the known "
+                         "sections decode as usual.",
+                         _region(KEYS3, "k1", "k2") + [(99, future)], keys=KEYS3,
+                         range=[3, "k1", "k2"], flags=0, warns="UnknownSectionWarning",
+                         unknown=[99])
+
+
+@case("trailer-reserved-bits-set")
+def _trailer_flags() -> Case:
+    return _trailer_case("flags and reserved set", "Trailer flags 0x8001, section flags "
+                         "0x0100 and a reserved word 0xffffffff, all written as 0 by this "
+                         "version: a reader ignores them (they are covered by the table CRC "
+                         "except the reserved word) and reads the trailer normally.",
+                         _region(KEYS3, "k1", "k2"),
+                         Tail(flags=0x8001, reserved=0xFFFFFFFF, entry_flags=0x0100),
+                         keys=KEYS3, range=[3, "k1", "k2"], flags=0x8001)
+
+
+def _error_case(name: str, description: str, tail: Tail | None, error: str, offset: int | None,
+                *, entry_patch: Callable[[int, int, int], tuple[int, int]] | None = None,
+                stage: str = "layout", truncate: int | None = None,
+                flip_at: int | None = None) -> Case:
+    cj, h = _trailer_case(name, description, _region(KEYS3, "k1", "k2"), tail,
+                          kind="trailer-error", entry_patch=entry_patch,
+                          expect_error={"type": error, "offset": offset}, stage=stage)
+    if truncate is not None or flip_at is not None:
+        data = bytearray(h.data())
+        if flip_at is not None:
+            data[flip_at] ^= 0x01
+        if truncate is not None:
+            data = data[-truncate:]
+        change = (f"only its last {truncate} bytes" if truncate is not None
+                  else f"byte {flip_at} XOR 0x01")
+        raw = Hex(h.title + [f"The bytes of the valid minimal trailer, then changed: {change}."])
+        for i in range(0, len(data), 16):
+            raw.add(bytes(data[i : i + 16]), f"bytes {i}..{min(i + 16, len(data)) - 1}")
+        h = raw
+    return cj, h
+
+
+_VALID_LEN = 193  # length of the minimal trailer (asserted in main)
+
+
+@case("trailer-error-bad-magic")
+def _err_magic() -> Case:
+    return _error_case("bad tail magic", "The last 8 bytes are 'MORLIDX2' instead of "
+                       "'MORLIDX1': not an index trailer. InvalidMagicError at the magic "
+                       "(buffer length - 8).", Tail(magic=b"MORLIDX2"), "InvalidMagicError",
+                       _VALID_LEN - 8)
+
+
+@case("trailer-error-bad-table-crc")
+def _err_crc() -> Case:
+    return _error_case("bad table CRC", "The table CRC-32 does not match the section table "
+                       "and the first 16 tail bytes (its value is XOR 0xffffffff). "
+                       "ContentError at the first byte of the section table.",
+                       Tail(table_crc=lambda c: c ^ 0xFFFFFFFF), "ContentError",
+                       _VALID_LEN - 32 - 3 * 24)
+
+
+@case("trailer-error-length-past-buffer")
+def _err_len() -> Case:
+    return _error_case("trailer length past the buffer", "trailerLength says 4096 but only "
+                       f"{_VALID_LEN} bytes exist before the trailer's end (the table CRC is "
+                       "valid for that value, so only the length is wrong). LengthError at the "
+                       "trailerLength field (buffer length - 32).", Tail(length=4096),
+                       "LengthError", _VALID_LEN - 32)
+
+
+@case("trailer-error-unsupported-version")
+def _err_version() -> Case:
+    return _error_case("trailer version 2", "Trailer version 2 (unknown to a version-1 "
+                       "reader), everything else valid, CRC included. UnsupportedVersionError "
+                       "at the version field (buffer length - 20); the block's index is "
+                       "unusable, its records are not.", Tail(version=2),
+                       "UnsupportedVersionError", _VALID_LEN - 20)
+
+
+@case("trailer-error-section-out-of-range")
+def _err_section_range() -> Case:
+    def patch(sid: int, off: int, ln: int) -> tuple[int, int]:
+        return (off, ln + 100) if sid == RANGE else (off, ln)
+
+    return _error_case("section past the sections area", "The RANGE entry's length is 100 "
+                       "bytes too long, so the section would run into the table (table CRC "
+                       "recomputed). LengthError at that table entry.", None, "LengthError",
+                       _VALID_LEN - 32 - 2 * 24, entry_patch=patch)
+
+
+@case("trailer-error-section-crc")
+def _err_section_crc() -> Case:
+    keys_at = 37 + 16  # after BLOOM (37 bytes) and RANGE (16 bytes)
+    return _error_case("section CRC mismatch", "One byte of the KEYS section (its last key "
+                       f"byte, trailer offset {keys_at + 35}) is changed after the CRCs were "
+                       "computed. The layout parses; reading the KEYS section raises "
+                       f"ContentError at the section's first byte ({keys_at}).", None,
+                       "ContentError", keys_at, stage="section", flip_at=keys_at + 35)
+
+
+@case("trailer-error-tail-cut-off")
+def _err_short() -> Case:
+    return _error_case("tail cut off", "Only the last 31 bytes of a trailer: shorter than the "
+                       "32-byte tail. LengthError at offset 0.", None, "LengthError", 0,
+                       truncate=31)
+
+
+def _section_error(name: str, kind: str, description: str, h: Hex, error: str) -> Case:
+    h.title = [f"{name}: a malformed section (spec/index.md §4.10).",
+               "Written by regenerate.py, not by morlog."]
+    return {"description": description, "spec": "§4.10", "kind": "section-error",
+            "section": kind, "expect_error": {"type": error}}, h
+
+
+@case("section-error-keys-unknown-codec")
+def _serr_codec() -> Case:
+    h = keys_section(["a"])
+    data = bytearray(h.data())
+    data[0] = 7
+    out = Hex([])
+    out.add(bytes(data[:1]), "codec 7: unknown")
+    out.add(bytes(data[1:]), "rest of a valid one-key KEYS section")
+    return _section_error("keys-unknown-codec", "KEYS", "KEYS with codec 7: ContentError "
+                          "(codecs are 0 none and 1 zstd).", out, "ContentError")
+
+
+@case("section-error-keys-offsets")
+def _serr_offsets() -> Case:
+    h = Hex([])
+    h.add(u8(0), "codec 0")
+    h.add(u32(2), "key count 2")
+    h.add(u32(14), "raw length 14 = 4 * 3 + 2")
+    h.add(u32(14), "payload length 14")
+    h.add(u32(0), "offset[0] = 0")
+    h.add(u32(2), "offset[1] = 2: decreasing afterwards")
+    h.add(u32(1), "offset[2] = 1, but the key bytes are 2: inconsistent")
+    h.add(b"ab", "key bytes")
+    return _section_error("keys-offsets", "KEYS", "KEYS whose last offset is not the key-byte "
+                          "length (and offsets decrease): ContentError.", h, "ContentError")
+
+
+@case("section-error-bloom-zero-blocks")
+def _serr_bloom0() -> Case:
+    h = Hex([])
+    h.add(u8(1), "filter type 1")
+    h.add(u32(0), "block count 0: a filter has at least one block")
+    return _section_error("bloom-zero-blocks", "BLOOM", "BLOOM with z = 0: LengthError.", h,
+                          "LengthError")
+
+
+@case("section-error-bloom-unknown-type")
+def _serr_bloom_type() -> Case:
+    h = bloom_section(["a"], 1)
+    data = h.data()
+    out = Hex([])
+    out.add(u8(2), "filter type 2: unknown")
+    out.add(data[1:5], "block count 1")
+    out.add(data[5:], "32 bytes of filter")
+    return _section_error("bloom-unknown-type", "BLOOM", "BLOOM with filter type 2: "
+                          "ContentError.", out, "ContentError")
+
+
+@case("section-error-range-trailing-bytes")
+def _serr_range() -> Case:
+    h = range_section(1, "a", "a")
+    h.add(b"\x00", "one byte too many")
+    return _section_error("range-trailing-bytes", "RANGE", "RANGE followed by a stray byte "
+                          "inside the section: ContentError.", h, "ContentError")
+
+
+@case("section-error-cumulative-unknown-kind")
+def _serr_kind() -> Case:
+    h = cumulative_section(FULL, BASE_INSTANT, 1, 1, "a", "a", ["a"], 1)
+    data = h.data()
+    out = Hex([])
+    out.add(u8(2), "kind 2: unknown (0 FULL, 1 DELTA)")
+    out.add(data[1:], "rest of a valid FULL section")
+    return _section_error("cumulative-unknown-kind", "CUMULATIVE", "CUMULATIVE with kind 2: "
+                          "ContentError.", out, "ContentError")
+
+
+@case("section-error-directory-unknown-file")
+def _serr_dir() -> Case:
+    ref = Ref(1, 1, 0, 500, 300, 50, 0, 30, 0, 1, "20250102000000001", "a", "a")
+    h = directory_section([LOG_1], [ref])
+    return _section_error("directory-unknown-file", "DIRECTORY", "DIRECTORY entry with file "
+                          "ordinal 1 while only one file is listed: ContentError.", h,
+                          "ContentError")
+
+
+@case("section-error-carrier-unknown")
+def _serr_carrier() -> Case:
+    ref = Ref(0, 3, 0, 500, 300, 50, 0, 30, 0, 1, "20250102000000001", "a", "a")
+    h = directory_section([LOG_1], [ref])
+    return _section_error("carrier-unknown", "DIRECTORY", "DIRECTORY entry with carrier 3 "
+                          "(known: 0 NONE, 1 AVRO, 2 PARQUET): ContentError.", h,
+                          "ContentError")
+
+
+# Hudi filters (facts file §8)
+
+FACTS_M, FACTS_K = 2_587_966, 30
+
+
+@case("hudi-murmur-facts")
+def _murmur_facts() -> Case:
+    expected = {  # verbatim from the facts file §8 (verified against Hudi-written filters)
+        "1": {"hashes": [1228156847, 121740187], "positions": [1460963, 105785, 1189081,
+                                                               2066078]},
+        "TXN-001": {"hashes": [-1349093075], "positions": [762789, 591431, 1893349, 899664]},
+    }
+    for key, exp in expected.items():  # the transcription reproduces them
+        hashes, positions = hudi_chain(key, FACTS_K, FACTS_M)
+        assert hashes[: len(exp["hashes"])] == exp["hashes"], key
+        assert positions[:4] == exp["positions"], key
+    return {"description": "Hadoop MurmurHash2 chain of Hudi's bloom filters with Hudi's "
+            "defaults (m = 2,587,966 bits, k = 30): h1 = murmur(key, 0), h(i+1) = "
+            "murmur(key, h(i)); position = |h rem m| (Java remainder). Values from the facts "
+            "file §8, which reproduce the bytes of Hudi-written base-file filters.",
+            "spec": "§3.3", "kind": "hudi-murmur", "num_bits": FACTS_M, "num_hashes": FACTS_K,
+            "keys": [{"key": k, **v} for k, v in expected.items()],
+            "provenance": "verified (facts §8)"}, None
+
+
+@case("hudi-murmur-sign-extended-tail")
+def _murmur_tail() -> Case:
+    rows = []
+    for key in ["é", "aé", "Zürich-é"]:
+        data = key.encode("utf-8")
+        rows.append({"key": key, "utf8_hex": data.hex(), "seed": 0,
+                     "hash": murmur_hadoop(data, 0),
+                     "hash_if_tail_bytes_were_masked": murmur_hadoop(data, 0, False)})
+    return {"description": "Non-ASCII tail bytes: Java sign-extends bytes >= 0x80 of the 1-3 "
+            "byte tail before shifting them in (Hadoop quirk), so these hashes differ from a "
+            "masked-byte MurmurHash2. Values from regenerate.py's transcription of the Java "
+            "code.", "spec": "§3.3", "kind": "hudi-murmur-raw", "keys": rows,
+            "provenance": "Java source only (facts §8 quirk); no Hudi-written file has "
+            "non-ASCII keys"}, None
+
+
+@case("hudi-simple-bloom")
+def _hudi_simple() -> Case:
+    keys, m, k = ["1", "TXN-001"], 20, 3
+    h = Hex(["Hudi SIMPLE bloom filter, m = 20 bits, k = 3, keys '1' and 'TXN-001' "
+             "(spec/index.md §3.3).",
+             "Big-endian (Java DataOutputStream); bit i in byte i/8 under 1 << (i % 8).",
+             "Written by regenerate.py, not by morlog."])
+    hudi_row_hex(h, keys, m, k, "row")
+    return {"description": "A small SIMPLE filter (one row): version marker, k, hash type, m, "
+            "bit vector; its Base64 string is what a base file's footer holds.",
+            "spec": "§3.3", "kind": "hudi-bloom", "type_code": "SIMPLE", "num_bits": m,
+            "num_hashes": k, "keys": keys,
+            "absent": {a: all(hudi_row(keys, m, k)[p >> 3] >> (p & 7) & 1
+                              for p in hudi_chain(a, k, m)[1]) for a in ["2", "TXN-002"]},
+            "base64": base64.b64encode(h.data()).decode("ascii")}, h
+
+
+@case("hudi-dynamic-v0-bounded")
+def _hudi_dynamic() -> Case:
+    n, fpp, max_entries = 2, 0.1, 4
+    m, k = hudi_optimal_size(n, fpp)
+    keys = [str(i) for i in range(1, 8)]
+    # growth rule (facts §8): 1,2 -> row 0; 3,4 -> row 1 (new row); 5 -> row 0 (bound reached,
+    # curIdx stays 0); then round-robin rows 0, 1: 6 -> row 0, 7 -> row 1
+    rows = [["1", "2", "5", "6"], ["3", "4", "7"]]
+    current = 5  # 2 adds to row 1, then 3 adds after the bound, all counted
+    h = Hex([f"Hudi DYNAMIC_V0 filter: numEntries 2, fpp 0.1 (m = {m}, k = {k}), max entries "
+             "4, keys '1'..'7' added in order (spec/index.md §3.3).",
+             "Big-endian. Written by regenerate.py, not by morlog."])
+    h.add(struct.pack(">i", -1), "outer header: version marker -1")
+    h.add(struct.pack(">i", k), f"outer header: nbHash k = {k}")
+    h.add(struct.pack(">B", 1), "outer header: hash type 1 = MURMUR")
+    h.add(struct.pack(">i", m), f"outer header: vector size m = {m}")
+    h.add(struct.pack(">i", n), f"nr (numEntries, a row's capacity) = {n}")
+    h.add(struct.pack(">i", current), f"currentNbRecord = {current}")
+    h.add(struct.pack(">i", len(rows)), f"row count = {len(rows)}")
+    for i, rk in enumerate(rows):
+        hudi_row_hex(h, rk, m, k, f"row {i}")
+    return {"description": "DYNAMIC_V0 growth rule with a bound: keys 1-2 fill row 0, key 3 "
+            "opens row 1, key 5 finds rows * numEntries >= max entries and goes to row 0 "
+            "(round-robin starts with curIdx 0, so row 0 is used twice in a row), key 6 row 0, "
+            "key 7 row 1. currentNbRecord keeps counting: 5.", "spec": "§3.3",
+            "kind": "hudi-bloom", "type_code": "DYNAMIC_V0", "num_entries": n, "fpp": fpp,
+            "max_entries": max_entries, "num_bits": m, "num_hashes": k, "keys": keys,
+            "rows": rows, "current_nb_record": current,
+            "base64": base64.b64encode(h.data()).decode("ascii"),
+            "provenance": "growth rule from Java source (facts §8); multi-row filters are "
+            "not in any Hudi-written fixture"}, h
+
+
+# the Avro carrier: a whole log file with one indexed block
+
+AVRO_SCHEMA = ('{"type":"record","name":"r","fields":'
+               '[{"name":"_hoodie_record_key","type":"string"}]}')
+AVRO_RECORD_KEYS = ["k2", "k1", "k10"]  # record order; KEYS holds them sorted
+AVRO_INSTANT = "20250102000000001"
+
+
+def _avro_carrier_block(file_hex: Hex) -> dict[str, Any]:
+    """Appends the indexed Avro block at offset 0 of ``file_hex``; returns its facts."""
+    header = [(0, AVRO_INSTANT), (2, AVRO_SCHEMA)]
+    hmap_len = 4 + sum(8 + len(v.encode()) for _, v in header)
+    content_offset = 30 + hmap_len
+    prefix = Hex([])
+    prefix.add(struct.pack(">i", 3), "content version 3 (big-endian, format §5.1)")
+    prefix.add(struct.pack(">i", 3), "record count 3")
+    for key in AVRO_RECORD_KEYS:
+        rec = avro_string(key)
+        prefix.add(struct.pack(">i", len(rec)), f"record length {len(rec)}")
+        prefix.add(rec, f"record: _hoodie_record_key = {key!r} (Avro string)")
+    trailer_offset = content_offset + len(prefix.data())
+    keys = sorted(AVRO_RECORD_KEYS, key=str.encode)
+    region = _region(keys, keys[0], keys[-1])
+    filter_part = region[0][1].data() + region[1][1].data()
+    keys_part = region[2][1].data()
+
+    def build(block_size: int) -> tuple[Hex, int]:
+        ref = Ref(0, 1, 0, block_size, trailer_offset, len(filter_part),
+                  zlib.crc32(filter_part), len(keys_part), zlib.crc32(keys_part), 3,
+                  AVRO_INSTANT, keys[0], keys[-1])
+        n = sbbf_num_blocks(len(keys))
+        cum = cumulative_section(FULL, BASE_INSTANT, 1, 3, keys[0], keys[-1], keys, n)
+        secs = region + [(CUMULATIVE, cum), (DIRECTORY, directory_section([LOG_1], [ref]))]
+        h, _, length = trailer(secs)
+        return h, length
+
+    t, length = build(0)
+    content = Hex([])
+    content.extend(prefix)
+    content.note(f"index trailer ({length} bytes) at file offset {trailer_offset}")
+    content.extend(t)
+    size = 38 + hmap_len + len(content.data()) + 4  # S = 38 + H + C + F (format §2.4)
+    t, length2 = build(size)
+    assert length2 == length  # fixed-width fields: the size does not change (§6.6)
+    content = Hex([])
+    content.extend(prefix)
+    content.note(f"index trailer ({length} bytes) at file offset {trailer_offset}")
+    content.extend(t)
+    got = framed_block(file_hex, 3, header, content, "AVRO_DATA")
+    assert got == size
+    return {"offset": 0, "size": size, "content_offset": content_offset,
+            "trailer_offset": trailer_offset, "trailer_length": length,
+            "region": {"offset": trailer_offset, "filter_length": len(filter_part),
+                       "filter_crc32": zlib.crc32(filter_part), "keys_length": len(keys_part),
+                       "keys_crc32": zlib.crc32(keys_part)},
+            "record_keys": AVRO_RECORD_KEYS, "keys": keys,
+            "cumulative": {"kind": "FULL", "scope": BASE_INSTANT, "blocks": 1, "keys": 3,
+                           "min_key": keys[0], "max_key": keys[-1]},
+            "directory_files": [LOG_1]}
+
+
+@case("avro-carrier-block")
+def _avro_carrier() -> Case:
+    h = Hex(["A log file holding one indexed Avro data block (spec/index.md §5.1): content",
+             "version 3, record count, records, then the index trailer, ending right before",
+             "the empty footer map and the reverse pointer. Written by regenerate.py."])
+    facts = _avro_carrier_block(h)
+    return {"description": "One Avro data block with an index trailer (KEYS codec 0, BLOOM, "
+            "RANGE, CUMULATIVE FULL, DIRECTORY listing the block itself). A stock reader "
+            "reads exactly the 3 records; the tail locator finds the trailer from the end of "
+            "the file.", "spec": "§5.1", "kind": "avro-carrier", "file_name": LOG_1,
+            "key_field": "_hoodie_record_key", "block": facts, "tail_block_offset": 0}, h
+
+
+@case("avro-carrier-then-rollback")
+def _avro_carrier_rollback() -> Case:
+    h = Hex(["The file of avro-carrier-block followed by a 105-byte ROLLBACK command block",
+             "(format §3.4): the tail locator walks back over it to the data block",
+             "(spec/index.md §7.1). Written by regenerate.py."])
+    facts = _avro_carrier_block(h)
+    h.note("a ROLLBACK command block (format §3.4)")
+    empty = Hex([])
+    framed_block(h, 0, [(0, "20250103000000000"), (1, AVRO_INSTANT), (3, "0")], empty,
+                 "COMMAND")
+    return {"description": "An indexed Avro block, then a rollback command block. Deletes "
+            "and rollbacks never narrow the index, so the locator skips them and uses the "
+            "data block's trailer.", "spec": "§7.1", "kind": "avro-carrier",
+            "file_name": LOG_1, "key_field": "_hoodie_record_key", "block": facts,
+            "tail_block_offset": 0}, h
+
+
+# --- driver -----------------------------------------------------------------------------
+
+
+def build_all() -> dict[str, dict[str, str]]:
+    """case name -> {file name -> text}."""
+    out: dict[str, dict[str, str]] = {}
+    for name, fn in CASES.items():
+        cj, h = fn()
+        files = {"case.json": json.dumps(cj, indent=2, ensure_ascii=False) + "\n"}
+        if h is not None:
+            files["input.hex"] = h.render()
+        out[name] = files
+    minimal = CASES["trailer-bloom-range-keys"]()[0]
+    assert minimal["length"] == _VALID_LEN, minimal["length"]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    built = build_all()
+    differ = []
+    for name, files in built.items():
+        d = HERE / name
+        for fname, text in files.items():
+            p = d / fname
+            if check:
+                if not p.exists() or p.read_text(encoding="utf-8") != text:
+                    differ.append(str(p.relative_to(HERE)))
+            else:
+                d.mkdir(exist_ok=True)
+                p.write_text(text, encoding="utf-8")
+    stale = sorted(p.parent.name for p in HERE.glob("*/case.json") if p.parent.name not in built)
+    if check:
+        for item in differ + [f"{s}/ (no longer generated)" for s in stale]:
+            print(f"differs: {item}")
+        return 1 if differ or stale else 0
+    print(f"wrote {len(built)} cases under {HERE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
