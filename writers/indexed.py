@@ -78,8 +78,10 @@ class SliceIndexState:
     checkpoint_at: int | None = None
     min_key: str | None = None
     max_key: str | None = None
-    #: every key hash of the slice, sorted and unique (exact sizes for full checkpoints)
-    all_hashes: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
+    #: key hashes of the slice, sorted and unique (exact sizes for full checkpoints), and
+    #: the blocks' hashes not merged into it yet (merged only when a checkpoint needs them)
+    _merged: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
+    _unmerged: list[U64] = field(default_factory=list)
 
     @property
     def files(self) -> list[str]:
@@ -89,19 +91,31 @@ class SliceIndexState:
                 out.append(e.file_name)
         return out
 
-    def with_hashes(self, hashes: U64) -> U64:
-        """``all_hashes`` merged with ``hashes`` (sorted, unique), without changing state."""
+    @staticmethod
+    def _merge(merged: U64, hashes: U64) -> U64:
         new = np.unique(hashes)
-        if self.all_hashes.size:
-            pos = np.searchsorted(self.all_hashes, new)
-            pos[pos == self.all_hashes.size] = 0
-            new = new[self.all_hashes[pos] != new]
-        merged = np.concatenate([self.all_hashes, new])
-        merged.sort(kind="stable")  # two sorted runs: a linear-time merge
-        return merged
+        if merged.size:
+            pos = np.searchsorted(merged, new)
+            pos[pos == merged.size] = 0
+            new = new[merged[pos] != new]
+        out = np.concatenate([merged, new])
+        out.sort(kind="stable")  # two sorted runs: a linear-time merge
+        return out
+
+    @property
+    def all_hashes(self) -> U64:
+        """Every key hash of the slice, sorted and unique."""
+        if self._unmerged:
+            self._merged = self._merge(self._merged, np.concatenate(self._unmerged))
+            self._unmerged = []
+        return self._merged
+
+    def with_hashes(self, hashes: U64) -> U64:
+        """``all_hashes`` merged with ``hashes``, without changing state."""
+        return self._merge(self.all_hashes, hashes)
 
     def add(self, entry: _Entry) -> None:
-        self.all_hashes = self.with_hashes(entry.hashes)
+        self._unmerged.append(entry.hashes)
         self.entries.append(entry)
         lo, hi = entry.ref.min_key, entry.ref.max_key
         if entry.ref.key_count:
