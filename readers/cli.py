@@ -305,6 +305,14 @@ def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
+def _output_and_key_options(p: argparse.ArgumentParser, json_help: str) -> None:
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--pretty", action="store_true", help="indent the JSON")
+    p.add_argument("--key-field", default=RECORD_KEY_FIELD,
+                   help=f"field holding the record key (default {RECORD_KEY_FIELD}; use the "
+                   "table's key field when meta fields are off)")
+
+
 def add_read_commands(sub: Any) -> None:
     p = sub.add_parser(
         "blocks",
@@ -313,13 +321,9 @@ def add_read_commands(sub: Any) -> None:
         "type, header, record count. Corrupt or torn regions show as CORRUPT blocks.",
     )
     p.add_argument("path", help="log file (local path, or a pyarrow.fs URI such as s3://...)")
-    p.add_argument("--json", action="store_true", help="print a JSON array (the stable format)")
-    p.add_argument("--pretty", action="store_true", help="indent the JSON")
     p.add_argument("--keys", action="store_true",
                    help="include the record keys of data and delete blocks")
-    p.add_argument("--key-field", default=RECORD_KEY_FIELD,
-                   help=f"field holding the record key (default {RECORD_KEY_FIELD}; use the "
-                   "table's key field when meta fields are off)")
+    _output_and_key_options(p, "print a JSON array (the stable format)")
     p.set_defaults(func=cmd_blocks)
 
     v = sub.add_parser(
@@ -341,10 +345,7 @@ def add_read_commands(sub: Any) -> None:
         "and the cumulative index of the newest data block.",
     )
     ix.add_argument("path", help="log file")
-    ix.add_argument("--json", action="store_true", help="print a JSON object")
-    ix.add_argument("--pretty", action="store_true", help="indent the JSON")
-    ix.add_argument("--key-field", default=RECORD_KEY_FIELD,
-                    help=f"record key field for blocks without index (default {RECORD_KEY_FIELD})")
+    _output_and_key_options(ix, "print a JSON object")
     ix.set_defaults(func=cmd_index)
 
     lk = sub.add_parser(
@@ -358,8 +359,5 @@ def add_read_commands(sub: Any) -> None:
     lk.add_argument("path", help="log file")
     lk.add_argument("keys", nargs="*", metavar="KEY", help="record keys")
     lk.add_argument("--keys-file", help="file with one key per line")
-    lk.add_argument("--json", action="store_true", help="print a JSON object keyed by key")
-    lk.add_argument("--pretty", action="store_true", help="indent the JSON")
-    lk.add_argument("--key-field", default=RECORD_KEY_FIELD,
-                    help=f"record key field for blocks without index (default {RECORD_KEY_FIELD})")
+    _output_and_key_options(lk, "print a JSON object keyed by key")
     lk.set_defaults(func=cmd_lookup)
