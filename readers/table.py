@@ -1,0 +1,194 @@
+"""A Hudi merge-on-read table: properties, timeline, partitions, file groups, file slices.
+
+Slice membership follows Hudi (facts §1): for table version <= 6 a log file belongs to the
+slice whose base instant equals the instant in its name; for 8+ to the slice with the largest
+base instant not after the completion time of the log's delta commit (the newest slice while
+it is pending; a group without base file keys its slice by the log's own instant). Files of
+failed or pending writes and file groups replaced by completed replace commits are left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from logformat.errors import UsageError
+from logformat.naming import BaseFileName, LogFileName
+
+from .properties import parse_properties
+from .timeline import Timeline
+
+PARTITION_METADATA = ".hoodie_partition_metadata"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    props: dict[str, str]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.props.get(key, default)
+
+    @property
+    def version(self) -> int:
+        return int(self.props.get("hoodie.table.version", "0") or 0)
+
+    @property
+    def table_type(self) -> str:
+        return self.props.get("hoodie.table.type", "COPY_ON_WRITE")
+
+    @property
+    def name(self) -> str:
+        return self.props.get("hoodie.table.name", "")
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        raw = self.props.get("hoodie.table.recordkey.fields", "")
+        return [f for f in raw.split(",") if f]
+
+    @property
+    def partition_fields(self) -> list[str]:
+        raw = self.props.get("hoodie.table.partition.fields", "")
+        return [f.split(":")[0] for f in raw.split(",") if f]
+
+    @property
+    def ordering_fields(self) -> list[str]:
+        raw = (self.props.get("hoodie.table.ordering.fields")
+               or self.props.get("hoodie.table.precombine.field") or "")
+        return [f for f in raw.split(",") if f]
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
+
+    @property
+    def key_generator(self) -> str:
+        return (self.props.get("hoodie.table.keygenerator.class")
+                or self.props.get("hoodie.table.keygenerator.type") or "")
+
+    @property
+    def hive_style_partitioning(self) -> bool:
+        return self.props.get("hoodie.datasource.write.hive_style_partitioning",
+                              "false").lower() == "true"
+
+    @property
+    def merge_mode(self) -> str:
+        """COMMIT_TIME_ORDERING or EVENT_TIME_ORDERING (CUSTOM payloads are not supported)."""
+        mode = self.props.get("hoodie.record.merge.mode")
+        if mode:
+            return mode
+        payload = self.props.get("hoodie.compaction.payload.class", "")
+        if payload.endswith("DefaultHoodieRecordPayload") or payload.endswith(
+                "EventTimeAvroPayload"):
+            return "EVENT_TIME_ORDERING"
+        return "COMMIT_TIME_ORDERING"
+
+
+@dataclass
+class FileSlice:
+    partition: str
+    file_id: str
+    #: the slice's base instant (for a log-only slice: the instant of its first log)
+    base_instant: str
+    base_file: str | None = None
+    log_files: list[str] = field(default_factory=list)
+
+    @property
+    def directory_rel(self) -> str:
+        return self.partition
+
+    def log_names(self) -> list[LogFileName]:
+        return [LogFileName.parse(n) for n in self.log_files]
+
+
+class Table:
+    """A merge-on-read table on the local file system."""
+
+    def __init__(self, path: str) -> None:
+        props_path = os.path.join(path, ".hoodie", "hoodie.properties")
+        if not os.path.isfile(props_path):
+            raise UsageError("not a Hudi table (no .hoodie/hoodie.properties)", path=path)
+        self.path = path
+        with open(props_path, encoding="utf-8") as f:
+            self.config = TableConfig(parse_properties(f.read(), props_path))
+        self.timeline = Timeline.load(path, self.config.version)
+
+    @property
+    def version(self) -> int:
+        return self.config.version
+
+    def partitions(self) -> list[str]:
+        """Relative partition paths ("" for a non-partitioned table)."""
+        if not self.config.partition_fields:
+            return [""]
+        out = []
+        for dirpath, dirs, files in os.walk(self.path):
+            rel = os.path.relpath(dirpath, self.path)
+            if rel == ".":
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                continue
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            if PARTITION_METADATA in files:
+                out.append(rel.replace(os.sep, "/"))
+        return sorted(out)
+
+    def file_slices(self, as_of: str | None = None, partition: str | None = None
+                    ) -> list[FileSlice]:
+        """The latest file slice of every file group as of ``as_of`` (default: now)."""
+        replaced = self.timeline.replaced_file_groups(as_of)
+        out = []
+        for part in [partition] if partition is not None else self.partitions():
+            directory = os.path.join(self.path, part) if part else self.path
+            for s in self._partition_slices(part, directory, as_of):
+                if (part, s.file_id) not in replaced:
+                    out.append(s)
+        return out
+
+    def _partition_slices(self, part: str, directory: str, as_of: str | None
+                          ) -> Iterator[FileSlice]:
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
+        bases: dict[str, list[BaseFileName]] = {}
+        logs: dict[str, list[LogFileName]] = {}
+        tl = self.timeline
+        for n in names:
+            if LogFileName.matches(n):
+                ln = LogFileName.parse(n)
+                if ln.ext == "log" and not ln.cdc:
+                    logs.setdefault(ln.file_id, []).append(ln)
+            elif BaseFileName.matches(n) and n.endswith(".parquet"):
+                bf = BaseFileName.parse(n)
+                if tl.is_committed(bf.instant, as_of):
+                    bases.setdefault(bf.file_id, []).append(bf)
+        for fid in sorted(set(bases) | set(logs)):
+            yield self._latest_slice(part, fid, bases.get(fid, []), logs.get(fid, []), as_of)
+
+    def _latest_slice(self, part: str, fid: str, bases: list[BaseFileName],
+                      logs: list[LogFileName], as_of: str | None) -> FileSlice:
+        base = max(bases, key=lambda b: b.instant) if bases else None
+        tl = self.timeline
+        mine: list[LogFileName] = []
+        if self.version <= 6:
+            key = base.instant if base else None
+            for ln in logs:
+                if key is None or ln.instant == key:
+                    mine.append(ln)
+            if key is None and mine:
+                # a log-only group: its slice is keyed by the oldest log instant
+                key = min(ln.instant for ln in mine)
+                mine = [ln for ln in mine if ln.instant == key]
+        else:
+            key = base.instant if base else None
+            for ln in logs:
+                if not tl.is_committed(ln.instant, as_of):
+                    continue  # uncommitted log files are not part of any slice (8+)
+                done = tl.completion_time(ln.instant) or ln.instant
+                if key is None or done >= key:
+                    mine.append(ln)
+            if key is None and mine:
+                key = min(ln.instant for ln in mine)
+        mine.sort(key=LogFileName.sort_key)
+        return FileSlice(part, fid, key or "", str(base) if base else None,
+                         [str(n) for n in mine])

@@ -1,0 +1,163 @@
+"""Hudi's timeline: instants, their states and completion times (table versions 6, 8 and 9).
+
+Layout 1 (table version <= 6): ``.hoodie/<instant>.<action>`` when completed,
+``<instant>.<action>.inflight`` / ``.requested`` before (a ``commit`` in flight is
+``<instant>.inflight``). Layout 2 (table version 8+): ``.hoodie/timeline/`` with completed
+instants named ``<requested>_<completed>.<action>``. A compaction completes as a ``commit``, a
+clustering as a ``replacecommit``. Commit metadata is JSON in layout 1 and an Avro container
+file in layout 2.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+
+from logformat.errors import ContentError
+
+REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
+_RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
+#: actions whose completed instants write data files
+WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit", "compaction",
+                           "clustering", "logcompaction"})
+#: what a requested action is called once completed
+_COMPLETES_AS = {"compaction": "commit", "clustering": "replacecommit",
+                 "logcompaction": "deltacommit"}
+
+_COMPLETED_V2 = re.compile(r"^(\d+)_(\d+)\.([a-z_]+)$")
+_PENDING = re.compile(r"^(\d+)\.([a-z_]+)\.(requested|inflight)$")
+_V1_COMPLETED = re.compile(r"^(\d+)\.([a-z_]+)$")
+_V1_COMMIT_INFLIGHT = re.compile(r"^(\d+)\.inflight$")
+
+
+@dataclass(frozen=True)
+class Instant:
+    requested: str
+    action: str
+    state: str
+    #: completion time (layout 2 only; None for layout 1 and for pending instants)
+    completed: str | None
+    file_name: str
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state == COMPLETED
+
+
+class Timeline:
+    """The active timeline of a table (archived instants are older than all of these)."""
+
+    def __init__(self, directory: str, instants: list[Instant], layout: int) -> None:
+        self.directory = directory
+        self.layout = layout
+        # the latest state of each (requested time) wins
+        latest: dict[str, Instant] = {}
+        for i in instants:
+            cur = latest.get(i.requested)
+            if cur is None or _RANK[i.state] > _RANK[cur.state]:
+                latest[i.requested] = i
+        self.instants = sorted(latest.values(), key=lambda x: x.requested)
+        self._by_time = {i.requested: i for i in self.instants}
+
+    @classmethod
+    def load(cls, table_path: str, table_version: int) -> Timeline:
+        if table_version >= 8:
+            directory = os.path.join(table_path, ".hoodie", "timeline")
+            layout = 2
+        else:
+            directory = os.path.join(table_path, ".hoodie")
+            layout = 1
+        names = os.listdir(directory) if os.path.isdir(directory) else []
+        return cls(directory, [i for n in names if (i := _parse(n, layout)) is not None],
+                   layout)
+
+    def get(self, instant: str) -> Instant | None:
+        return self._by_time.get(instant)
+
+    def completed(self, actions: frozenset[str] = WRITE_ACTIONS) -> list[Instant]:
+        return [i for i in self.instants if i.is_completed and i.action in actions]
+
+    def pending(self) -> list[Instant]:
+        return [i for i in self.instants if not i.is_completed]
+
+    @property
+    def first(self) -> str | None:
+        return self.instants[0].requested if self.instants else None
+
+    def is_committed(self, instant: str, as_of: str | None = None) -> bool:
+        """Whether data written by ``instant`` is visible: completed (and not after
+        ``as_of``), or older than the active timeline (archived, hence completed)."""
+        if as_of is not None and instant > as_of:
+            return False
+        i = self._by_time.get(instant)
+        if i is None:
+            return self.first is None or instant < self.first
+        return i.is_completed
+
+    def completion_time(self, instant: str) -> str | None:
+        i = self._by_time.get(instant)
+        if i is None or not i.is_completed:
+            return None
+        return i.completed or i.requested
+
+    def metadata(self, instant: Instant) -> dict[str, Any]:
+        """The commit metadata of a completed instant (JSON or Avro), {} when empty."""
+        path = os.path.join(self.directory, instant.file_name)
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.strip():
+            return {}
+        if data[:4] == b"Obj\x01":
+            try:
+                records = list(fastavro.reader(io.BytesIO(data)))
+            except Exception as exc:
+                raise ContentError(f"commit metadata does not decode: {exc}",
+                                   path=path) from None
+            first = records[0] if records else {}
+            return first if isinstance(first, dict) else {}
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            raise ContentError(f"commit metadata is not JSON: {exc}", path=path) from None
+        return value if isinstance(value, dict) else {}
+
+    def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
+        """(partition, file id) of file groups replaced by completed replace commits."""
+        out: set[tuple[str, str]] = set()
+        for i in self.completed(frozenset({"replacecommit"})):
+            if as_of is not None and i.requested > as_of:
+                continue
+            md = self.metadata(i)
+            for part, ids in (md.get("partitionToReplaceFileIds") or {}).items():
+                for fid in ids or []:
+                    out.add((part, fid))
+        return out
+
+
+def _parse(name: str, layout: int) -> Instant | None:
+    m = _PENDING.match(name)
+    if m:
+        state = REQUESTED if m[3] == "requested" else INFLIGHT
+        return Instant(m[1], m[2], state, None, name)
+    if layout == 2:
+        m = _COMPLETED_V2.match(name)
+        if m:
+            return Instant(m[1], m[3], COMPLETED, m[2], name)
+        return None
+    m = _V1_COMMIT_INFLIGHT.match(name)
+    if m:
+        return Instant(m[1], "commit", INFLIGHT, None, name)
+    m = _V1_COMPLETED.match(name)
+    if m:
+        return Instant(m[1], m[2], COMPLETED, None, name)
+    return None
+
+
+def completes_as(action: str) -> str:
+    return _COMPLETES_AS.get(action, action)
