@@ -13,13 +13,18 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
+from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from logformat.errors import UsageError
 from logformat.naming import BaseFileName, LogFileName
 
+from .merge import MergeSpec, read_slice
 from .properties import parse_properties
 from .timeline import Timeline
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
+__all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,63 @@ class Table:
     @property
     def version(self) -> int:
         return self.config.version
+
+    @property
+    def key_field(self) -> str:
+        """The field readers key records by: the meta field, or the configured key field."""
+        if self.config.populate_meta_fields:
+            return RECORD_KEY_FIELD
+        fields = self.config.record_key_fields
+        if len(fields) != 1:
+            raise UsageError("tables without meta fields need exactly one record key field",
+                             path=self.path, actual=fields)
+        return fields[0]
+
+    def merge_spec(self, as_of: str | None = None,
+                   columns: list[str] | None = None) -> MergeSpec:
+        ordering = self.config.ordering_fields
+        return MergeSpec(key_field=self.key_field,
+                         ordering_field=ordering[0] if ordering else None,
+                         merge_mode=self.config.merge_mode, table_version=self.version,
+                         as_of=as_of, columns=columns)
+
+    def resolve_instant(self, as_of: str | None) -> str | None:
+        """``as_of`` checked against the timeline (None: the latest state)."""
+        if as_of is None:
+            return None
+        if not as_of.isdigit():
+            raise UsageError("an instant is a string of digits (yyyyMMddHHmmssSSS)",
+                             actual=as_of)
+        return as_of
+
+    def read_slice(self, s: FileSlice, as_of: str | None = None,
+                   columns: list[str] | None = None) -> pa.Table:
+        """The merged records of one file slice (memory bounded by that slice)."""
+        spec = self.merge_spec(as_of, columns)
+        directory = os.path.join(self.path, s.partition) if s.partition else self.path
+        out = read_slice(directory, s.base_file, s.log_files, spec, self.timeline)
+        if columns is not None and out.num_columns:
+            out = out.select([c for c in columns if c in out.column_names])
+        return out
+
+    def snapshot(self, as_of: str | None = None, columns: list[str] | None = None
+                 ) -> Iterator[pa.Table]:
+        """The table as of ``as_of`` (default: latest), one merged file slice at a time."""
+        as_of = self.resolve_instant(as_of)
+        for s in self.file_slices(as_of):
+            t = self.read_slice(s, as_of, columns)
+            if t.num_rows:
+                yield t
+
+    def read(self, as_of: str | None = None, columns: list[str] | None = None) -> pa.Table:
+        """The whole snapshot in memory (small tables; prefer :meth:`snapshot`)."""
+        parts = list(self.snapshot(as_of, columns))
+        if not parts:
+            return pa.table({})
+        try:
+            return pa.concat_tables(parts, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return pa.concat_tables(parts)
 
     def partitions(self) -> list[str]:
         """Relative partition paths ("" for a non-partitioned table)."""
