@@ -127,6 +127,18 @@ class Timeline:
             raise ContentError(f"commit metadata is not JSON: {exc}", path=path) from None
         return value if isinstance(value, dict) else {}
 
+    def rolled_back_instants(self) -> set[str]:
+        """Instants that completed rollbacks (or restores) undid, from their metadata."""
+        out: set[str] = set()
+        for i in self.completed(frozenset({"rollback", "restore"})):
+            md = self.metadata(i)
+            for t in md.get("commitsRollback") or []:
+                out.add(str(t))
+            for t in (md.get("instantsRollback") or []):
+                if isinstance(t, dict) and t.get("commitTime"):
+                    out.add(str(t["commitTime"]))
+        return out
+
     def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
         """(partition, file id) of file groups replaced by completed replace commits."""
         out: set[tuple[str, str]] = set()

@@ -18,6 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_read_commands(sub)
+    from readers.table_cli import add_table_commands
+
+    add_table_commands(sub)
     from .bench.cli import add_bench_command
     from .demo import add_demo_command
 

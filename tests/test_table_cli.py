@@ -1,0 +1,86 @@
+"""``morlog slices``, ``snapshot`` and ``tag`` on the real Hudi tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from readers.lookup import tag_keys
+from readers.table import Table
+from writers.cli import main
+
+from .hudi_fixtures import requires_fixtures, tables
+
+pytestmark = requires_fixtures
+
+
+def _table(name: str) -> Path:
+    return next(p for p in tables() if p.name == name)
+
+
+@pytest.mark.parametrize("path", tables(), ids=lambda p: p.name)
+def test_tag_finds_every_live_key_in_its_file_group(path: Path) -> None:
+    table = Table(str(path))
+    rows = table.read().to_pylist()
+    expected = {r["_hoodie_record_key"]: (r["_hoodie_partition_path"],
+                                          r["_hoodie_file_name"].split("_")[0]) for r in rows}
+    absent = ["no-such-key", "TXN-999", "zzzz"]
+    result = tag_keys(str(path), list(expected) + absent)
+    got = result.as_dict()
+    for k, (part, fid) in expected.items():
+        assert got[k] == {"partition": part, "file_id": fid}, k
+    assert all(got[k] is None for k in absent)
+    # with the partitions known, only those partitions' slices are looked at
+    known = tag_keys(str(path), list(expected), [p for p, _ in expected.values()])
+    assert known.as_dict() == {k: got[k] for k in expected}
+    assert known.stats.slices <= result.stats.slices
+
+
+def test_tag_ignores_the_rolled_back_instant() -> None:
+    path = _table("v6_nonpartitioned_rollback")
+    table = Table(str(path))
+    assert "20250126040826878" in table.timeline.rolled_back_instants()
+    assert tag_keys(str(path), ["no-such-key"]).locations == [None]
+
+
+def test_slices_json(capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table("v6_nonpartitioned_rollback")
+    assert main(["slices", str(path), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["partition"] == "" and row["file_id"].startswith("0712b9f9")
+    assert row["base_file"].endswith(".parquet") and len(row["log_files"]) == 3
+    assert row["instants"]["first"] <= row["instants"]["last"]
+
+
+def test_snapshot_jsonl_and_parquet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table("v9_txns_simple_nometa")
+    assert main(["snapshot", str(path)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == Table(str(path)).read().num_rows
+    assert "_hoodie_commit_time" in lines[0] and "txn_id" in lines[0]
+    out = tmp_path / "snap.parquet"
+    assert main(["snapshot", str(path), "--format", "parquet", "--out", str(out),
+                 "--columns", "txn_id,amount", "--as-of", "20260307135832616"]) == 0
+    t = pq.read_table(out)
+    assert t.column_names == ["txn_id", "amount"]
+    assert t.num_rows == Table(str(path)).read("20260307135832616").num_rows
+
+
+def test_tag_cli_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _table("v9_txns_simple_nometa")
+    keys = tmp_path / "keys.txt"
+    keys.write_text("TXN-001\nnope\n")
+    assert main(["tag", str(path), "--keys", str(keys), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nope"] is None
+    assert set(out["TXN-001"]) == {"partition", "file_id"}
+
+
+def test_not_a_table_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
+    for cmd in (["slices", str(tmp_path)], ["snapshot", str(tmp_path)]):
+        assert main(cmd) == 2
+        assert "not a Hudi table" in capsys.readouterr().err
