@@ -124,9 +124,12 @@ def cdc_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, An
 
 
 def delete_block(records: Sequence[DeleteRecord], instant: str, *,
-                 schema: str | dict[str, Any] | None = None) -> BlockFrame:
+                 schema: str | dict[str, Any] | None = None,
+                 extra_header: Mapping[HeaderKey, str] | None = None) -> BlockFrame:
     """A delete block (content version 3). Hudi's data-table writers add the table schema."""
-    extra = {HeaderKey.SCHEMA: _schema_text(schema)} if schema is not None else None
+    extra = dict(extra_header or {})
+    if schema is not None:
+        extra[HeaderKey.SCHEMA] = _schema_text(schema)
     return BlockFrame(int(BlockType.DELETE), make_header(instant, extra),
                       encode_delete_content(records))
 

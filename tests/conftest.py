@@ -11,6 +11,7 @@ settings.register_profile(
     "ci", max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("slow", max_examples=20_000, deadline=None)
+settings.register_profile("hunt", max_examples=1500, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 )

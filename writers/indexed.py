@@ -191,9 +191,11 @@ class IndexedLogWriter:
         return self._append_indexed(prepared, sync)
 
     def append_delete(self, records: Sequence[DeleteRecord], instant: str, *,
-                      schema: str | dict[str, Any] | None = None) -> WriteResult:
+                      schema: str | dict[str, Any] | None = None,
+                      extra_header: Mapping[HeaderKey, str] | None = None) -> WriteResult:
         """Deletes leave the cumulative index as it is: deleted keys stay false positives."""
-        return self.log.append(delete_block(records, instant, schema=schema))
+        return self.log.append(delete_block(records, instant, schema=schema,
+                                            extra_header=extra_header))
 
     def append_rollback(self, instant: str, target_instant: str) -> WriteResult:
         return self.log.append(rollback_block(instant, target_instant))
