@@ -25,7 +25,7 @@ from readers.table import Table
 
 from .table_builder import Put, TableBuilder, instant
 
-EXAMPLES = {"ci": 120, "slow": 20_000, "hunt": 1500}.get(
+EXAMPLES = {"ci": 250, "slow": 20_000, "hunt": 1500}.get(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"), 30)
 PARTITIONS = ["a", "b"]
 
