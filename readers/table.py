@@ -233,14 +233,15 @@ class Table:
         tl = self.timeline
         mine: list[LogFileName] = []
         if self.version <= 6:
+            # logs named after the base instant, plus those of later slices whose base file
+            # does not exist yet (a pending compaction): Hudi merges those into this slice
             key = base.instant if base else None
             for ln in logs:
-                if key is None or ln.instant == key:
+                if key is None or ln.instant >= key:
                     mine.append(ln)
             if key is None and mine:
                 # a log-only group: its slice is keyed by the oldest log instant
                 key = min(ln.instant for ln in mine)
-                mine = [ln for ln in mine if ln.instant == key]
         else:
             key = base.instant if base else None
             for ln in logs:

@@ -241,3 +241,32 @@ def test_log_compaction_position_and_chains(tmp_path: Path) -> None:
     # as of instant 4 (before any compaction), the plain blocks apply
     rows4 = {r["id"]: r["v"] for r in Table(str(tmp_path)).read(instant(4)).to_pylist()}
     assert rows4 == {"k": 4}
+
+
+def test_v6_pending_compaction_slice_is_merged_with_the_previous_one(tmp_path: Path) -> None:
+    """While a compaction is pending, table v6 writers name new logs after the compaction
+    instant; readers merge that base-less slice with the previous slice."""
+    import os
+
+    from writers.indexed import IndexedLogWriter
+
+    from .table_builder import SCHEMA, TableBuilder
+
+    b = TableBuilder(str(tmp_path), partitioned=False)
+    b.begin(instant(1))
+    fid = b.new_group("", [Put("k", "", 1, 1), Put("j", "", 1, 1)], instant(1))
+    b.complete(instant(1))
+    b.begin(instant(2))
+    b.log("", fid, [Put("k", "", 2, 2)], instant(2))
+    b.complete(instant(2))
+    b._timeline(instant(3), "compaction", "requested", {})  # compaction planned, not run
+    w = IndexedLogWriter(str(tmp_path), fid, instant(3), write_token="0-1-1", fsync=False)
+    b.begin(instant(4))
+    w.append_avro(b._rows([Put("j", "", 4, 4)], instant(4), fid), SCHEMA, instant(4))
+    b.complete(instant(4))
+    table = Table(str(tmp_path))
+    (s,) = table.file_slices()
+    assert len(s.log_files) == 2 and s.base_file is not None
+    assert {r["id"]: r["v"] for r in table.read().to_pylist()} == {"k": 2, "j": 4}
+    assert os.path.exists(os.path.join(str(tmp_path), ".hoodie",
+                                       f"{instant(3)}.compaction.requested"))
