@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from logformat.blocks import RECORD_KEY_FIELD
 from logformat.constants import BlockType, CommandType, HeaderKey
 from logformat.delete_content import OrderingValue
+from logformat.errors import ContentError
 
 from .logfile import LogBlock, LogFileReader
 from .timeline import Timeline
@@ -251,10 +252,15 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
 
 
 def read_base_file(path: str, columns: Sequence[str] | None = None) -> pa.Table:
-    pf = pq.ParquetFile(path)
-    names = pf.schema_arrow.names
-    cols = None if columns is None else [c for c in names if c in columns]
-    return pf.read(columns=cols)
+    try:
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        cols = None if columns is None else [c for c in names if c in columns]
+        return pf.read(columns=cols)
+    except (pa.ArrowInvalid, pa.ArrowIOError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ContentError(f"base file does not decode: {exc}", path=path) from None
 
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from logformat.errors import UsageError
+from logformat.errors import UnsupportedVersionError, UsageError
 from logformat.naming import BaseFileName, LogFileName
 
 from .merge import MergeSpec, read_slice
@@ -24,6 +24,8 @@ from .properties import parse_properties
 from .timeline import Timeline
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
+#: layout 1 (Hudi 0.x, versions 4-6) and layout 2 (Hudi 1.x, versions 8-9)
+SUPPORTED_TABLE_VERSIONS = frozenset({4, 5, 6, 8, 9})
 __all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig"]
 
 
@@ -116,6 +118,13 @@ class Table:
         self.path = path
         with open(props_path, encoding="utf-8") as f:
             self.config = TableConfig(parse_properties(f.read(), props_path))
+        if self.config.version not in SUPPORTED_TABLE_VERSIONS:
+            raise UnsupportedVersionError("unsupported table version", path=props_path,
+                                          expected=sorted(SUPPORTED_TABLE_VERSIONS),
+                                          actual=self.config.version)
+        if self.config.table_type != "MERGE_ON_READ":
+            raise UsageError("morlog reads merge-on-read tables", path=props_path,
+                             expected="MERGE_ON_READ", actual=self.config.table_type)
         self.timeline = Timeline.load(path, self.config.version)
 
     @property

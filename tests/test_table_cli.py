@@ -84,3 +84,24 @@ def test_not_a_table_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixt
     for cmd in (["slices", str(tmp_path)], ["snapshot", str(tmp_path)]):
         assert main(cmd) == 2
         assert "not a Hudi table" in capsys.readouterr().err
+
+
+def test_bad_tables_are_typed_errors(tmp_path: Path) -> None:
+    from logformat import UnsupportedVersionError, UsageError
+    from logformat.errors import ContentError
+
+    (tmp_path / ".hoodie").mkdir()
+    props = tmp_path / ".hoodie" / "hoodie.properties"
+    props.write_text("hoodie.table.type=MERGE_ON_READ\nhoodie.table.version=42\n")
+    with pytest.raises(UnsupportedVersionError):
+        Table(str(tmp_path))
+    props.write_text("hoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\n")
+    with pytest.raises(UsageError):
+        Table(str(tmp_path))
+    from readers.merge import read_base_file
+
+    bad = tmp_path / "f_0-1-1_1.parquet"
+    bad.write_bytes(b"PAR1 not really PAR1")
+    with pytest.raises(ContentError) as err:
+        read_base_file(str(bad))
+    assert err.value.path == str(bad)
