@@ -17,6 +17,7 @@ GOALS = {
     "probe": {"sbbf_vs_pybloom_speedup", "hudi_dynamic_absent_keys_per_s"},
     "lookup": {"indexed_vs_compat_speedup", "probe_reads", "bytes_read_over_index_bytes"},
     "append": {"indexed_over_plain_time", "index_share_of_data"},
+    "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
 }
 OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -46,7 +47,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str,
     return rc, json.loads(out), err
 
 
-@pytest.mark.parametrize("scenario", ["probe", "lookup", "append"])
+@pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag"])
 def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
@@ -87,6 +88,38 @@ def test_bench_measures_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert pol["1"]["full_checkpoints"] == append["params"]["blocks"]
     split = append["results"]["indexed"]["index_split"]
     assert sum(split.values()) == append["results"]["indexed"]["index_bytes"]
+
+
+def test_bench_tag_checks_both_methods(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", "tag", "--quick", "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    r, p = report["results"], report["params"]
+    assert r["locations_agree"] is True
+    batch = r["batch"]
+    assert batch["keys"] == p["batch_keys"]
+    assert 0 < batch["log_only_update_keys"] < batch["update_keys"]
+    slices = p["partitions"] * p["groups_per_partition"]
+    assert r["table"]["slices"] == slices
+    for method in ("morlog", "baseline"):
+        m = r[method]
+        assert m["answers"] == {"update_keys_found": batch["update_keys"],
+                                "insert_keys_found": 0}
+        assert m["reads"] > 0 and m["bytes_read"] > 0
+        assert m["reads_per_1k_keys"] == pytest.approx(m["reads"] * 1000 / batch["keys"],
+                                                       rel=1e-5)
+    assert r["morlog"]["stats"]["log_probes"] == slices
+    log_part = r["morlog"]["log_part"]
+    assert 0 < log_part["reads"] < r["morlog"]["reads"]
+    assert log_part["log_hits"] == r["baseline"]["stats"]["log_hits"] > 0
+    base = r["baseline"]
+    assert base["stats"]["log_blocks_decoded"] == slices * p["log_blocks"]
+    assert base["stats"]["log_keys_decoded"] == r["table"]["log_records"]
+    assert 0 < base["stats"]["base_candidates"] < batch["keys"]  # the footers prune
+    assert base["reads"] == base["base_part"]["reads"] + base["log_part"]["reads"]
+    assert r["setup_seconds"] > 0
+    top = r["profile_top"]
+    assert 1 <= len(top) <= 5 and all(t.startswith("readers/") for t in top)
 
 
 def test_bench_all_merges_the_scenarios(tmp_path: Path,

@@ -2,7 +2,7 @@
 
 Each scenario prints one JSON object (``--json``) or a readable summary, and writes
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
-runs the three scenarios (writing their files too) and reports them as one object:
+runs every scenario (writing their files too) and reports them as one object:
 ``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from logformat.errors import UsageError
 
-from . import append, lookup, probe
+from . import append, lookup, probe, tag
 from .common import (
     DEFAULT_OUT,
     SCENARIOS,
@@ -29,10 +29,14 @@ from .common import (
 
 Runner = Callable[..., dict[str, Any]]
 
+#: every scenario, in the order ``all`` runs them (``tag`` after those of ``common``)
+ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag")))
+
 RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "probe": (probe.run, probe.plot),
     "lookup": (lookup.run, lookup.plot),
     "append": (append.run, append.plot),
+    "tag": (tag.run, tag.plot),
 }
 
 
@@ -55,13 +59,13 @@ def combine(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
               repeats: int | None = None) -> tuple[dict[str, Any], list[str]]:
     """Run one scenario (or ``all``); return its report and the files written."""
-    if scenario not in (*SCENARIOS, "all"):
-        raise UsageError("unknown benchmark scenario", expected=[*SCENARIOS, "all"],
+    if scenario not in (*ALL_SCENARIOS, "all"):
+        raise UsageError("unknown benchmark scenario", expected=[*ALL_SCENARIOS, "all"],
                          actual=scenario)
     n = repeats if repeats is not None else (1 if quick else 3)
     if n < 1:
         raise UsageError("--repeats must be at least 1", actual=n)
-    names = SCENARIOS if scenario == "all" else (scenario,)
+    names = ALL_SCENARIOS if scenario == "all" else (scenario,)
     reports: dict[str, dict[str, Any]] = {}
     written: list[str] = []
     for name in names:
@@ -88,15 +92,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup and append performance",
+        help="measure filter, lookup, append and tagging performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
-        "vs plain blocks, index bytes, checkpoint policies), or 'all'. Prints one JSON object "
+        "vs plain blocks, index bytes, checkpoint policies), 'tag' (tagging an upsert batch "
+        "against a generated MOR table: morlog's table lookup vs what Hudi's bloom index can "
+        "do, every log block's keys read), or 'all'. Prints one JSON object "
         "(--json) or a summary, and writes DIR/<scenario>.json and DIR/<scenario>.png "
         "(the plot needs matplotlib).",
     )
-    p.add_argument("scenario", choices=[*SCENARIOS, "all"], help="what to measure")
+    p.add_argument("scenario", choices=[*ALL_SCENARIOS, "all"], help="what to measure")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"directory for <scenario>.json and .png (default: {DEFAULT_OUT}/)")
