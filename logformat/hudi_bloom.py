@@ -135,7 +135,10 @@ class SimpleBloom:
     def add(self, keys: Sequence[str] | pa.Array) -> None:
         self.add_batch(KeyBatch.of(keys))
 
-    def contains_batch(self, batch: KeyBatch) -> npt.NDArray[np.bool_]:
+    def contains_batch(self, batch: KeyBatch, chain: HashChain | None = None
+                       ) -> npt.NDArray[np.bool_]:
+        if chain is not None:
+            return chain.contains(self)
         out = np.zeros(len(batch), dtype=bool)
         for g in batch:
             out[g.index] = self._contains_group(g)
@@ -159,8 +162,10 @@ class SimpleBloom:
         result[alive] = True
         return result
 
-    def contains(self, keys: Sequence[str] | pa.Array) -> npt.NDArray[np.bool_]:
-        return self.contains_batch(KeyBatch.of(keys))
+    def contains(self, keys: Sequence[str] | pa.Array | KeyBatch,
+                 chain: HashChain | None = None) -> npt.NDArray[np.bool_]:
+        batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)
+        return self.contains_batch(batch, chain)
 
     def serialize_row(self) -> bytes:
         return _ROW_HEAD.pack(_VERSION_MARKER, self.num_hashes, self.hash_type,
@@ -257,11 +262,12 @@ class DynamicBloomV0:
         self.current_nb_record += take
         return len(self.rows) - 1, take
 
-    def contains(self, keys: Sequence[str] | pa.Array) -> npt.NDArray[np.bool_]:
-        batch = KeyBatch.of(keys)
+    def contains(self, keys: Sequence[str] | pa.Array | KeyBatch,
+                 chain: HashChain | None = None) -> npt.NDArray[np.bool_]:
+        batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)
         out = np.zeros(len(batch), dtype=bool)
         for row in self.rows:
-            out |= row.contains_batch(batch)
+            out |= row.contains_batch(batch, chain)
         return out
 
     def serialize(self) -> bytes:
@@ -273,6 +279,36 @@ class DynamicBloomV0:
 
     def to_base64(self) -> str:
         return base64.b64encode(self.serialize()).decode("ascii")
+
+
+class HashChain:
+    """The chained murmur hashes of one batch of keys, computed round by round on demand and
+    shared by every filter tested with it (a table lookup tests the same keys against the
+    filters of many base files, which all use Hudi's default hash count)."""
+
+    def __init__(self, batch: KeyBatch) -> None:
+        self.batch = batch
+        self.rounds: list[U32] = []  # rounds[i][j]: i-th chained hash of key j (batch order)
+
+    def _round(self, i: int) -> U32:
+        while len(self.rounds) <= i:
+            prev = self.rounds[-1] if self.rounds else np.zeros(len(self.batch), np.uint32)
+            nxt = np.zeros(len(self.batch), dtype=np.uint32)
+            for g in self.batch:
+                nxt[g.index] = _murmur_group(g, prev[g.index])
+            self.rounds.append(nxt)
+        return self.rounds[i]
+
+    def contains(self, f: SimpleBloom) -> npt.NDArray[np.bool_]:
+        alive = np.arange(len(self.batch))
+        for i in range(f.num_hashes):
+            if alive.size == 0:
+                break
+            pos = _positions(self._round(i)[alive], f.num_bits)
+            alive = alive[(f.bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1 == 1]
+        out = np.zeros(len(self.batch), dtype=bool)
+        out[alive] = True
+        return out
 
 
 HudiBloom = SimpleBloom | DynamicBloomV0

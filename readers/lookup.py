@@ -15,14 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from compat.base_footer import parse_base_footer
 from logformat.errors import UsageError
+from logformat.hudi_bloom import HashChain
+from logformat.keybatch import KeyBatch
+from logformat.xxh64 import xxh64_batch
 
-from .probe import SliceProbe
+from .probe import SliceProbe, _RangeTester
 from .storage import LocalFileSource, RangedSource
 from .table import FileSlice, Table
 
@@ -82,28 +86,36 @@ class TableIndex:
         if arr.null_count:
             raise UsageError("record keys must not be null")
         n = len(arr)
-        parts = None
+        groups: dict[str, npt.NDArray[np.int64]] = {}
         if partitions is not None:
             parts = (partitions if isinstance(partitions, pa.Array) else pa.array(
                 list(partitions), type=pa.string())).cast(pa.string())
             if len(parts) != n:
                 raise UsageError("one partition per key", expected=n, actual=len(parts))
+            enc = parts.dictionary_encode()
+            codes = enc.indices.to_numpy(zero_copy_only=False)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.flatnonzero(np.diff(codes[order])) + 1
+            for chunk in np.split(order, bounds):
+                if chunk.size:
+                    groups[enc.dictionary[int(codes[chunk[0]])].as_py()] = chunk.astype(np.int64)
         best_instant = np.array([""] * n, dtype=object)
         found_part = np.array([None] * n, dtype=object)
         found_fid = np.array([None] * n, dtype=object)
         stats = TagStats()
         sources: list[RangedSource] = []
+        everyone = np.arange(n, dtype=np.int64)
+        prepared: dict[str, _Keys] = {}
         for s in self.slices:
-            if parts is not None:
-                idx = np.flatnonzero(pc.equal(parts, pa.scalar(s.partition)).to_numpy(
-                    zero_copy_only=False))
-            else:
-                idx = np.arange(n)
-            if idx.size == 0:
+            idx = groups.get(s.partition) if partitions is not None else everyone
+            if idx is None or idx.size == 0:
                 continue
             stats.slices += 1
-            sub = arr.take(pa.array(idx))
-            for local, instant in self._slice_hits(s, sub, stats, sources):
+            # keys are prepared once per partition and shared by its slices
+            key = s.partition if partitions is not None else ""
+            if key not in prepared:
+                prepared[key] = _Keys(arr.take(pa.array(idx)))
+            for local, instant in self._slice_hits(s, prepared[key], stats, sources):
                 i = idx[local]
                 if instant >= best_instant[i]:
                     best_instant[i] = instant
@@ -117,7 +129,7 @@ class TableIndex:
                                                                    strict=True)]
         return TagResult(arr.to_pylist(), locations, stats)
 
-    def _slice_hits(self, s: FileSlice, keys: pa.Array, stats: TagStats,
+    def _slice_hits(self, s: FileSlice, keys: _Keys, stats: TagStats,
                     sources: list[RangedSource]) -> list[tuple[int, str]]:
         """(index into ``keys``, instant) of every key found in the slice."""
         directory = os.path.join(self.table.path, s.partition) if s.partition else (
@@ -130,36 +142,63 @@ class TableIndex:
             stats.log_probes += 1
             probe = SliceProbe(directory, s.log_files, key_field=self.table.key_field,
                                opener=_CountingOpener(directory, sources))
-            result = probe.probe(keys)
+            result = probe.probe(keys.arr, keys.xxh64, keys.ranges)
             instants = [b.instant for b in result.blocks]
-            rows, cols = np.nonzero(result.masks.confirmed.T)
-            for i, j in zip(rows, cols, strict=True):
+            cols, rows = np.nonzero(result.masks.confirmed)
+            for j, i in zip(cols, rows, strict=True):
                 if self._valid(instants[j]):
                     hits.append((int(i), instants[j]))
         return hits
 
-    def _base_hits(self, path: str, s: FileSlice, keys: pa.Array, stats: TagStats,
+    def _base_hits(self, path: str, s: FileSlice, keys: _Keys, stats: TagStats,
                    sources: list[RangedSource]) -> list[tuple[int, str]]:
         src = LocalFileSource(path)
         sources.append(src)
         stats.base_footers += 1
         pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
         info = parse_base_footer(pf.metadata.metadata)
-        cand = np.ones(len(keys), dtype=bool)
+        cand = np.ones(len(keys.arr), dtype=bool)
         if info.bloom is not None:
-            cand &= info.bloom.contains(keys)
-        if info.min_key is not None or info.max_key is not None:
-            py = keys.to_pylist()
-            cand &= np.array([info.may_contain_range(k) for k in py], dtype=bool)
+            cand &= info.bloom.contains(keys.batch, keys.chain)
+        if info.min_key is not None and info.max_key is not None:
+            cand &= keys.in_range(info.min_key, info.max_key)
         idx = np.flatnonzero(cand)
         if idx.size == 0:
             return []
         stats.base_key_reads += 1
         column = pf.read(columns=[self.table.key_field]).column(0)
-        present = pc.is_in(keys.take(pa.array(idx)), value_set=column.combine_chunks().cast(
+        present = pc.is_in(keys.arr.take(pa.array(idx)), value_set=column.combine_chunks().cast(
             pa.string())).to_numpy(zero_copy_only=False)
         base_instant = s.base_instant
         return [(int(i), base_instant) for i in idx[present]]
+
+
+class _Keys:
+    """A batch of keys prepared once for many slices: Hudi's murmur chain, XXH64, prefixes."""
+
+    def __init__(self, arr: pa.Array) -> None:
+        self.arr = arr
+        self.batch = KeyBatch.of(arr)
+        self.chain = HashChain(self.batch)
+        self.xxh64 = xxh64_batch(self.batch)
+        self.ranges = _RangeTester(arr)
+        # byte order equals Java's UTF-16 order unless a key holds a character beyond U+FFFF
+        # (4-byte UTF-8 sequences start with 0xF0..0xF4)
+        buf = arr.cast(pa.large_string()).buffers()[2]
+        self.bmp_only = buf is None or not (np.frombuffer(buf, np.uint8) >= 0xF0).any()
+
+    def in_range(self, lo: str, hi: str) -> npt.NDArray[np.bool_]:
+        """Hudi's min/max test (both orders, see compat.base_footer), vectorized."""
+        if self.bmp_only and not _beyond_bmp(lo) and not _beyond_bmp(hi):
+            return self.ranges.test(lo, hi)
+        from compat.base_footer import BaseFileIndex
+
+        info = BaseFileIndex(None, None, lo, hi)
+        return np.array([info.may_contain_range(k) for k in self.arr.to_pylist()], dtype=bool)
+
+
+def _beyond_bmp(s: str) -> bool:
+    return any(ord(c) > 0xFFFF for c in s)
 
 
 class _SourceFile:

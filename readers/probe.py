@@ -159,9 +159,14 @@ def _prefix_u64(data: bytes | pa.Array) -> npt.NDArray[np.uint64]:
 class _RangeTester:
     """Vectorized ``lo <= key <= hi`` for one batch of keys against many ranges."""
 
-    def __init__(self, keys: pa.Array) -> None:
-        self.binary = keys.cast(pa.binary())
-        self.prefix = _prefix_u64(self.binary)
+    def __init__(self, keys: pa.Array, prefix: npt.NDArray[np.uint64] | None = None) -> None:
+        self.binary = keys if pa.types.is_binary(keys.type) else keys.cast(pa.binary())
+        self.prefix = _prefix_u64(self.binary) if prefix is None else prefix
+
+    def subset(self, idx: npt.NDArray[np.int64]) -> _RangeTester:
+        if idx.size == len(self.prefix):
+            return self
+        return _RangeTester(self.binary.take(pa.array(idx)), self.prefix[idx])
 
     def test(self, lo: str, hi: str) -> BoolArray:
         lo_b, hi_b = lo.encode(), hi.encode()
@@ -197,6 +202,7 @@ class SliceProbe:
         self.fpp = fpp
         self._opener = opener or (lambda name: LocalFileSource(os.path.join(directory, name)))
         self._sources: dict[str, RangedSource] = {}
+        self._ranges: _RangeTester | None = None
 
     def source(self, name: str) -> RangedSource:
         if name not in self._sources:
@@ -266,10 +272,16 @@ class SliceProbe:
 
     # --- probing --------------------------------------------------------------------------
 
-    def probe(self, keys: Sequence[str] | pa.Array) -> ProbeResult:
+    def probe(self, keys: Sequence[str] | pa.Array,
+              hashes: npt.NDArray[np.uint64] | None = None,
+              ranges: _RangeTester | None = None) -> ProbeResult:
+        """``hashes`` (XXH64 of the keys) and ``ranges`` may be passed in when the same keys
+        are probed against many slices."""
         arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
         arr = arr.cast(pa.string())
-        hashes = xxh64_batch(KeyBatch.of(arr))
+        if hashes is None:
+            hashes = xxh64_batch(KeyBatch.of(arr))
+        self._ranges = ranges if ranges is not None else _RangeTester(arr)
         located = self._tail()
         if located is None:
             return self._probe_compat(arr, hashes)
@@ -279,7 +291,7 @@ class SliceProbe:
         if cum is None or directory is None:
             return self._probe_compat(arr, hashes)
         blocks = _blocks_of(directory)
-        in_range = _RangeTester(arr).test(cum.min_key, cum.max_key)
+        in_range = self._ranges.test(cum.min_key, cum.max_key)
         maybe = in_range & cum.bloom.check_hashes(hashes)
         covered_files = set(directory.files)
         if cum.kind == CumulativeKind.DELTA:
@@ -405,15 +417,20 @@ class SliceProbe:
         those of the cumulative filter (spec/index.md §7.3)."""
         shape = (len(blocks), len(arr))
         masks = Masks(np.zeros(shape, bool), np.zeros(shape, bool), np.zeros(shape, bool))
-        ranges = _RangeTester(arr)
+        covered = np.array([b.covered for b in blocks], dtype=bool)
+        # per-block ranges matter only for keys some block may hold: those the cumulative
+        # index lets through, or all keys when a block is not covered by it
+        tested = np.arange(len(arr)) if not covered.all() else np.flatnonzero(maybe)
+        ranges = self._ranges if self._ranges is not None else _RangeTester(arr)
+        sub = ranges.subset(tested)
         for j, b in enumerate(blocks):
             if b.ref is not None:
                 lo, hi = b.ref.min_key, b.ref.max_key
             else:
                 assert b.keys is not None
                 lo, hi = b.keys.range.min_key, b.keys.range.max_key
-            masks.range[j] = ranges.test(lo, hi)
-        covered = np.array([b.covered for b in blocks], dtype=bool)
+            if tested.size:
+                masks.range[j, tested] = sub.test(lo, hi)
         cand = masks.range & (maybe[None, :] | ~covered[:, None])
         n_cand = int(cand.any(axis=0).sum())
         if n_cand == 0:

@@ -217,3 +217,16 @@ def test_base_footer_without_hudi_keys() -> None:
     simple.add(["k"])
     info = parse_base_footer({b"com.uber.hoodie.bloomfilter": simple.to_base64().encode()})
     assert info.type_code == "SIMPLE" and info.bloom is not None and info.bloom.contains(["k"])[0]
+
+
+@given(keys_st, st.lists(st.text(min_size=1, max_size=30), max_size=200))
+def test_shared_hash_chain_gives_the_same_answers(keys: list[str], probes: list[str]) -> None:
+    from logformat.hudi_bloom import HashChain
+
+    filters = [SimpleBloom.sized(max(len(keys), 1), 0.01), SimpleBloom.sized(100, 0.001)]
+    for f in filters:
+        f.add(keys)
+    batch = KeyBatch.of(pa.array(keys + probes, type=pa.string()))
+    chain = HashChain(batch)
+    for f in filters:  # one chain, filters of different sizes and hash counts
+        assert (f.contains(batch, chain) == f.contains(batch)).all()
