@@ -1,0 +1,203 @@
+"""The write client: commits, routing, bad input, concurrency, failure at every step."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from logformat import UsageError
+from readers.table import Table
+from writers.client import ConcurrentWriterError, MorTable, WriteConfig
+
+SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
+                    ("amount", pa.float64())])
+#: small limits so that a few hundred rows exercise routing (a Hudi base file's default
+#: bloom filter footer alone is ~450 KB)
+SMALL = dict(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+             record_size=100)
+
+
+def _batch(ids: list[int], ts: int, regions: tuple[str, ...] = ("eu", "us")) -> pa.Table:
+    return pa.table({"id": [f"k{i:04d}" for i in ids],
+                     "region": [regions[i % len(regions)] for i in ids],
+                     "ts": [ts] * len(ids), "amount": [float(ts * 1000 + i) for i in ids]},
+                    schema=SCHEMA)
+
+
+def _rows(path: Path) -> dict[str, tuple[Any, ...]]:
+    return {r["id"]: (r["region"], r["ts"], r["amount"])
+            for r in Table(str(path)).read().to_pylist()}
+
+
+def _hudi_rs_rows(path: Path) -> dict[str, tuple[Any, ...]]:
+    import hudi
+
+    batches = hudi.HudiTableBuilder.from_base_uri(str(path)).build().read()
+    t = pa.Table.from_batches(batches) if batches else pa.table({})
+    return {r["id"]: (r["region"], r["ts"], r["amount"]) for r in t.to_pylist()}
+
+
+def _listing(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")
+                  if p.name != "morlog.lock")
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_upserts_and_deletes_read_back_like_the_oracle(tmp_path: Path, carrier: str) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", config=WriteConfig(carrier=carrier, **SMALL))
+    oracle: dict[str, tuple[Any, ...]] = {}
+
+    def apply(b: pa.Table) -> None:
+        for r in b.to_pylist():
+            oracle[r["id"]] = (r["region"], r["ts"], r["amount"])
+
+    b1 = _batch(list(range(200)), 1)
+    r1 = t.upsert(b1)
+    apply(b1)
+    assert (r1.inserts, r1.updates) == (200, 0) and r1.new_groups
+    b2 = _batch(list(range(150, 400)), 2)
+    r2 = t.upsert(b2)
+    apply(b2)
+    assert (r2.inserts, r2.updates) == (200, 50)
+    # inserts went into the existing small groups' logs, no new files for them
+    assert r2.inserts_routed_to_existing == 200 and not r2.new_groups
+    r3 = t.delete(pa.table({"id": ["k0001", "k0002", "zzz"], "region": ["us", "eu", "eu"]}))
+    assert r3.deletes == 2
+    oracle.pop("k0001")
+    oracle.pop("k0002")
+    assert _rows(tmp_path) == oracle
+    assert _hudi_rs_rows(tmp_path) == oracle
+
+
+def test_new_groups_open_only_when_no_capacity_is_left(tmp_path: Path) -> None:
+    cfg = WriteConfig(fsync=False, max_file_size=700_000, small_file_limit=650_000,
+                      record_size=100)
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", config=cfg)
+    r1 = t.upsert(_batch(list(range(100)), 1, ("x",)))
+    assert len(r1.new_groups) == 1
+    (s,) = Table(str(tmp_path)).file_slices()
+    size = os.path.getsize(tmp_path / s.base_file)  # type: ignore[operator]
+    room = (cfg.max_file_size - size) // 100
+    r2 = t.upsert(_batch(list(range(100, 100 + room + 50)), 2, ("x",)))
+    assert r2.inserts_routed_to_existing == room
+    assert len(r2.new_groups) == 1  # the 50 that did not fit
+
+
+def test_log_only_new_groups(tmp_path: Path) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="region",
+                        config=WriteConfig(new_groups="log", **SMALL))
+    t.upsert(_batch(list(range(50)), 1))
+    slices = Table(str(tmp_path)).file_slices()
+    assert slices and all(s.base_file is None and s.log_files for s in slices)
+    t.upsert(_batch(list(range(25, 75)), 2))
+    assert len(_rows(tmp_path)) == 75
+    assert _hudi_rs_rows(tmp_path) == _rows(tmp_path)
+
+
+def test_duplicates_in_a_batch_combine_by_ordering_field(tmp_path: Path) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", ordering_field="ts",
+                        config=WriteConfig(**SMALL))
+    b = pa.table({"id": ["a", "a", "b", "a"], "region": ["r"] * 4, "ts": [3, 9, 1, 9],
+                  "amount": [1.0, 2.0, 3.0, 4.0]}, schema=SCHEMA)
+    t.upsert(b)
+    assert _rows(tmp_path) == {"a": ("r", 9, 4.0), "b": ("r", 1, 3.0)}
+
+
+@pytest.mark.parametrize("bad, match", [
+    (pa.table({"region": ["x"], "ts": [1], "amount": [1.0]}), "no key field"),
+    (pa.table({"id": [None, "b"], "region": ["x", "x"], "ts": [1, 1],
+               "amount": [1.0, 1.0]}), "must not be null"),
+    (pa.table({"id": ["a"], "region": ["x"], "ts": [1], "amount": [1.0], "extra": [1]}),
+     "does not match the table schema"),
+    (pa.table({"id": ["a"], "region": ["x"], "ts": ["not a number"], "amount": [1.0]}),
+     "does not convert"),
+    (pa.table({"id": ["a"], "ts": [1], "amount": [1.0]}), "no partition field"),
+])
+def test_bad_batches_change_nothing(tmp_path: Path, bad: pa.Table, match: str) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="region",
+                        config=WriteConfig(**SMALL))
+    t.upsert(_batch([1, 2], 1))
+    before = _listing(tmp_path)
+    with pytest.raises(UsageError, match=match):
+        t.upsert(bad)
+    assert _listing(tmp_path) == before
+
+
+def test_not_a_table_and_existing_table(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a Hudi table"):
+        MorTable(str(tmp_path))
+    MorTable.create(str(tmp_path), SCHEMA, key_field="id")
+    with pytest.raises(UsageError, match="exists already"):
+        MorTable.create(str(tmp_path), SCHEMA, key_field="id")
+    with pytest.raises(UsageError, match="not in the schema"):
+        MorTable.create(str(tmp_path / "x"), SCHEMA, key_field="nope")
+
+
+def test_a_concurrent_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", config=WriteConfig(**SMALL))
+    t.upsert(_batch([1], 1))
+    before = _listing(tmp_path)
+    with open(tmp_path / ".hoodie" / "morlog.lock", "a") as other:
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(ConcurrentWriterError):
+            MorTable(str(tmp_path), WriteConfig(**SMALL)).upsert(_batch([2], 2))
+    assert _listing(tmp_path) == before
+    t.upsert(_batch([3], 3))  # the lock is free again
+    assert set(_rows(tmp_path)) == {"k0001", "k0003"}
+
+
+class Crash(Exception):
+    pass
+
+
+STEPS = ["requested", "inflight", "first_group", "completed"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("new_groups", ["base", "log"])
+def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str, new_groups: str) -> None:
+    cfg = WriteConfig(new_groups=new_groups, **SMALL)  # type: ignore[arg-type]
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", config=cfg)
+    t.upsert(_batch(list(range(40)), 1))
+    before = _rows(tmp_path)
+    real_timeline = MorTable._timeline
+    real_log_writer = MorTable._log_writer
+
+    def timeline(self: MorTable, instant: str, state: str, meta: dict[str, Any],
+                 action: str = "deltacommit") -> None:
+        if action == "deltacommit" and state == step:
+            raise Crash(step)
+        real_timeline(self, instant, state, meta, action)
+
+    calls = {"n": 0}
+
+    def log_writer(self: MorTable, partition: str, fid: str, base: str) -> Any:
+        calls["n"] += 1
+        if step == "first_group" and calls["n"] == 2:
+            raise Crash(step)  # dies after writing one file group's blocks
+        return real_log_writer(self, partition, fid, base)
+
+    monkeypatch.setattr(MorTable, "_timeline", timeline)
+    monkeypatch.setattr(MorTable, "_log_writer", log_writer)
+    with pytest.raises(Crash):
+        MorTable(str(tmp_path), cfg).upsert(_batch(list(range(20, 80)), 2))
+    monkeypatch.undo()
+    assert _rows(tmp_path) == before  # readers ignore the dead writer's work
+    assert _hudi_rs_rows(tmp_path) == before
+    # the next writer rolls the failed instant back, then commits
+    r = MorTable(str(tmp_path), cfg).upsert(_batch([100], 3))
+    pending = Table(str(tmp_path)).timeline.pending()
+    assert not pending
+    after = _rows(tmp_path)
+    assert after == {**before, "k0100": ("eu", 3, 3100.0)}
+    assert _hudi_rs_rows(tmp_path) == after
+    if step != "requested":
+        assert r.rolled_back

@@ -1,0 +1,590 @@
+"""The write client: upserts, inserts and deletes into a merge-on-read table (table version 6).
+
+One commit, step by step (each step leaves a table that reads exactly as before it):
+
+1. Take the table's writer lock (``.hoodie/morlog.lock``, an exclusive ``flock``): a second
+   concurrent writer gets :class:`ConcurrentWriterError` and writes nothing.
+2. Roll back instants that a dead writer left pending: a ROLLBACK command block in every log
+   it wrote to, its new base files deleted, a completed rollback instant, its timeline files
+   removed. Readers ignored its blocks already (they skip uncompleted instants).
+3. Validate the batch before anything is written: key field present and non-null, schema
+   compatible with the table's, duplicate keys combined by the ordering field.
+4. Tag keys with the table lookup (readers/lookup.py): updates go to the file group that holds
+   the key.
+5. Route inserts into small file groups: every latest slice smaller than the small-file limit
+   (its logs counted at ``log_to_parquet_ratio``) takes inserts up to the maximum file size,
+   bin-packed by estimated record size; new file groups only when no capacity is left.
+6. Write ``<instant>.deltacommit.requested`` and ``.inflight`` (the inflight file lists the file
+   groups the commit will write, so that a rollback knows where to put its command blocks),
+   then the indexed blocks and new base files, then the completed ``<instant>.deltacommit``
+   with commit metadata that stock readers parse.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from logformat.delete_content import DeleteRecord, OrderingValue
+from logformat.errors import MorlogError, UsageError
+from logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
+from logformat.naming import LogFileName
+from readers.lookup import TableIndex
+from readers.properties import format_properties
+from readers.table import FileSlice, Table
+
+from .indexed import IndexedLogWriter
+from .logwriter import Mode
+
+PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+WRITE_TOKEN = "0-1-1"
+
+
+class ConcurrentWriterError(MorlogError):
+    """Another writer holds the table's writer lock."""
+
+
+@dataclass
+class WriteConfig:
+    """Knobs of the write path; Hudi's names where Hudi has the same knob."""
+
+    #: hoodie.parquet.max.file.size
+    max_file_size: int = 120 * 1024 * 1024
+    #: hoodie.parquet.small.file.limit
+    small_file_limit: int = 100 * 1024 * 1024
+    #: hoodie.logfile.to.parquet.compression.ratio
+    log_to_parquet_ratio: float = 0.35
+    #: where inserts that fit nowhere go: new file groups with a base file, or log-only groups
+    new_groups: Literal["base", "log"] = "base"
+    #: carrier of indexed blocks
+    carrier: Literal["avro", "parquet"] = "avro"
+    mode: Mode = "append"
+    fsync: bool = True
+    #: estimated bytes per record in a Parquet base file (None: from the batch)
+    record_size: int | None = None
+
+
+@dataclass
+class CommitResult:
+    instant: str
+    operation: str
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    #: (partition, file id) -> records written
+    groups_touched: dict[tuple[str, str], int] = field(default_factory=dict)
+    new_groups: list[tuple[str, str]] = field(default_factory=list)
+    inserts_routed_to_existing: int = 0
+    files_created: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def new_instant(after: str | None = None) -> str:
+    """A fresh instant (yyyyMMddHHmmssSSS, UTC), later than ``after``."""
+    now = _dt.datetime.now(_dt.UTC)
+    inst = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
+    if after is not None and inst <= after:
+        inst = str(int(after) + 1).zfill(17)
+    return inst
+
+
+class MorTable:
+    """A merge-on-read table opened for writing."""
+
+    def __init__(self, path: str, config: WriteConfig | None = None) -> None:
+        self.path = path
+        self.config = config or WriteConfig()
+        table = Table(path)
+        if table.version != 6:
+            raise UsageError("morlog writes table version 6 layouts", path=path,
+                             expected=6, actual=table.version)
+        self.props = table.config.props
+        self.key_field = table.config.record_key_fields[0]
+        parts = table.config.partition_fields
+        self.partition_field = parts[0] if parts else None
+        ordering = table.config.ordering_fields
+        self.ordering_field = ordering[0] if ordering else None
+        schema_json = self.props.get("hoodie.table.create.schema")
+        if not schema_json:
+            raise UsageError("table has no hoodie.table.create.schema", path=path)
+        self.avro_schema = json.loads(schema_json)
+        self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
+        self.data_schema = pa.schema([f for f in self.arrow_schema
+                                      if f.name not in META_FIELDS])
+
+    # --- creating ----------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str, schema: pa.Schema, *, key_field: str,
+               partition_field: str | None = None, ordering_field: str | None = None,
+               name: str | None = None, event_time_ordering: bool | None = None,
+               config: WriteConfig | None = None) -> MorTable:
+        """Create an empty table (``hoodie.properties``, timeline directory)."""
+        if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+            raise UsageError("a table exists already", path=path)
+        for fname, what in ((key_field, "key"), (partition_field, "partition"),
+                            (ordering_field, "ordering")):
+            if fname is not None and fname not in schema.names:
+                raise UsageError(f"{what} field {fname!r} is not in the schema",
+                                 expected=schema.names, actual=fname)
+        if any(n in META_FIELDS for n in schema.names):
+            raise UsageError("the schema must not hold Hudi meta fields; they are added")
+        table_name = name or os.path.basename(os.path.abspath(path)) or "morlog_table"
+        meta = [pa.field(n, pa.string()) for n in META_FIELDS]
+        full = pa.schema(meta + list(schema))
+        avro = arrow_to_avro_schema(full, f"{table_name}_record", f"hoodie.{table_name}")
+        event = ordering_field is not None if event_time_ordering is None else (
+            event_time_ordering)
+        props = {
+            "hoodie.table.type": "MERGE_ON_READ",
+            "hoodie.table.version": "6",
+            "hoodie.table.name": table_name,
+            "hoodie.table.recordkey.fields": key_field,
+            "hoodie.table.partition.fields": partition_field or "",
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
+            if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.create.schema": json.dumps(avro, separators=(",", ":")),
+            "hoodie.datasource.write.hive_style_partitioning": "false",
+            "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event
+            else PAYLOAD_COMMIT_TIME,
+            "hoodie.archivelog.folder": "archived",
+        }
+        if ordering_field:
+            props["hoodie.table.precombine.field"] = ordering_field
+        os.makedirs(os.path.join(path, ".hoodie"), exist_ok=True)
+        tmp = os.path.join(path, ".hoodie", f".hoodie.properties.{uuid.uuid4().hex}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(format_properties(props))
+        try:
+            os.link(tmp, os.path.join(path, ".hoodie", "hoodie.properties"))
+        except FileExistsError:
+            raise UsageError("a table was created here concurrently", path=path) from None
+        finally:
+            os.unlink(tmp)
+        return cls(path, config)
+
+    # --- the lock ----------------------------------------------------------------------
+
+    def _lock(self) -> int:
+        path = os.path.join(self.path, ".hoodie", "morlog.lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConcurrentWriterError("another writer is committing to this table",
+                                            path=self.path) from None
+            raise
+        return fd
+
+    # --- public operations -------------------------------------------------------------
+
+    def upsert(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        return self._write(batch, "upsert")
+
+    def insert(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        return self._write(batch, "insert")
+
+    def delete(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Delete the keys of ``batch`` (key field, and partition field when partitioned)."""
+        return self._write(batch, "delete")
+
+    # --- the commit ---------------------------------------------------------------------
+
+    def _write(self, batch: pa.Table | pa.RecordBatch, operation: str) -> CommitResult:
+        t0 = time.perf_counter()
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        table = self._validate(table, operation)
+        fd = self._lock()
+        try:
+            rolled = self.rollback_pending()
+            tl_table = Table(self.path)
+            last = tl_table.timeline.instants[-1].requested if tl_table.timeline.instants \
+                else None
+            instant = new_instant(last)
+            result = CommitResult(instant, operation, rolled_back=rolled)
+            plan = self._plan(tl_table, table, operation, result)
+            result.seconds["plan"] = time.perf_counter() - t0
+            self._timeline(instant, "requested", {})
+            self._timeline(instant, "inflight", {"morlogFileGroups": [
+                {"partition": p, "fileId": f} for p, f in plan.groups()]})
+            t1 = time.perf_counter()
+            stats = self._execute(plan, instant, result)
+            result.seconds["write"] = time.perf_counter() - t1
+            self._timeline(instant, "completed", {
+                "partitionToWriteStats": stats, "compacted": False,
+                "extraMetadata": {"schema": json.dumps(self.avro_schema,
+                                                       separators=(",", ":"))},
+                "operationType": operation.upper()})
+            result.seconds["total"] = time.perf_counter() - t0
+            return result
+        finally:
+            os.close(fd)
+
+    def _validate(self, table: pa.Table, operation: str) -> pa.Table:
+        names = table.column_names
+        if self.key_field not in names:
+            raise UsageError(f"the batch has no key field {self.key_field!r}", path=self.path,
+                             expected=self.key_field, actual=names)
+        if self.partition_field and self.partition_field not in names:
+            raise UsageError(f"the batch has no partition field {self.partition_field!r}",
+                             path=self.path)
+        if table.column(self.key_field).null_count:
+            raise UsageError("record keys must not be null", path=self.path)
+        if self.partition_field and table.column(self.partition_field).null_count:
+            raise UsageError("partition values must not be null", path=self.path)
+        if operation == "delete":
+            keep = [self.key_field] + ([self.partition_field] if self.partition_field else [])
+            if self.ordering_field is not None and self.ordering_field in names:
+                keep.append(self.ordering_field)
+            return table.select(keep)
+        unknown = [n for n in names if n not in self.data_schema.names]
+        missing = [f.name for f in self.data_schema if f.name not in names
+                   and not f.nullable]
+        if unknown or missing:
+            raise UsageError("the batch does not match the table schema", path=self.path,
+                             expected=self.data_schema.names, actual=names)
+        cols = []
+        for f in self.data_schema:
+            if f.name in names:
+                col = table.column(f.name)
+                try:
+                    cols.append(col if col.type == f.type else col.cast(f.type))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise UsageError(f"column {f.name!r} does not convert to {f.type}: {exc}",
+                                     path=self.path) from None
+            else:
+                cols.append(pa.nulls(table.num_rows, f.type))
+        table = pa.Table.from_arrays(cols, schema=self.data_schema)
+        return self._combine_duplicates(table)
+
+    def _combine_duplicates(self, table: pa.Table) -> pa.Table:
+        """One record per key: the greatest ordering value wins, the later one on ties."""
+        n = table.num_rows
+        keys = table.column(self.key_field)
+        if pc.count_distinct(keys).as_py() == n:
+            return table
+        order_cols = [(self.key_field, "ascending")]
+        idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
+        if self.ordering_field:
+            idx = idx.append_column("o", table.column(self.ordering_field))
+            order_cols = [("k", "ascending"), ("o", "ascending"), ("i", "ascending")]
+        else:
+            order_cols = [("k", "ascending"), ("i", "ascending")]
+        idx = idx.take(pc.sort_indices(idx, sort_keys=[(c, o, "at_start")
+                                                        for c, o in order_cols]))
+        k = idx.column("k")
+        last = np.ones(n, dtype=bool)
+        last[:-1] = ~pc.equal(k.slice(0, n - 1), k.slice(1)).to_numpy(zero_copy_only=False)
+        rows = np.sort(idx.column("i").to_numpy()[last])
+        return table.take(pa.array(rows))
+
+    # --- planning -----------------------------------------------------------------------
+
+    def _partition_values(self, table: pa.Table) -> pa.Array:
+        if not self.partition_field:
+            return pa.array([""] * table.num_rows, type=pa.string())
+        return table.column(self.partition_field).cast(pa.string()).combine_chunks()
+
+    def _plan(self, table_view: Table, batch: pa.Table, operation: str,
+              result: CommitResult) -> _Plan:
+        plan = _Plan()
+        keys = batch.column(self.key_field).cast(pa.string()).combine_chunks()
+        parts = self._partition_values(batch)
+        if operation == "insert":
+            locations: list[tuple[str, str] | None] = [None] * len(keys)
+        else:
+            locations = TableIndex(table_view).tag(keys, parts).locations
+        slices = {(s.partition, s.file_id): s for s in table_view.file_slices()}
+        inserts_by_part: dict[str, list[int]] = {}
+        part_list = parts.to_pylist()
+        for i, loc in enumerate(locations):
+            if loc is not None:
+                if operation == "delete":
+                    plan.deletes.setdefault(loc, []).append(i)
+                    result.deletes += 1
+                else:
+                    plan.updates.setdefault(loc, []).append(i)
+                    result.updates += 1
+            elif operation != "delete":
+                inserts_by_part.setdefault(part_list[i], []).append(i)
+        plan.batch = batch
+        if inserts_by_part:
+            size = self._record_size(batch)
+            for part, rows in inserts_by_part.items():
+                result.inserts += len(rows)
+                self._route(part, rows, size, slices, plan, result)
+        return plan
+
+    def _record_size(self, batch: pa.Table) -> int:
+        if self.config.record_size:
+            return self.config.record_size
+        # Parquet compresses: count a quarter of the in-memory size, at least 16 bytes
+        return max(16, int(batch.nbytes / max(1, batch.num_rows) / 4))
+
+    def _slice_size(self, s: FileSlice) -> int:
+        d = os.path.join(self.path, s.partition) if s.partition else self.path
+        base = os.path.getsize(os.path.join(d, s.base_file)) if s.base_file else 0
+        logs = sum(os.path.getsize(os.path.join(d, n)) for n in s.log_files)
+        return base + int(logs * self.config.log_to_parquet_ratio)
+
+    def _route(self, part: str, rows: list[int], record_size: int,
+               slices: dict[tuple[str, str], FileSlice], plan: _Plan,
+               result: CommitResult) -> None:
+        cfg = self.config
+        small = []
+        for (p, fid), s in slices.items():
+            if p != part:
+                continue
+            size = self._slice_size(s) + plan.planned_bytes.get((p, fid), 0)
+            if size < cfg.small_file_limit:
+                small.append((size, fid))
+        small.sort()  # fill the smallest first (Hudi's order)
+        pos = 0
+        for size, fid in small:
+            if pos >= len(rows):
+                break
+            room = (cfg.max_file_size - size) // record_size
+            if room <= 0:
+                continue
+            take = rows[pos : pos + room]
+            pos += len(take)
+            plan.updates.setdefault((part, fid), []).extend(take)
+            plan.planned_bytes[(part, fid)] = plan.planned_bytes.get((part, fid), 0) + len(
+                take) * record_size
+            result.inserts_routed_to_existing += len(take)
+        per_group = max(1, cfg.max_file_size // record_size)
+        while pos < len(rows):
+            take = rows[pos : pos + per_group]
+            pos += len(take)
+            fid = f"{uuid.uuid4()}-0"
+            plan.new_groups.append((part, fid, take))
+            result.new_groups.append((part, fid))
+
+    # --- executing ----------------------------------------------------------------------
+
+    def _dir(self, partition: str) -> str:
+        d = os.path.join(self.path, partition) if partition else self.path
+        if partition and not os.path.exists(os.path.join(d, ".hoodie_partition_metadata")):
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, ".hoodie_partition_metadata"), "w") as f:
+                f.write(f"#partition metadata\ncommitTime={int(time.time())}\n"
+                        f"partitionDepth={partition.count('/') + 1}\n")
+        return d
+
+    def _with_meta(self, batch: pa.Table, rows: Sequence[int], instant: str, fid: str,
+                   partition: str) -> pa.Table:
+        sub = batch.take(pa.array(list(rows), type=pa.int64()))
+        n = sub.num_rows
+        keys = sub.column(self.key_field).cast(pa.string())
+        meta = {
+            "_hoodie_commit_time": pa.array([instant] * n, pa.string()),
+            "_hoodie_commit_seqno": pa.array([f"{instant}_0_{i}" for i in range(n)],
+                                             pa.string()),
+            "_hoodie_record_key": keys,
+            "_hoodie_partition_path": pa.array([partition] * n, pa.string()),
+            "_hoodie_file_name": pa.array([fid] * n, pa.string()),
+        }
+        cols = [meta[f.name] if f.name in meta else sub.column(f.name)
+                for f in self.arrow_schema]
+        return pa.Table.from_arrays(cols, schema=self.arrow_schema)
+
+    def _log_writer(self, partition: str, fid: str, base_instant: str) -> IndexedLogWriter:
+        return IndexedLogWriter(self._dir(partition), fid, base_instant,
+                                write_token=WRITE_TOKEN, mode=self.config.mode,
+                                key_field=RECORD_KEY_FIELD, fsync=self.config.fsync)
+
+    def _execute(self, plan: _Plan, instant: str, result: CommitResult
+                 ) -> dict[str, list[dict[str, Any]]]:
+        stats: dict[str, list[dict[str, Any]]] = {}
+        table_view = Table(self.path)
+        slices = {(s.partition, s.file_id): s for s in table_view.file_slices()}
+
+        def stat(partition: str, fid: str, path: str, n: int) -> None:
+            rel = os.path.relpath(path, self.path)
+            stats.setdefault(partition, []).append({"fileId": fid, "path": rel,
+                                                    "numWrites": n,
+                                                    "partitionPath": partition})
+            result.groups_touched[(partition, fid)] = result.groups_touched.get(
+                (partition, fid), 0) + n
+
+        batch = plan.batch
+        assert batch is not None
+        for (partition, fid), rows in plan.updates.items():
+            s = slices[(partition, fid)]
+            w = self._log_writer(partition, fid, s.base_instant)
+            records = self._with_meta(batch, rows, instant, fid, partition)
+            r = (w.append_parquet(records, instant, schema=self.avro_schema)
+                 if self.config.carrier == "parquet"
+                 else w.append_avro(records.to_pylist(), self.avro_schema, instant))
+            if r.created:
+                result.files_created.append(r.path)
+            stat(partition, fid, r.path, len(rows))
+        for (partition, fid), rows in plan.deletes.items():
+            s = slices[(partition, fid)]
+            w = self._log_writer(partition, fid, s.base_instant)
+            keys = batch.column(self.key_field).cast(pa.string()).take(
+                pa.array(rows, type=pa.int64())).to_pylist()
+            ords = (batch.column(self.ordering_field).take(pa.array(rows, type=pa.int64()))
+                    .to_pylist() if self.ordering_field in batch.column_names else None)
+            recs = [DeleteRecord(k, partition, OrderingValue.natural() if ords is None
+                                 or ords[i] is None else OrderingValue.infer(ords[i]))
+                    for i, k in enumerate(keys)]
+            r = w.append_delete(recs, instant, schema=self.avro_schema)
+            if r.created:
+                result.files_created.append(r.path)
+            stat(partition, fid, r.path, len(rows))
+        for partition, fid, rows in plan.new_groups:
+            records = self._with_meta(batch, rows, instant, fid, partition)
+            if self.config.new_groups == "log":
+                w = self._log_writer(partition, fid, instant)
+                r = (w.append_parquet(records, instant, schema=self.avro_schema)
+                     if self.config.carrier == "parquet"
+                     else w.append_avro(records.to_pylist(), self.avro_schema, instant))
+                path = r.path
+            else:
+                path = self._write_base(partition, fid, instant, records)
+            result.files_created.append(path)
+            stat(partition, fid, path, len(rows))
+        return stats
+
+    def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
+        """A base Parquet file with Hudi's footer: DYNAMIC_V0 bloom filter, min/max key."""
+        keys = records.column(RECORD_KEY_FIELD).combine_chunks()
+        bloom = DynamicBloomV0(DEFAULT_NUM_ENTRIES)
+        bloom.add(keys)
+        sorted_keys = pc.sort_indices(keys.cast(pa.binary()))
+        lo = keys[sorted_keys[0].as_py()].as_py()
+        hi = keys[sorted_keys[-1].as_py()].as_py()
+        md = {b"org.apache.hudi.bloomfilter": bloom.to_base64().encode(),
+              b"hoodie_bloom_filter_type_code": b"DYNAMIC_V0",
+              b"hoodie_min_record_key": lo.encode(), b"hoodie_max_record_key": hi.encode()}
+        d = self._dir(partition)
+        name = f"{fid}_{WRITE_TOKEN}_{instant}.parquet"
+        final = os.path.join(d, name)
+        tmp = os.path.join(d, f".morlog-tmp-{uuid.uuid4().hex}")
+        try:
+            with pq.ParquetWriter(tmp, records.schema, compression="gzip",
+                                  store_schema=False) as w:
+                w.add_key_value_metadata(md)
+                w.write_table(records)
+            if self.config.fsync:
+                fd = os.open(tmp, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+            os.link(tmp, final)  # never overwrites
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return final
+
+    # --- timeline and rollback ---------------------------------------------------------
+
+    def _timeline(self, instant: str, state: str, meta: dict[str, Any],
+                  action: str = "deltacommit") -> None:
+        suffix = {"requested": f".{action}.requested", "inflight": f".{action}.inflight",
+                  "completed": f".{action}"}[state]
+        final = os.path.join(self.path, ".hoodie", instant + suffix)
+        tmp = os.path.join(self.path, ".hoodie", f".morlog-tmp-{uuid.uuid4().hex}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2)
+            f.flush()
+            if self.config.fsync:
+                os.fsync(f.fileno())
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            raise UsageError("timeline file exists already", path=final) from None
+        finally:
+            os.unlink(tmp)
+
+    def rollback_pending(self) -> list[str]:
+        """Roll back delta commits a dead writer left requested or inflight."""
+        table = Table(self.path)
+        done = []
+        for inst in table.timeline.pending():
+            if inst.action != "deltacommit":
+                continue
+            self._rollback(table, inst.requested)
+            done.append(inst.requested)
+        return done
+
+    def _rollback(self, table: Table, failed: str) -> None:
+        hoodie = os.path.join(self.path, ".hoodie")
+        groups: list[dict[str, str]] = []
+        inflight = os.path.join(hoodie, f"{failed}.deltacommit.inflight")
+        if os.path.exists(inflight):
+            with open(inflight, encoding="utf-8") as f:
+                text = f.read()
+            try:
+                groups = json.loads(text).get("morlogFileGroups", []) if text.strip() else []
+            except ValueError:
+                groups = []
+        last = table.timeline.instants[-1].requested if table.timeline.instants else None
+        rb = new_instant(max(x for x in (last, failed) if x is not None))
+        self._timeline(rb, "requested", {}, "rollback")
+        self._timeline(rb, "inflight", {}, "rollback")
+        slices = {(s.partition, s.file_id): s for s in table.file_slices()}
+        for g in groups:
+            key = (g["partition"], g["fileId"])
+            d = os.path.join(self.path, key[0]) if key[0] else self.path
+            # base files the failed instant created go away
+            if os.path.isdir(d):
+                for name in os.listdir(d):
+                    if name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet"):
+                        os.unlink(os.path.join(d, name))
+            s = slices.get(key)
+            if s is not None and _has_logs(d, key[1]):
+                self._log_writer(key[0], key[1], s.base_instant).append_rollback(rb, failed)
+        self._timeline(rb, "completed", {"commitsRollback": [failed],
+                                         "startRollbackTime": rb, "totalFilesDeleted": 0},
+                       "rollback")
+        for suffix in (".deltacommit.requested", ".deltacommit.inflight"):
+            p = os.path.join(hoodie, failed + suffix)
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+def _has_logs(directory: str, fid: str) -> bool:
+    try:
+        return any(LogFileName.matches(n) and LogFileName.parse(n).file_id == fid
+                   for n in os.listdir(directory))
+    except FileNotFoundError:
+        return False
+
+
+@dataclass
+class _Plan:
+    batch: pa.Table | None = None
+    #: (partition, file id) -> batch rows to append (updates and routed inserts)
+    updates: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    deletes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    new_groups: list[tuple[str, str, list[int]]] = field(default_factory=list)
+    planned_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def groups(self) -> list[tuple[str, str]]:
+        out = list(self.updates) + [g for g in self.deletes if g not in self.updates]
+        out += [(p, f) for p, f, _ in self.new_groups]
+        return out
+
+
+__all__ = ["CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant"]
