@@ -131,8 +131,13 @@ def test_demo_writes_and_verifies_a_sample(tmp_path: Path,
     assert rc == 0
     assert "ok: every block is well formed" in out
     assert "stored index" in out and "not found" in out
-    logs = sorted((tmp_path / "demo").rglob(".*.log.*"))
+    logs = sorted(p for p in (tmp_path / "demo").glob("city=*/.*.log.*"))
     assert [p.parent.name for p in logs] == ["city=chennai", "city=san_francisco"]
+    # the table pipeline: upserts through the write client, read back
+    assert "routed into existing file groups" in out and "read back: 6200 rows" in out
+    from readers.table import Table
+
+    assert Table(str(tmp_path / "demo" / "trips_table")).read().num_rows == 6200
     rc, out, _ = _run(capsys, "blocks", str(logs[1]), "--json")
     types = [r["type"] for r in json.loads(out)]
     assert types == ["AVRO_DATA", "PARQUET_DATA", "DELETE", "AVRO_DATA", "COMMAND"]
@@ -143,7 +148,7 @@ def test_demo_writes_and_verifies_a_sample(tmp_path: Path,
     # running it again replaces the samples instead of appending to them
     assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
     capsys.readouterr()
-    assert len(list((tmp_path / "demo").rglob(".*.log.*"))) == 2
+    assert len(list((tmp_path / "demo").glob("city=*/.*.log.*"))) == 2
 
 
 def test_console_script_help() -> None:

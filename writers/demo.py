@@ -140,8 +140,54 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     print(f"\n$ morlog lookup {indexed} {' '.join(probe)}", file=out)
     cmd_lookup(argparse.Namespace(path=indexed, keys=probe, keys_file=None, json=False,
                                   pretty=False, key_field="_hoodie_record_key"), out)
+    table_path = os.path.join(args.out, "trips_table")
+    table_pipeline(table_path, out)
     print(f"\nNext: morlog blocks --json --keys {path}", file=out)
+    print(f"      morlog slices {table_path}; morlog snapshot {table_path}", file=out)
     return 0 if not problems else 1
+
+
+def table_pipeline(path: str, out: TextIO, batches: int = 4, rows: int = 2000) -> None:
+    """Create a table and upsert batches (70 % inserts) through the write client; print what
+    each commit did, then read the table back."""
+    import shutil
+
+    from readers.table import Table
+
+    from .client import MorTable, WriteConfig
+
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    schema = pa.schema([("uuid", pa.string()), ("city", pa.string()), ("ts", pa.int64()),
+                        ("rider", pa.string()), ("fare", pa.float64())])
+    # small files so that the demo's few thousand rows show routing into existing groups
+    cfg = WriteConfig(max_file_size=1_000_000, small_file_limit=900_000, record_size=120)
+    table = MorTable.create(path, schema, key_field="uuid", partition_field="city",
+                            ordering_field="ts", config=cfg)
+    print(f"\nmorlog demo: table pipeline at {path} ({batches} upsert batches of {rows} rows, "
+          "70 % inserts)", file=out)
+    cities = ["san_francisco", "sao_paulo", "chennai"]
+    written = 0
+    for b in range(batches):
+        n_upd = 0 if b == 0 else int(rows * 0.3)
+        ids = list(range(written - n_upd, written)) + list(range(written, written + rows -
+                                                                  n_upd))
+        written += rows - n_upd
+        batch = pa.table({"uuid": [demo_key(i) for i in ids],
+                          "city": [cities[i % 3] for i in ids],
+                          "ts": [1_700_000_000_000 + b] * len(ids),
+                          "rider": [f"rider-{i % 7}" for i in ids],
+                          "fare": [10.0 + (i % 50) + b for i in ids]}, schema=schema)
+        r = table.upsert(batch)
+        print(f"  commit {r.instant}: {r.inserts} inserts ({r.inserts_routed_to_existing} "
+              f"routed into existing file groups), {r.updates} updates; "
+              f"{len(r.groups_touched)} file groups touched, {len(r.files_created)} new files, "
+              f"{1000 * r.seconds['total']:.0f} ms", file=out)
+    t = Table(path)
+    n = sum(x.num_rows for x in t.snapshot())
+    slices = t.file_slices()
+    print(f"  read back: {n} rows in {len(slices)} file groups "
+          f"({sum(len(s.log_files) for s in slices)} log files)", file=out)
 
 
 def write_indexed_sample(directory: str, out: TextIO) -> str:
