@@ -159,6 +159,20 @@ class Table:
                              actual=as_of)
         return as_of
 
+    def arrow_schema(self) -> pa.Schema:
+        """The table's schema: ``hoodie.table.create.schema`` with Hudi's meta fields first
+        (when the table populates them)."""
+        from logformat.avroschema import avro_to_arrow_schema
+
+        text = self.config.get("hoodie.table.create.schema")
+        if not text:
+            raise UsageError("table has no hoodie.table.create.schema", path=self.path)
+        schema = avro_to_arrow_schema(text)
+        if self.config.populate_meta_fields:
+            meta = [pa.field(n, pa.string()) for n in META_FIELDS if n not in schema.names]
+            schema = pa.schema(meta + list(schema))
+        return schema
+
     def read_slice(self, s: FileSlice, as_of: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
         """The merged records of one file slice (memory bounded by that slice)."""
