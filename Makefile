@@ -1,5 +1,5 @@
 # morlog: set up a virtual environment and run the demo or the tests.
-#   make demo   - set up, then run the main job (writes and inspects a sample log)
+#   make demo   - set up, then run the main job (sample logs, then the upsert pipeline on local Spark)
 #   make test   - set up, then lint, type-check and run the whole test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -18,6 +18,7 @@ setup: $(STAMP)
 
 demo: setup
 	$(BIN)/morlog demo
+	$(BIN)/morlog spark-demo
 
 lint: setup
 	$(BIN)/ruff check logformat readers writers compat tests

@@ -104,3 +104,17 @@ def test_spark_write_upserts_and_reads_back(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="unknown write option 'colour'"):
         df2.write.format("morlog").options(**opts).option("colour", "red").mode(
             "append").save(path)
+
+
+def test_spark_demo_pipeline(spark: Any, tmp_path: Path) -> None:
+    import io
+
+    from writers.spark_demo import run
+
+    out = io.StringIO()
+    assert run("local[2]", str(tmp_path / "demo"), 3, 600, out) == 0
+    text = out.getvalue()
+    assert text.count("  commit ") == 3
+    assert "(420 routed into existing file groups)" in text
+    assert "read back with Spark: 1440 rows" in text
+    assert spark.sparkContext._jsc is not None  # the shared session is still alive

@@ -25,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import add_demo_command
 
     add_demo_command(sub)
+    from .spark_demo import add_spark_demo_command
+
+    add_spark_demo_command(sub)
     add_bench_command(sub)
     return parser
 

@@ -95,6 +95,17 @@ class CommitResult:
     rolled_back: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
+    def summary(self) -> dict[str, str]:
+        """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
+        (Hudi keeps such string entries; Spark jobs read them back from the timeline)."""
+        return {"morlog.inserts": str(self.inserts), "morlog.updates": str(self.updates),
+                "morlog.deletes": str(self.deletes),
+                "morlog.inserts.routed": str(self.inserts_routed_to_existing),
+                "morlog.groups.touched": str(len(self.groups_touched)),
+                "morlog.groups.new": str(len(self.new_groups)),
+                "morlog.files.created": str(len(self.files_created)),
+                "morlog.seconds": f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}
+
 
 def new_instant(after: str | None = None) -> str:
     """A fresh instant (yyyyMMddHHmmssSSS, UTC), later than ``after``."""
@@ -230,12 +241,13 @@ class MorTable:
             t1 = time.perf_counter()
             stats = self._execute(plan, instant, result)
             result.seconds["write"] = time.perf_counter() - t1
+            result.seconds["total"] = time.perf_counter() - t0
             self._timeline(instant, "completed", {
                 "partitionToWriteStats": stats, "compacted": False,
                 "extraMetadata": {"schema": json.dumps(self.avro_schema,
-                                                       separators=(",", ":"))},
+                                                       separators=(",", ":")),
+                                  **result.summary()},
                 "operationType": operation.upper()})
-            result.seconds["total"] = time.perf_counter() - t0
             return result
         finally:
             os.close(fd)
