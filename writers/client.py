@@ -78,6 +78,9 @@ class WriteConfig:
     fsync: bool = True
     #: estimated bytes per record in a Parquet base file (None: from the batch)
     record_size: int | None = None
+    #: route inserts into existing small file groups (False: every batch's inserts go to new
+    #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
+    route_inserts: bool = True
 
 
 @dataclass
@@ -365,7 +368,7 @@ class MorTable:
         cfg = self.config
         small = []
         for (p, fid), s in slices.items():
-            if p != part:
+            if p != part or not cfg.route_inserts:
                 continue
             size = self._slice_size(s) + plan.planned_bytes.get((p, fid), 0)
             if size < cfg.small_file_limit:

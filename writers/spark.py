@@ -18,7 +18,7 @@ Options use Hudi's names (short aliases in brackets); any other option is an err
   ``hoodie.datasource.write.partitionpath.field`` [``partition``],
   ``hoodie.datasource.write.operation`` [``operation``: upsert, insert, delete], and morlog's
   ``morlog.carrier`` (avro, parquet), ``morlog.new.groups`` (base, log),
-  ``morlog.max.file.size``, ``morlog.small.file.limit``.
+  ``morlog.max.file.size``, ``morlog.small.file.limit``, ``morlog.route.inserts`` (true).
 
 pyspark is imported here only; nothing else in morlog needs a JVM.
 """
@@ -60,6 +60,7 @@ WRITE_OPTIONS = {
     "hoodie.datasource.write.operation": "operation", "operation": "operation",
     "morlog.carrier": "carrier", "morlog.new.groups": "new_groups",
     "morlog.max.file.size": "max_file_size", "morlog.small.file.limit": "small_file_limit",
+    "morlog.route.inserts": "route_inserts",
 }
 
 
@@ -182,6 +183,8 @@ def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
         cfg.max_file_size = int(options["max_file_size"])
     if "small_file_limit" in options:
         cfg.small_file_limit = int(options["small_file_limit"])
+    if "route_inserts" in options:
+        cfg.route_inserts = options["route_inserts"].lower() in ("true", "1", "yes")
     if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
         table = MorTable(path, cfg)
     else:
