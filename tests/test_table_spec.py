@@ -1,0 +1,147 @@
+"""The files the write client writes, checked against spec/table.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from compat.base_footer import parse_base_footer
+from logformat import BlockType
+from readers import LogFileReader
+from readers.properties import parse_properties
+from readers.table import Table
+from writers.client import MorTable, WriteConfig, new_instant
+
+SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
+                    ("note", pa.string())])
+CFG = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                  record_size=100)
+
+
+def _batch(ids: range, ts: int) -> pa.Table:
+    return pa.table({"id": [f"k{i:03d}" for i in ids], "part": ["p1" if i % 2 else "p2"
+                                                                   for i in ids],
+                     "ts": [ts] * len(ids), "note": [f"n{i}" for i in ids]}, schema=SCHEMA)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> tuple[Path, MorTable]:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="part",
+                        ordering_field="ts", name="spec_table", config=CFG)
+    return tmp_path, t
+
+
+def test_properties(table: tuple[Path, MorTable]) -> None:
+    path, _ = table
+    props = parse_properties((path / ".hoodie" / "hoodie.properties").read_text())
+    assert props["hoodie.table.type"] == "MERGE_ON_READ"
+    assert props["hoodie.table.version"] == "6"
+    assert props["hoodie.table.name"] == "spec_table"
+    assert props["hoodie.table.recordkey.fields"] == "id"
+    assert props["hoodie.table.partition.fields"] == "part"
+    assert props["hoodie.table.precombine.field"] == "ts"
+    assert props["hoodie.timeline.layout.version"] == "1"
+    assert props["hoodie.compaction.payload.class"].endswith("DefaultHoodieRecordPayload")
+    schema = json.loads(props["hoodie.table.create.schema"])
+    names = [f["name"] for f in schema["fields"]]
+    assert names == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                     "_hoodie_partition_path", "_hoodie_file_name", "id", "part", "ts", "note"]
+    assert all(f["type"] == ["null", "string"] for f in schema["fields"][:5])
+    assert Table(str(path)).config.merge_mode == "EVENT_TIME_ORDERING"
+
+
+def test_instants_increase() -> None:
+    assert re.fullmatch(r"\d{17}", new_instant())
+    assert new_instant("99990101000000000") == "99990101000000001"
+
+
+def test_timeline_files_and_commit_metadata(table: tuple[Path, MorTable]) -> None:
+    path, t = table
+    r = t.upsert(_batch(range(20), 1))
+    hoodie = path / ".hoodie"
+    names = sorted(p.name for p in hoodie.iterdir() if p.is_file())
+    i = r.instant
+    assert names == [f"{i}.deltacommit", f"{i}.deltacommit.inflight",
+                     f"{i}.deltacommit.requested", "hoodie.properties", "morlog.lock"]
+    assert json.loads((hoodie / f"{i}.deltacommit.requested").read_text()) == {}
+    inflight = json.loads((hoodie / f"{i}.deltacommit.inflight").read_text())
+    assert {(g["partition"], g["fileId"]) for g in inflight["morlogFileGroups"]} == set(
+        r.groups_touched)
+    meta = json.loads((hoodie / f"{i}.deltacommit").read_text())
+    assert meta["operationType"] == "UPSERT" and meta["compacted"] is False
+    assert json.loads(meta["extraMetadata"]["schema"])["name"] == "spec_table_record"
+    assert meta["extraMetadata"]["morlog.inserts"] == "20"
+    stats = [s for part in meta["partitionToWriteStats"].values() for s in part]
+    assert sum(s["numWrites"] for s in stats) == 20
+    for s in stats:
+        assert (path / s["path"]).is_file()
+        assert s["path"].startswith(s["partitionPath"] + "/")
+    for part in ("p1", "p2"):
+        md = (path / part / ".hoodie_partition_metadata").read_text()
+        assert "partitionDepth=1" in md and "commitTime=" in md
+
+
+def test_base_files_carry_hudis_footer(table: tuple[Path, MorTable]) -> None:
+    path, t = table
+    t.upsert(_batch(range(30), 1))
+    bases = sorted(path.rglob("*.parquet"))
+    assert bases
+    for b in bases:
+        assert re.fullmatch(r"[0-9a-f-]+-0_0-1-1_\d{17}\.parquet", b.name)
+        pf = pq.ParquetFile(b)
+        md = pf.metadata.metadata
+        assert b"ARROW:schema" not in md
+        info = parse_base_footer(md)
+        assert info.type_code == "DYNAMIC_V0"
+        keys = pf.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
+        assert info.min_key == min(keys) and info.max_key == max(keys)
+        assert info.bloom is not None and info.bloom.contains(keys).all()
+        assert pf.metadata.row_group(0).column(0).compression == "GZIP"
+        rows = pf.read().to_pylist()
+        fid = b.name.split("_")[0]
+        instant = b.name.rsplit("_", 1)[1].split(".")[0]
+        for n, row in enumerate(rows):
+            assert row["_hoodie_commit_time"] == instant
+            assert row["_hoodie_commit_seqno"] == f"{instant}_0_{n}"
+            assert row["_hoodie_record_key"] == row["id"]
+            assert row["_hoodie_partition_path"] == row["part"] == b.parent.name
+            assert row["_hoodie_file_name"] == fid
+
+
+def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, t = table
+    t.upsert(_batch(range(10), 1))
+    real = MorTable._timeline
+
+    def die_before_completion(self: MorTable, instant: str, state: str, meta: dict[str, Any],
+                              action: str = "deltacommit") -> None:
+        if state == "completed" and action == "deltacommit":
+            raise RuntimeError("writer died")
+        real(self, instant, state, meta, action)
+
+    monkeypatch.setattr(MorTable, "_timeline", die_before_completion)
+    with pytest.raises(RuntimeError):
+        t.upsert(_batch(range(5, 15), 2))
+    monkeypatch.undo()
+    failed = Table(str(path)).timeline.pending()[0].requested
+    r = t.upsert(_batch(range(20, 22), 3))
+    assert r.rolled_back == [failed]
+    hoodie = path / ".hoodie"
+    assert not list(hoodie.glob(f"{failed}.*"))  # the failed instant's files are gone
+    (rb,) = list(hoodie.glob("*.rollback"))
+    meta = json.loads(rb.read_text())
+    assert meta["commitsRollback"] == [failed]
+    assert (hoodie / f"{rb.stem}.rollback.requested").exists()
+    # a ROLLBACK command block targets the failed instant in the logs it wrote to
+    targets = []
+    for log in path.rglob(".*.log.*"):
+        with LogFileReader(str(log)) as reader:
+            targets += [b.target_instant for b in reader.blocks()
+                        if b.block_type == BlockType.COMMAND]
+    assert failed in targets
