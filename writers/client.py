@@ -406,9 +406,9 @@ class MorTable:
                         f"partitionDepth={partition.count('/') + 1}\n")
         return d
 
-    def _with_meta(self, batch: pa.Table, rows: Sequence[int], instant: str, fid: str,
+    def _with_meta(self, batch: pa.Table, rows: Sequence[int] | None, instant: str, fid: str,
                    partition: str) -> pa.Table:
-        sub = batch.take(pa.array(list(rows), type=pa.int64()))
+        sub = batch if rows is None else batch.take(pa.array(list(rows), type=pa.int64()))
         n = sub.num_rows
         keys = sub.column(self.key_field).cast(pa.string())
         meta = {
@@ -431,56 +431,58 @@ class MorTable:
     def _execute(self, plan: _Plan, instant: str, result: CommitResult
                  ) -> dict[str, list[dict[str, Any]]]:
         stats: dict[str, list[dict[str, Any]]] = {}
-        table_view = Table(self.path)
-        slices = {(s.partition, s.file_id): s for s in table_view.file_slices()}
-
-        def stat(partition: str, fid: str, path: str, n: int) -> None:
-            rel = os.path.relpath(path, self.path)
-            stats.setdefault(partition, []).append({"fileId": fid, "path": rel,
-                                                    "numWrites": n,
-                                                    "partitionPath": partition})
-            result.groups_touched[(partition, fid)] = result.groups_touched.get(
-                (partition, fid), 0) + n
-
+        slices = {(s.partition, s.file_id): s for s in Table(self.path).file_slices()}
         batch = plan.batch
         assert batch is not None
-        for (partition, fid), rows in plan.updates.items():
-            s = slices[(partition, fid)]
-            w = self._log_writer(partition, fid, s.base_instant)
-            records = self._with_meta(batch, rows, instant, fid, partition)
-            r = (w.append_parquet(records, instant, schema=self.avro_schema)
+
+        def rows_of(idx: list[int] | None) -> pa.Table | None:
+            return None if not idx else batch.take(pa.array(idx, type=pa.int64()))
+
+        jobs = [(k, plan.updates.get(k), plan.deletes.get(k), False)
+                for k in dict.fromkeys([*plan.updates, *plan.deletes])]
+        jobs += [((p, f), rows, None, True) for p, f, rows in plan.new_groups]
+        for (partition, fid), upd, dels, new in jobs:
+            s = slices.get((partition, fid))
+            for w in self.write_group(instant, partition, fid,
+                                      None if new else (s.base_instant if s else instant),
+                                      rows_of(upd), rows_of(dels)):
+                stats.setdefault(partition, []).append(w.stat(self.path))
+                result.groups_touched[(partition, fid)] = result.groups_touched.get(
+                    (partition, fid), 0) + w.num_writes
+                if w.created:
+                    result.files_created.append(w.path)
+        return stats
+
+    def write_group(self, instant: str, partition: str, fid: str, base_instant: str | None,
+                    records: pa.Table | None, deletes: pa.Table | None) -> list[GroupWrite]:
+        """Write one file group's share of a commit: ``records`` (updates and routed inserts,
+        data columns) as one indexed block, ``deletes`` (key and partition columns) as one
+        delete block. ``base_instant`` None opens a new file group (a base file, or a log of
+        its own). Used by the local client and by Spark tasks (one task per file group)."""
+        out: list[GroupWrite] = []
+        if base_instant is None and records is not None and self.config.new_groups == "base":
+            path = self._write_base(partition, fid, instant,
+                                    self._with_meta(records, None, instant, fid, partition))
+            return [GroupWrite(partition, fid, path, records.num_rows, True)]
+        slice_instant = instant if base_instant is None else base_instant
+        w = self._log_writer(partition, fid, slice_instant)
+        if records is not None and records.num_rows:
+            meta = self._with_meta(records, None, instant, fid, partition)
+            r = (w.append_parquet(meta, instant, schema=self.avro_schema)
                  if self.config.carrier == "parquet"
-                 else w.append_avro(records.to_pylist(), self.avro_schema, instant))
-            if r.created:
-                result.files_created.append(r.path)
-            stat(partition, fid, r.path, len(rows))
-        for (partition, fid), rows in plan.deletes.items():
-            s = slices[(partition, fid)]
-            w = self._log_writer(partition, fid, s.base_instant)
-            keys = batch.column(self.key_field).cast(pa.string()).take(
-                pa.array(rows, type=pa.int64())).to_pylist()
-            ords = (batch.column(self.ordering_field).take(pa.array(rows, type=pa.int64()))
-                    .to_pylist() if self.ordering_field in batch.column_names else None)
+                 else w.append_avro(meta.to_pylist(), self.avro_schema, instant))
+            out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))
+        if deletes is not None and deletes.num_rows:
+            keys = deletes.column(self.key_field).cast(pa.string()).to_pylist()
+            ords = (deletes.column(self.ordering_field).to_pylist()
+                    if self.ordering_field is not None
+                    and self.ordering_field in deletes.column_names else None)
             recs = [DeleteRecord(k, partition, OrderingValue.natural() if ords is None
                                  or ords[i] is None else OrderingValue.infer(ords[i]))
                     for i, k in enumerate(keys)]
             r = w.append_delete(recs, instant, schema=self.avro_schema)
-            if r.created:
-                result.files_created.append(r.path)
-            stat(partition, fid, r.path, len(rows))
-        for partition, fid, rows in plan.new_groups:
-            records = self._with_meta(batch, rows, instant, fid, partition)
-            if self.config.new_groups == "log":
-                w = self._log_writer(partition, fid, instant)
-                r = (w.append_parquet(records, instant, schema=self.avro_schema)
-                     if self.config.carrier == "parquet"
-                     else w.append_avro(records.to_pylist(), self.avro_schema, instant))
-                path = r.path
-            else:
-                path = self._write_base(partition, fid, instant, records)
-            result.files_created.append(path)
-            stat(partition, fid, path, len(rows))
-        return stats
+            out.append(GroupWrite(partition, fid, r.path, len(keys), r.created))
+        return out
 
     def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base Parquet file with Hudi's footer: DYNAMIC_V0 bloom filter, min/max key."""
@@ -585,6 +587,21 @@ def _has_logs(directory: str, fid: str) -> bool:
                    for n in os.listdir(directory))
     except FileNotFoundError:
         return False
+
+
+@dataclass(frozen=True)
+class GroupWrite:
+    """One file written for a commit (a log file appended to or created, or a base file)."""
+
+    partition: str
+    file_id: str
+    path: str
+    num_writes: int
+    created: bool
+
+    def stat(self, table_path: str) -> dict[str, Any]:
+        return {"fileId": self.file_id, "path": os.path.relpath(self.path, table_path),
+                "numWrites": self.num_writes, "partitionPath": self.partition}
 
 
 @dataclass

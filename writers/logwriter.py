@@ -241,3 +241,36 @@ def _layout(start: int, encoded: list[bytes]) -> tuple[WrittenBlock, ...]:
         out.append(WrittenBlock(pos, len(e)))
         pos += len(e)
     return tuple(out)
+
+
+def discard_uncommitted(directory: str, file_id: str, base_instant: str, instant: str) -> int:
+    """Remove what an earlier attempt of the same (uncommitted) ``instant`` wrote to a file
+    group's logs: trailing blocks of ``instant`` are truncated away (append mode) and log
+    files holding only its blocks are deleted (rollover mode). Returns the bytes removed.
+
+    Only safe while ``instant`` is not completed and the caller owns the file group for that
+    instant (one task per file group): it makes task retries idempotent.
+    """
+    removed = 0
+    for name in list_log_files(directory, file_id, base_instant):
+        path = os.path.join(directory, str(name))
+        with LogFileReader(path) as reader:
+            blocks = list(reader.blocks())
+        ours = [b for b in blocks if not b.is_corrupt and b.instant == instant]
+        if not ours:
+            continue
+        if len(ours) == len(blocks):
+            removed += os.path.getsize(path)
+            os.unlink(path)
+            continue
+        first = min(b.offset for b in ours)
+        if all(b.offset >= first for b in blocks if b.instant == instant) and all(
+                b.instant == instant or b.is_corrupt for b in blocks if b.offset >= first):
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                removed += os.fstat(fd).st_size - first
+                os.ftruncate(fd, first)
+            finally:
+                os.close(fd)
+    return removed
