@@ -362,38 +362,56 @@ class MorTable:
         logs = sum(os.path.getsize(os.path.join(d, n)) for n in s.log_files)
         return base + int(logs * self.config.log_to_parquet_ratio)
 
-    def _route(self, part: str, rows: list[int], record_size: int,
-               slices: dict[tuple[str, str], FileSlice], plan: _Plan,
-               result: CommitResult) -> None:
+    def insert_bins(self, part: str, count: int, record_size: int,
+                    slices: dict[tuple[str, str], FileSlice],
+                    planned_bytes: dict[tuple[str, str], int] | None = None
+                    ) -> list[tuple[str, int, bool]]:
+        """Where ``count`` inserts of partition ``part`` go: (file id, how many, new group?).
+
+        Existing latest slices below the small-file limit first, smallest first, each up to
+        the maximum file size at ``record_size`` bytes per record; then new file groups."""
         cfg = self.config
+        planned = planned_bytes or {}
         small = []
         for (p, fid), s in slices.items():
             if p != part or not cfg.route_inserts:
                 continue
-            size = self._slice_size(s) + plan.planned_bytes.get((p, fid), 0)
+            size = self._slice_size(s) + planned.get((p, fid), 0)
             if size < cfg.small_file_limit:
                 small.append((size, fid))
         small.sort()  # fill the smallest first (Hudi's order)
-        pos = 0
+        bins: list[tuple[str, int, bool]] = []
+        left = count
         for size, fid in small:
-            if pos >= len(rows):
+            if left <= 0:
                 break
-            room = (cfg.max_file_size - size) // record_size
-            if room <= 0:
-                continue
-            take = rows[pos : pos + room]
-            pos += len(take)
-            plan.updates.setdefault((part, fid), []).extend(take)
-            plan.planned_bytes[(part, fid)] = plan.planned_bytes.get((part, fid), 0) + len(
-                take) * record_size
-            result.inserts_routed_to_existing += len(take)
+            room = min(left, (cfg.max_file_size - size) // record_size)
+            if room > 0:
+                bins.append((fid, room, False))
+                left -= room
         per_group = max(1, cfg.max_file_size // record_size)
-        while pos < len(rows):
-            take = rows[pos : pos + per_group]
-            pos += len(take)
-            fid = f"{uuid.uuid4()}-0"
-            plan.new_groups.append((part, fid, take))
-            result.new_groups.append((part, fid))
+        while left > 0:
+            n = min(left, per_group)
+            bins.append((f"{uuid.uuid4()}-0", n, True))
+            left -= n
+        return bins
+
+    def _route(self, part: str, rows: list[int], record_size: int,
+               slices: dict[tuple[str, str], FileSlice], plan: _Plan,
+               result: CommitResult) -> None:
+        pos = 0
+        for fid, n, new in self.insert_bins(part, len(rows), record_size, slices,
+                                            plan.planned_bytes):
+            take = rows[pos : pos + n]
+            pos += n
+            if new:
+                plan.new_groups.append((part, fid, take))
+                result.new_groups.append((part, fid))
+            else:
+                plan.updates.setdefault((part, fid), []).extend(take)
+                plan.planned_bytes[(part, fid)] = plan.planned_bytes.get(
+                    (part, fid), 0) + len(take) * record_size
+                result.inserts_routed_to_existing += len(take)
 
     # --- executing ----------------------------------------------------------------------
 
