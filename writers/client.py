@@ -478,6 +478,9 @@ class MorTable:
         delete block. ``base_instant`` None opens a new file group (a base file, or a log of
         its own). Used by the local client and by Spark tasks (one task per file group)."""
         out: list[GroupWrite] = []
+        if base_instant is None and _group_exists(self._dir(partition), fid, instant):
+            raise UsageError("a new file group's id is taken by an existing group",
+                             path=self.path, actual=(partition, fid))
         if base_instant is None and records is not None and self.config.new_groups == "base":
             path = self._write_base(partition, fid, instant,
                                     self._with_meta(records, None, instant, fid, partition))
@@ -597,6 +600,22 @@ class MorTable:
             p = os.path.join(hoodie, failed + suffix)
             if os.path.exists(p):
                 os.unlink(p)
+
+
+def _group_exists(directory: str, fid: str, instant: str) -> bool:
+    """Whether files of file group ``fid`` exist other than the given instant's own."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return False
+    for n in names:
+        if n.startswith(fid + "_") and not n.endswith(f"_{instant}.parquet"):
+            return True
+        if LogFileName.matches(n):
+            ln = LogFileName.parse(n)
+            if ln.file_id == fid and ln.instant != instant:
+                return True
+    return False
 
 
 def _has_logs(directory: str, fid: str) -> bool:

@@ -25,14 +25,16 @@ pyspark is imported here only; nothing else in morlog needs a JVM.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.ipc as ipc
 from pyspark.sql.datasource import (
     DataSource,
@@ -47,7 +49,7 @@ from pyspark.sql.types import StructType
 from logformat.errors import UsageError
 from readers.table import FileSlice, Table
 
-from .client import MorTable, WriteConfig
+from .client import MorTable, WriteConfig, new_instant
 
 READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
                 "columns": "columns"}
@@ -239,3 +241,238 @@ class MorlogDataSource(DataSource):
 def register(spark: Any) -> None:
     """Make ``format("morlog")`` available in a Spark session."""
     spark.dataSource.register(MorlogDataSource)
+
+
+# --- the distributed upsert ---------------------------------------------------------------
+
+_FID, _PART, _NEW, _BASE, _DEL, _ORDER = ("__morlog_fid", "__morlog_part", "__morlog_new",
+                                          "__morlog_base", "__morlog_delete", "__morlog_order")
+
+
+def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = None,
+           ordering: str | None = None, table_name: str | None = None,
+           config: WriteConfig | None = None, operation: str = "upsert",
+           task_hook: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Upsert (or insert, or delete) a DataFrame, distributed: executors tag keys and write
+    the blocks of their file groups; the driver plans insert routing from the slices' sizes
+    and commits the instant once.
+
+    Steps: lock and roll back dead writers' instants (driver) -> combine duplicate keys ->
+    tag every row (executors, ``TableIndex``) -> count inserts per partition and plan their
+    bins (driver) -> assign inserts to bins -> write requested and inflight (driver) ->
+    repartition by file group and write each group's blocks in one task (executors) ->
+    complete the instant with the tasks' write stats (driver). A retried task first discards
+    what an earlier attempt wrote for this instant, so retries never duplicate records;
+    speculative execution must stay off (two live attempts would share a file group).
+
+    ``task_hook`` (for fault-injection tests) runs in each write task after each file group
+    is written, with the group's file id.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+        raise UsageError("morlog's distributed upsert needs spark.speculation=false")
+    cfg = config or WriteConfig()
+    arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+    if not os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+        if operation == "delete":
+            raise UsageError("nothing to delete: no table here", path=path)
+        MorTable.create(path, arrow_schema, key_field=key, partition_field=partition,
+                        ordering_field=ordering, name=table_name, config=cfg)
+    table = MorTable(path, cfg)
+    if table.key_field != key or (table.partition_field or None) != (partition or None):
+        raise UsageError("key or partition field differs from the table's", path=path,
+                         expected=(table.key_field, table.partition_field),
+                         actual=(key, partition))
+    table._validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
+    fd = table._lock()
+    try:
+        rolled = table.rollback_pending()
+        view = Table(path)
+        last = view.timeline.instants[-1].requested if view.timeline.instants else None
+        instant = new_instant(last)
+        data = df
+        if operation != "delete":
+            data = _combine_duplicates(data, key, ordering, F, Window)
+        tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
+                                   [(_PART, "string"), (_FID, "string"), (_BASE, "string")])
+        tagged = data.mapInArrow(_tagger(path, key, partition), tag_schema).cache()
+        # routing: inserts per partition -> bins (driver)
+        slices = {(s.partition, s.file_id): s for s in view.file_slices()}
+        bins: dict[str, list[tuple[str, int, bool]]] = {}
+        record_size = cfg.record_size or max(16, _estimate_record_size(arrow_schema))
+        if operation != "delete":
+            counts = tagged.filter(F.col(_FID).isNull()).groupBy(_PART).count().collect()
+            for row in counts:
+                bins[row[_PART]] = table.insert_bins(row[_PART], int(row["count"]),
+                                                     record_size, slices)
+        groups = _assign(tagged, bins, key, operation, F, Window)
+        touched = [(r[_PART], r[_FID]) for r in groups.select(_PART, _FID).distinct()
+                   .collect()]
+        table._timeline(instant, "requested", {})
+        table._timeline(instant, "inflight", {"morlogFileGroups": [
+            {"partition": p, "fileId": f} for p, f in sorted(touched)]})
+        n_tasks = max(1, min(len(touched), spark.sparkContext.defaultParallelism * 4))
+        stats_schema = ("partition string, file_id string, path string, num_writes long, "
+                        "created boolean")
+        stats_rows = (groups.repartition(n_tasks, _FID)
+                      .mapInArrow(_group_writer(path, cfg, instant, operation, task_hook),
+                                  stats_schema)
+                      .collect())
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for r in stats_rows:
+            stats.setdefault(r["partition"], []).append(
+                {"fileId": r["file_id"], "path": r["path"], "numWrites": r["num_writes"],
+                 "partitionPath": r["partition"]})
+        inserts = sum(n for b in bins.values() for _, n, _ in b)
+        routed = sum(n for b in bins.values() for _, n, new in b if not new)
+        summary = {"morlog.inserts": str(inserts),
+                   "morlog.inserts.routed": str(routed),
+                   "morlog.groups.touched": str(len(touched)),
+                   "morlog.groups.new": str(sum(1 for b in bins.values() for x in b if x[2])),
+                   "morlog.files.created": str(sum(1 for r in stats_rows if r["created"])),
+                   "morlog.rows.written": str(sum(r["num_writes"] for r in stats_rows))}
+        table._timeline(instant, "completed", {
+            "partitionToWriteStats": stats, "compacted": False,
+            "extraMetadata": {"schema": json.dumps(table.avro_schema, separators=(",", ":")),
+                              **summary},
+            "operationType": operation.upper()})
+        tagged.unpersist()
+        return {"instant": instant, "rolled_back": rolled, **summary}
+    finally:
+        os.close(fd)
+
+
+def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructType:
+    from pyspark.sql.types import StructType as ST
+
+    out = ST(list(schema.fields))
+    for name, typ in extra:
+        out = out.add(name, typ)
+    return out
+
+
+def _estimate_record_size(schema: pa.Schema) -> int:
+    fixed = {pa.int64(): 8, pa.float64(): 8, pa.int32(): 4, pa.float32(): 4, pa.bool_(): 1}
+    return sum(fixed.get(f.type, 16) for f in schema) // 2 + 8
+
+
+def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window: Any) -> Any:
+    """One row per key: the greatest ordering value, the later row on ties."""
+    seq = "__morlog_seq"
+    df = df.withColumn(seq, F.monotonically_increasing_id())
+    order = ([F.col(ordering).desc_nulls_last()] if ordering else []) + [F.col(seq).desc()]
+    w = Window.partitionBy(key).orderBy(*order)
+    return (df.withColumn("__morlog_rank", F.row_number().over(w))
+            .filter(F.col("__morlog_rank") == 1).drop("__morlog_rank", seq))
+
+
+def _tagger(path: str, key: str, partition: str | None) -> Any:
+    def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from readers.lookup import TableIndex
+
+        index = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            keys = batch.column(key)
+            if keys.null_count:
+                raise UsageError("record keys must not be null", path=path)
+            parts = (batch.column(partition).cast(pa.string()) if partition
+                     else pa.array([""] * batch.num_rows, pa.string()))
+            if parts.null_count:
+                raise UsageError("partition values must not be null", path=path)
+            if index is None:
+                index = TableIndex(Table(path))
+            locs = index.tag(keys.cast(pa.string()), parts).locations
+            slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+            fids = [None if loc is None else loc[1] for loc in locs]
+            bases = [None if loc is None else slices.get(loc) for loc in locs]
+            yield pa.RecordBatch.from_arrays(
+                [*batch.columns, parts, pa.array(fids, pa.string()),
+                 pa.array(bases, pa.string())],
+                names=[*batch.schema.names, _PART, _FID, _BASE])
+    return tag
+
+
+def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
+            operation: str, F: Any, Window: Any) -> Any:
+    """Every row with its file group: tagged rows keep theirs; inserts get a bin by their
+    rank within the partition (by key), so the assignment is deterministic."""
+    if operation == "delete":
+        return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
+                .withColumn(_DEL, F.lit(True)))
+    known = tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
+    inserts = tagged.filter(F.col(_FID).isNull())
+    if not bins:
+        return known.withColumn(_DEL, F.lit(False))
+    rank = F.row_number().over(Window.partitionBy(_PART).orderBy(key)) - 1
+    inserts = inserts.withColumn("__morlog_rank", rank)
+    fid_expr = None
+    new_expr = None
+    for part, part_bins in bins.items():
+        start = 0
+        for fid, n, new in part_bins:
+            cond = (F.col(_PART) == part) & (F.col("__morlog_rank") >= start) & (
+                F.col("__morlog_rank") < start + n)
+            fid_expr = F.when(cond, fid) if fid_expr is None else fid_expr.when(cond, fid)
+            new_expr = F.when(cond, new) if new_expr is None else new_expr.when(cond, new)
+            start += n
+    assert fid_expr is not None and new_expr is not None
+    inserts = (inserts.withColumn(_FID, fid_expr).withColumn(_NEW, new_expr)
+               .drop("__morlog_rank"))
+    return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
+
+
+def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
+                  hook: Callable[[str], None] | None) -> Any:
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from .logwriter import discard_uncommitted
+
+        table = MorTable(path, cfg)
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        data = pa.Table.from_batches(parts)
+        # the latest slice of every existing group (inserts routed into a group carry no
+        # base instant of their own); the new instant is not completed, so this is stable
+        latest = {(s.partition, s.file_id): s.base_instant for s in Table(path).file_slices()}
+        out: list[dict[str, Any]] = []
+        for fid in pc_unique(data.column(_FID)):
+            g = data.filter(pa.compute.equal(data.column(_FID), fid))
+            partition = g.column(_PART)[0].as_py()
+            new = bool(g.column(_NEW)[0].as_py())
+            base = None
+            if not new:
+                base = latest.get((partition, fid))
+                if base is None:
+                    raise UsageError("file group vanished during the upsert", path=path,
+                                     actual=(partition, fid))
+            directory = os.path.join(path, partition) if partition else path
+            # a retried task: drop what an earlier attempt wrote for this instant
+            discard_uncommitted(directory, fid, instant if base is None else base, instant)
+            stale = os.path.join(directory, f"{fid}_0-1-1_{instant}.parquet")
+            if os.path.exists(stale):
+                os.unlink(stale)
+            data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
+            rows = g.select(data_cols)
+            if operation == "delete":
+                writes = table.write_group(instant, partition, fid, base, None, rows)
+            else:
+                rows = table._validate(rows, operation)
+                writes = table.write_group(instant, partition, fid, base, rows, None)
+            out += [{"partition": w.partition, "file_id": w.file_id,
+                     "path": os.path.relpath(w.path, path), "num_writes": w.num_writes,
+                     "created": w.created} for w in writes]
+            if hook is not None:
+                hook(fid)
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=pa.schema([
+                ("partition", pa.string()), ("file_id", pa.string()), ("path", pa.string()),
+                ("num_writes", pa.int64()), ("created", pa.bool_())]))
+    return write
+
+
+def pc_unique(col: pa.ChunkedArray) -> list[str]:
+    return [v for v in pa.compute.unique(col).to_pylist() if v is not None]
