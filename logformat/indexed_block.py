@@ -156,25 +156,33 @@ class PreparedBlock:
             if len(frame.content) + content_offset - block_offset + 12 != size:
                 raise UsageError("index section sizes changed with their offsets")
             return frame, placement, b"".join(body for _, body in probe)
-        # Parquet carrier: the block's size is known only once the Parquet file is written;
-        # it does not change when the (fixed-width) offsets inside the trailer do
+        # Parquet carrier: the block's size is known only once the Parquet file is written.
+        # The trailer's fields are fixed-width, so its Base64 text keeps its length when the
+        # offsets change, and it sits verbatim (uncompressed) in the Parquet footer's
+        # key/value metadata: write the file once, then patch the final trailer in place.
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        frame = self._frame(encode_trailer(own + probe))
+        first = base64.b64encode(encode_trailer(own + probe))
+        frame = self._frame_b64(first)
         placement = self._placement(block_offset, frame)
         cum, directory = cumulative(placement)
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        frame = self._frame(encode_trailer(own + probe))
-        if self._placement(block_offset, frame) != placement:
+        final = base64.b64encode(encode_trailer(own + probe))
+        if len(final) != len(first) or frame.content.count(first) != 1:
             raise UsageError("index section sizes changed with their offsets")
+        frame = BlockFrame(frame.block_type, frame.header,
+                           frame.content.replace(first, final))
         return frame, placement, b"".join(body for _, body in probe)
 
     def _frame(self, trailer: bytes) -> BlockFrame:
         if self.block_type == BlockType.AVRO_DATA:
             return BlockFrame(int(BlockType.AVRO_DATA), self.header, self.prefix + trailer)
+        return self._frame_b64(base64.b64encode(trailer))
+
+    def _frame_b64(self, trailer_b64: bytes) -> BlockFrame:
         assert self.table is not None
         content = encode_parquet_content(
             self.table, compression=self.compression,
-            key_value_metadata={PARQUET_KEY.decode(): base64.b64encode(trailer).decode("ascii"),
+            key_value_metadata={PARQUET_KEY.decode(): trailer_b64.decode("ascii"),
                                 HUDI_MIN_KEY: self.own.range.min_key,
                                 HUDI_MAX_KEY: self.own.range.max_key})
         return BlockFrame(int(BlockType.PARQUET_DATA), self.header, content)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import operator
 from pathlib import Path
@@ -18,6 +19,7 @@ GOALS = {
     "lookup": {"indexed_vs_compat_speedup", "probe_reads", "bytes_read_over_index_bytes"},
     "append": {"indexed_over_plain_time", "index_share_of_data"},
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
+    "upsert": {"files_vs_baseline", "time_vs_baseline"},
 }
 OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -122,13 +124,50 @@ def test_bench_tag_checks_both_methods(tmp_path: Path,
     assert 1 <= len(top) <= 5 and all(t.startswith("readers/") for t in top)
 
 
+def test_bench_upsert_compares_routing_with_new_file_groups(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
+    rc, report, err = _run(capsys, "bench", "upsert", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, "upsert")
+    assert (tmp_path / "upsert.json").exists()
+    r, p = report["results"], report["params"]
+    assert p["repeats"] == 1
+    data = r["data"]
+    assert data["rows_written"] == p["batches"] * p["rows_per_batch"]
+    assert data["distinct_keys"] == data["inserts"] < data["rows_written"]
+    edges = r["size_histogram_edges"]
+    for method in ("morlog", "baseline", "morlog_parquet"):
+        m = r[method]
+        assert m["read_back"]["rows"] == data["distinct_keys"]
+        assert m["read_back"]["latest_versions"] is True
+        assert len(m["batch_seconds"]) == len(m["commits"]) == p["batches"]
+        f = m["files"]
+        assert f["data_files"] == f["base_files"] + f["log_files"] == f["files_in_latest_slices"]
+        assert f["files_created_per_timeline"] == f["data_files"]
+        assert sum(m["size_histogram"]) == f["data_files"]
+        assert len(m["size_histogram"]) == len(edges) - 1
+        assert sum(c["inserts"] for c in m["commits"]) == data["inserts"]
+        assert sum(c["updates"] for c in m["commits"]) == data["updates"]
+    morlog, baseline = r["morlog"], r["baseline"]
+    # routing: only the first batch opens file groups; the baseline opens some every batch
+    assert morlog["files"]["file_groups"] == p["partitions"]
+    assert all(c["inserts_routed"] == c["inserts"] for c in morlog["commits"][1:])
+    assert all(c["inserts_routed"] == 0 and c["groups_new"] > 0 for c in baseline["commits"])
+    assert morlog["files"]["data_files"] < baseline["files"]["data_files"]
+    assert report["ratios"]["files_vs_baseline"] == pytest.approx(
+        morlog["files"]["data_files"] / baseline["files"]["data_files"], rel=1e-5)
+
+
 def test_bench_all_merges_the_scenarios(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     rc, report, _ = _run(capsys, "bench", "all", "--quick", "--json", "--out", str(tmp_path))
     assert rc == 0
     assert set(report) == TOP_KEYS and report["scenario"] == "all"
-    assert set(report["goals"]) == set().union(*GOALS.values())
-    for name in GOALS:
+    ran = {n for n in GOALS if n != "upsert" or importlib.util.find_spec("pyspark")}
+    assert set(report["goals"]) == set().union(*(GOALS[n] for n in ran))
+    for name in ran:
         assert name in report["results"] and name in report["params"]
         assert (tmp_path / f"{name}.json").exists()
     assert (tmp_path / "all.json").exists()

@@ -3,7 +3,8 @@
 Each scenario prints one JSON object (``--json``) or a readable summary, and writes
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
 runs every scenario (writing their files too) and reports them as one object:
-``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged.
+``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged (``upsert`` needs
+pyspark: without it ``all`` skips it with a warning).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from logformat.errors import UsageError
 
 from . import append, lookup, probe, tag
+from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
     SCENARIOS,
@@ -24,19 +26,24 @@ from .common import (
     machine,
     plot_goals,
     print_summary,
+    progress,
     write_outputs,
 )
 
 Runner = Callable[..., dict[str, Any]]
 
-#: every scenario, in the order ``all`` runs them (``tag`` after those of ``common``)
-ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag")))
+#: every scenario, in the order ``all`` runs them (``tag``, ``upsert`` after those of ``common``)
+ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert")))
+#: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
+#: takes minutes)
+DEFAULT_REPEATS: dict[str, int] = {"upsert": 1}
 
 RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "probe": (probe.run, probe.plot),
     "lookup": (lookup.run, lookup.plot),
     "append": (append.run, append.plot),
     "tag": (tag.run, tag.plot),
+    "upsert": (upsert.run, upsert.plot),
 }
 
 
@@ -62,14 +69,17 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
     if scenario not in (*ALL_SCENARIOS, "all"):
         raise UsageError("unknown benchmark scenario", expected=[*ALL_SCENARIOS, "all"],
                          actual=scenario)
-    n = repeats if repeats is not None else (1 if quick else 3)
-    if n < 1:
-        raise UsageError("--repeats must be at least 1", actual=n)
+    if repeats is not None and repeats < 1:
+        raise UsageError("--repeats must be at least 1", actual=repeats)
     names = ALL_SCENARIOS if scenario == "all" else (scenario,)
     reports: dict[str, dict[str, Any]] = {}
     written: list[str] = []
     for name in names:
+        if name == "upsert" and scenario == "all" and not upsert.available():
+            progress("warning: pyspark is not installed; skipping the upsert scenario")
+            continue
         run, plot = RUNNERS[name]
+        n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))
         reports[name] = run(quick=quick, repeats=n)
         written += write_outputs(reports[name], out, plot)
     if scenario != "all":
@@ -92,13 +102,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup, append and tagging performance",
+        help="measure filter, lookup, append, tagging and Spark upsert performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
         "vs plain blocks, index bytes, checkpoint policies), 'tag' (tagging an upsert batch "
         "against a generated MOR table: morlog's table lookup vs what Hudi's bloom index can "
-        "do, every log block's keys read), or 'all'. Prints one JSON object "
+        "do, every log block's keys read), 'upsert' (upsert batches from Spark: morlog's insert "
+        "routing vs every batch's inserts in new file groups, files and time; needs "
+        "pyspark), or 'all'. Prints one JSON object "
         "(--json) or a summary, and writes DIR/<scenario>.json and DIR/<scenario>.png "
         "(the plot needs matplotlib).",
     )
@@ -109,7 +121,8 @@ def add_bench_command(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="about 20x smaller sizes and one repeat (smoke test)")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
-                   help="timed runs per measurement, best kept (default: 3; 1 with --quick)")
+                   help="timed runs per measurement, best kept (default: 3, 1 for upsert; "
+                   "1 with --quick)")
     p.set_defaults(func=cmd_bench)
 
 
