@@ -201,3 +201,12 @@ def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
     assert _hudi_rs_rows(tmp_path) == after
     if step != "requested":
         assert r.rolled_back
+
+
+def test_insert_skips_the_lookup_like_hudi(tmp_path: Path) -> None:
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", config=WriteConfig(**SMALL))
+    t.upsert(_batch([1, 2], 1, ("x",)))
+    r = t.insert(_batch([2, 3], 2, ("x",)))
+    assert (r.inserts, r.updates) == (2, 0)
+    ids = sorted(row["id"] for row in Table(str(tmp_path)).read().to_pylist())
+    assert ids.count("k0002") >= 1 and "k0003" in ids
