@@ -10,7 +10,6 @@ in the table is never missed: every step only removes keys that provably are not
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +26,7 @@ from logformat.keybatch import KeyBatch
 from logformat.xxh64 import xxh64_batch
 
 from .probe import SliceProbe, _RangeTester
-from .storage import LocalFileSource, RangedSource
+from .storage import RangedSource, Storage
 from .table import FileSlice, Table
 
 
@@ -56,12 +55,13 @@ class TagResult:
 class _CountingOpener:
     """Opens slice files through sources whose reads are counted."""
 
-    def __init__(self, directory: str, sources: list[RangedSource]) -> None:
+    def __init__(self, storage: Storage, directory: str, sources: list[RangedSource]) -> None:
+        self.storage = storage
         self.directory = directory
         self.sources = sources
 
     def __call__(self, name: str) -> RangedSource:
-        src = LocalFileSource(os.path.join(self.directory, name))
+        src = self.storage.source(self.storage.join(self.directory, name))
         self.sources.append(src)
         return src
 
@@ -132,16 +132,16 @@ class TableIndex:
     def _slice_hits(self, s: FileSlice, keys: _Keys, stats: TagStats,
                     sources: list[RangedSource]) -> list[tuple[int, str]]:
         """(index into ``keys``, instant) of every key found in the slice."""
-        directory = os.path.join(self.table.path, s.partition) if s.partition else (
-            self.table.path)
+        directory = self.table.slice_dir(s.partition)
+        st = self.table.storage
         hits: list[tuple[int, str]] = []
         if s.base_file is not None:
-            hits.extend(self._base_hits(os.path.join(directory, s.base_file), s, keys, stats,
+            hits.extend(self._base_hits(st.join(directory, s.base_file), s, keys, stats,
                                         sources))
         if s.log_files:
             stats.log_probes += 1
             probe = SliceProbe(directory, s.log_files, key_field=self.table.key_field,
-                               opener=_CountingOpener(directory, sources))
+                               opener=_CountingOpener(st, directory, sources))
             result = probe.probe(keys.arr, keys.xxh64, keys.ranges)
             instants = [b.instant for b in result.blocks]
             cols, rows = np.nonzero(result.masks.confirmed)
@@ -152,7 +152,7 @@ class TableIndex:
 
     def _base_hits(self, path: str, s: FileSlice, keys: _Keys, stats: TagStats,
                    sources: list[RangedSource]) -> list[tuple[int, str]]:
-        src = LocalFileSource(path)
+        src = self.table.storage.source(path)
         sources.append(src)
         stats.base_footers += 1
         pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))

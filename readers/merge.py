@@ -16,8 +16,7 @@ a sequence number and the winner of each key is found with Arrow sorts, not a Py
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from logformat.delete_content import OrderingValue
 from logformat.errors import ContentError
 
 from .logfile import LogBlock, LogFileReader
+from .storage import LocalStorage, Storage
 from .timeline import Timeline
 
 SEQ, DEL, ORD, KEY = "__morlog_seq", "__morlog_delete", "__morlog_ord", "__morlog_key"
@@ -251,9 +251,10 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
         return pa.nulls(len(values), type=t or pa.null())
 
 
-def read_base_file(path: str, columns: Sequence[str] | None = None) -> pa.Table:
+def read_base_file(path: str, columns: Sequence[str] | None = None,
+                   storage: Storage | None = None) -> pa.Table:
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile((storage or LocalStorage()).open_input(path))
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in names if c in columns]
         return pf.read(columns=cols)
@@ -265,20 +266,21 @@ def read_base_file(path: str, columns: Sequence[str] | None = None) -> pa.Table:
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
                spec: MergeSpec, timeline: Timeline | None,
-               opener: Callable[[str], Any] | None = None) -> pa.Table:
+               storage: Storage | None = None) -> pa.Table:
     """Merged records of one file slice (``directory`` holds its files)."""
+    st = storage or LocalStorage()
     base = None
     if base_file is not None:
         want = None
         if spec.columns is not None:
             want = list(dict.fromkeys([*spec.columns, spec.key_field] + (
                 [spec.ordering_field] if spec.ordering_field else [])))
-        base = read_base_file(os.path.join(directory, base_file), want)
+        base = read_base_file(st.join(directory, base_file), want, st)
     blocks: list[LogBlock] = []
     readers = []
     try:
         for name in log_files:
-            r = LogFileReader(os.path.join(directory, name))
+            r = LogFileReader(st.source(st.join(directory, name)))
             readers.append(r)
             blocks.extend(r.blocks())
         applied = effective_blocks(blocks, timeline, spec)

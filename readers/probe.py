@@ -53,7 +53,7 @@ from .index import (
     find_tail_index,
 )
 from .logfile import LogFileReader
-from .storage import LocalFileSource, RangedSource
+from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
 Opener = Callable[[str], RangedSource]
 #: candidates per block above which confirmation joins against all key lists at once
@@ -504,8 +504,12 @@ def _has_data_block(src: RangedSource) -> bool:
 def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
                    key_field: str = RECORD_KEY_FIELD) -> ProbeResult:
     """Probe a single log file (its own slice for the purpose of the probe)."""
-    with SliceProbe(os.path.dirname(path) or ".", [os.path.basename(path)],
-                    key_field=key_field) as p:
+    storage, inner = storage_for(path)
+    directory, _, name = inner.rpartition("/") if "/" in inner else (".", "", inner)
+    if isinstance(storage, LocalStorage):
+        directory, name = os.path.dirname(inner) or ".", os.path.basename(inner)
+    with SliceProbe(directory, [name], key_field=key_field,
+                    opener=lambda n: storage.source(storage.join(directory, n))) as p:
         return p.probe(keys)
 
 

@@ -138,3 +138,119 @@ def open_source(path: str | os.PathLike[str], filesystem: Any = None) -> RangedS
     if not os.path.isfile(p):
         raise UsageError("no such log file", path=p)
     return LocalFileSource(p)
+
+
+class Storage:
+    """Directory-level access to where a table lives: the local file system or any
+    ``pyarrow.fs`` filesystem (S3, GCS, HDFS...). Paths are plain strings in the storage's
+    own form (local paths, or ``bucket/key`` for object stores)."""
+
+    def join(self, *parts: str) -> str:
+        raise NotImplementedError
+
+    def listdir(self, path: str) -> list[str]:
+        """Names in a directory ([] when it does not exist)."""
+        raise NotImplementedError
+
+    def subdirs(self, path: str) -> list[str]:
+        raise NotImplementedError
+
+    def isfile(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def read(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    def size(self, path: str) -> int:
+        raise NotImplementedError
+
+    def source(self, path: str) -> RangedSource:
+        raise NotImplementedError
+
+    def open_input(self, path: str) -> Any:
+        """Something ``pyarrow.parquet.ParquetFile`` opens."""
+        raise NotImplementedError
+
+
+class LocalStorage(Storage):
+    def join(self, *parts: str) -> str:
+        return os.path.join(*parts)
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return os.listdir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def subdirs(self, path: str) -> list[str]:
+        return [n for n in self.listdir(path) if os.path.isdir(os.path.join(path, n))]
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(path)
+
+    def source(self, path: str) -> RangedSource:
+        return LocalFileSource(path)
+
+    def open_input(self, path: str) -> Any:
+        return path
+
+
+class ArrowStorage(Storage):
+    def __init__(self, filesystem: Any) -> None:
+        self.fs = filesystem
+
+    def join(self, *parts: str) -> str:
+        return "/".join(p.strip("/") for p in parts if p)
+
+    def _infos(self, path: str) -> list[Any]:
+        import pyarrow.fs as pafs
+
+        try:
+            return list(self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)))
+        except (FileNotFoundError, OSError):
+            return []
+
+    def listdir(self, path: str) -> list[str]:
+        return [i.base_name for i in self._infos(path)]
+
+    def subdirs(self, path: str) -> list[str]:
+        import pyarrow.fs as pafs
+
+        return [i.base_name for i in self._infos(path) if i.type == pafs.FileType.Directory]
+
+    def isfile(self, path: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.fs.get_file_info(path).type == pafs.FileType.File)
+
+    def read(self, path: str) -> bytes:
+        with self.fs.open_input_file(path) as f:
+            return bytes(f.read())
+
+    def size(self, path: str) -> int:
+        return int(self.fs.get_file_info(path).size)
+
+    def source(self, path: str) -> RangedSource:
+        return ArrowFileSource(path, self.fs)
+
+    def open_input(self, path: str) -> Any:
+        return self.fs.open_input_file(path)
+
+
+def storage_for(path: str, filesystem: Any = None) -> tuple[Storage, str]:
+    """The storage a table path lives on, and the path in that storage's form."""
+    if filesystem is not None:
+        return ArrowStorage(filesystem), path
+    if "://" in path:
+        import pyarrow.fs as pafs
+
+        fs, inner = pafs.FileSystem.from_uri(path)
+        return ArrowStorage(fs), inner
+    return LocalStorage(), path

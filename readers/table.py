@@ -9,9 +9,9 @@ failed or pending writes and file groups replaced by completed replace commits a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -21,6 +21,7 @@ from logformat.naming import BaseFileName, LogFileName
 
 from .merge import MergeSpec, read_slice
 from .properties import parse_properties
+from .storage import storage_for
 from .timeline import Timeline
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
@@ -111,13 +112,16 @@ class FileSlice:
 class Table:
     """A merge-on-read table on the local file system."""
 
-    def __init__(self, path: str) -> None:
-        props_path = os.path.join(path, ".hoodie", "hoodie.properties")
-        if not os.path.isfile(props_path):
+    def __init__(self, path: str, filesystem: Any = None) -> None:
+        """``path``: a local path, or a URI (``s3://bucket/table``) read through pyarrow.fs;
+        ``filesystem``: a ``pyarrow.fs`` filesystem for ``path``."""
+        self.storage, path = storage_for(path, filesystem)
+        props_path = self.storage.join(path, ".hoodie", "hoodie.properties")
+        if not self.storage.isfile(props_path):
             raise UsageError("not a Hudi table (no .hoodie/hoodie.properties)", path=path)
         self.path = path
-        with open(props_path, encoding="utf-8") as f:
-            self.config = TableConfig(parse_properties(f.read(), props_path))
+        text = self.storage.read(props_path).decode("utf-8", errors="replace")
+        self.config = TableConfig(parse_properties(text, props_path))
         if self.config.version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedVersionError("unsupported table version", path=props_path,
                                           expected=sorted(SUPPORTED_TABLE_VERSIONS),
@@ -125,7 +129,7 @@ class Table:
         if self.config.table_type != "MERGE_ON_READ":
             raise UsageError("morlog reads merge-on-read tables", path=props_path,
                              expected="MERGE_ON_READ", actual=self.config.table_type)
-        self.timeline = Timeline.load(path, self.config.version)
+        self.timeline = Timeline.load(path, self.config.version, self.storage)
 
     @property
     def version(self) -> int:
@@ -177,8 +181,8 @@ class Table:
                    columns: list[str] | None = None) -> pa.Table:
         """The merged records of one file slice (memory bounded by that slice)."""
         spec = self.merge_spec(as_of, columns)
-        directory = os.path.join(self.path, s.partition) if s.partition else self.path
-        out = read_slice(directory, s.base_file, s.log_files, spec, self.timeline)
+        out = read_slice(self.slice_dir(s.partition), s.base_file, s.log_files, spec,
+                         self.timeline, self.storage)
         if columns is not None and out.num_columns:
             out = out.select([c for c in columns if c in out.column_names])
         return out
@@ -202,19 +206,25 @@ class Table:
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return pa.concat_tables(parts)
 
+    def slice_dir(self, partition: str) -> str:
+        return self.storage.join(self.path, partition) if partition else self.path
+
     def partitions(self) -> list[str]:
-        """Relative partition paths ("" for a non-partitioned table)."""
+        """Relative partition paths ("" for a non-partitioned table): the directories that
+        hold a ``.hoodie_partition_metadata`` file."""
         if not self.config.partition_fields:
             return [""]
         out = []
-        for dirpath, dirs, files in os.walk(self.path):
-            rel = os.path.relpath(dirpath, self.path)
-            if rel == ".":
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                continue
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            if PARTITION_METADATA in files:
-                out.append(rel.replace(os.sep, "/"))
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            for d in self.storage.subdirs(self.slice_dir(rel)):
+                if d.startswith("."):
+                    continue
+                child = f"{rel}/{d}" if rel else d
+                if PARTITION_METADATA in self.storage.listdir(self.slice_dir(child)):
+                    out.append(child)
+                stack.append(child)
         return sorted(out)
 
     def file_slices(self, as_of: str | None = None, partition: str | None = None
@@ -223,18 +233,14 @@ class Table:
         replaced = self.timeline.replaced_file_groups(as_of)
         out = []
         for part in [partition] if partition is not None else self.partitions():
-            directory = os.path.join(self.path, part) if part else self.path
-            for s in self._partition_slices(part, directory, as_of):
+            for s in self._partition_slices(part, self.slice_dir(part), as_of):
                 if (part, s.file_id) not in replaced:
                     out.append(s)
         return out
 
     def _partition_slices(self, part: str, directory: str, as_of: str | None
                           ) -> Iterator[FileSlice]:
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            return
+        names = self.storage.listdir(directory)
         bases: dict[str, list[BaseFileName]] = {}
         logs: dict[str, list[LogFileName]] = {}
         tl = self.timeline

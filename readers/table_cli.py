@@ -14,7 +14,6 @@ import base64
 import datetime as dt
 import decimal
 import json
-import os
 import sys
 from typing import Any, TextIO
 
@@ -44,10 +43,10 @@ def _guard(fn: Any) -> Any:
 
 
 def _slice_instants(table: Table, partition: str, names: list[str]) -> list[str]:
-    directory = os.path.join(table.path, partition) if partition else table.path
+    directory = table.slice_dir(partition)
     instants: list[str] = []
     for n in names:
-        with LogFileReader(os.path.join(directory, n)) as r:
+        with LogFileReader(table.storage.source(table.storage.join(directory, n))) as r:
             instants.extend(b.instant for b in r.blocks() if b.instant)
     return sorted(set(instants))
 

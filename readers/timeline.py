@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,8 @@ from typing import Any
 import fastavro
 
 from logformat.errors import ContentError
+
+from .storage import LocalStorage, Storage
 
 REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
 _RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
@@ -53,8 +54,10 @@ class Instant:
 class Timeline:
     """The active timeline of a table (archived instants are older than all of these)."""
 
-    def __init__(self, directory: str, instants: list[Instant], layout: int) -> None:
+    def __init__(self, directory: str, instants: list[Instant], layout: int,
+                 storage: Storage | None = None) -> None:
         self.directory = directory
+        self.storage = storage or LocalStorage()
         self.layout = layout
         # the latest state of each (requested time) wins
         latest: dict[str, Instant] = {}
@@ -66,16 +69,18 @@ class Timeline:
         self._by_time = {i.requested: i for i in self.instants}
 
     @classmethod
-    def load(cls, table_path: str, table_version: int) -> Timeline:
+    def load(cls, table_path: str, table_version: int,
+             storage: Storage | None = None) -> Timeline:
+        st = storage or LocalStorage()
         if table_version >= 8:
-            directory = os.path.join(table_path, ".hoodie", "timeline")
+            directory = st.join(table_path, ".hoodie", "timeline")
             layout = 2
         else:
-            directory = os.path.join(table_path, ".hoodie")
+            directory = st.join(table_path, ".hoodie")
             layout = 1
-        names = os.listdir(directory) if os.path.isdir(directory) else []
+        names = st.listdir(directory)
         return cls(directory, [i for n in names if (i := _parse(n, layout)) is not None],
-                   layout)
+                   layout, st)
 
     def get(self, instant: str) -> Instant | None:
         return self._by_time.get(instant)
@@ -108,9 +113,8 @@ class Timeline:
 
     def metadata(self, instant: Instant) -> dict[str, Any]:
         """The commit metadata of a completed instant (JSON or Avro), {} when empty."""
-        path = os.path.join(self.directory, instant.file_name)
-        with open(path, "rb") as f:
-            data = f.read()
+        path = self.storage.join(self.directory, instant.file_name)
+        data = self.storage.read(path)
         if not data.strip():
             return {}
         if data[:4] == b"Obj\x01":
