@@ -66,6 +66,8 @@ class LogBlock:
     #: why a CORRUPT block is corrupt
     reason: str | None = None
     _source: RangedSource | None = field(default=None, repr=False, compare=False)
+    #: the whole block, when the scan's first read held it already (small blocks)
+    _raw: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_corrupt(self) -> bool:
@@ -94,8 +96,14 @@ class LogBlock:
         return _blocks.command_type(self.header)
 
     def content(self) -> bytes:
-        """The block's content bytes (one ranged read)."""
-        if self._source is None or self.content_length == 0:
+        """The block's content bytes (one ranged read, none for a small block whose bytes
+        the scan read already)."""
+        if self.content_length == 0:
+            return b""
+        if self._raw is not None:
+            start = self.content_offset - self.offset
+            return self._raw[start : start + self.content_length]
+        if self._source is None:
             return b""
         return self._source.read(self.content_offset, self.content_length)
 
@@ -217,7 +225,10 @@ class LogFileReader:
                               f"{block_length}", path=path, offset=block_end - TRAILER_LEN)
         if after == MAGIC_LEN and tail[TRAILER_LEN:] != MAGIC:
             raise FormatError("no block magic after the block", path=path, offset=block_end)
-        return _head_to_block(self._decode_head(pos, total, first), self.source)
+        block = _head_to_block(self._decode_head(pos, total, first), self.source)
+        if len(first) >= total:
+            block._raw = first[:total]  # content() needs no second read
+        return block
 
     def _decode_head(self, pos: int, total: int, first: bytes) -> BlockHead:
         kw: dict[str, Any] = {"base": pos, "path": self.path, "strict": self.strict}
