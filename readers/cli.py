@@ -39,6 +39,8 @@ def _guarded(path: str, fn: Callable[[], T]) -> T | None:
         return fn()
     except MorlogError as exc:
         print(f"morlog: error: {exc}", file=sys.stderr)
+    except BrokenPipeError:
+        raise  # the reader went away (| head): main() ends quietly
     except OSError as exc:
         print(f"morlog: error: {path}: {exc.strerror or exc}", file=sys.stderr)
     return None

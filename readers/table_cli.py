@@ -19,26 +19,20 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
-from logformat.errors import MorlogError, UsageError
+from logformat.errors import UsageError
 
-from .cli import EXIT_ERROR, EXIT_OK
+from .cli import EXIT_ERROR, EXIT_OK, _guarded
 from .logfile import LogFileReader
 from .lookup import TableIndex
 from .table import Table
 
 
 def _guard(fn: Any) -> Any:
+    """A command that prints the library's and I/O errors in one line (readers.cli)."""
     def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-        try:
-            return int(fn(args, out if out is not None else sys.stdout))
-        except MorlogError as exc:
-            print(f"morlog: error: {exc}", file=sys.stderr)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            print(f"morlog: error: {exc.filename or args.table}: {exc.strerror or exc}",
-                  file=sys.stderr)
-        return EXIT_ERROR
+        result = _guarded(args.table, lambda: int(fn(args, out if out is not None
+                                                     else sys.stdout)))
+        return EXIT_ERROR if result is None else result
     return run
 
 

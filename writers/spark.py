@@ -476,3 +476,23 @@ def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
 
 def pc_unique(col: pa.ChunkedArray) -> list[str]:
     return [v for v in pa.compute.unique(col).to_pylist() if v is not None]
+
+
+def session(master: str, app: str) -> tuple[Any, bool]:
+    """The active Spark session, or a new one on ``master`` (UI and console progress off,
+    workers on this interpreter) with ``format("morlog")`` registered. Returns the session
+    and whether it was created here (then the caller stops it)."""
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    spark = existing or (SparkSession.builder.master(master).appName(app)
+                         .config("spark.ui.enabled", "false")
+                         .config("spark.ui.showConsoleProgress", "false")
+                         .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark, existing is None

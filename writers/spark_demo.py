@@ -21,20 +21,10 @@ def _key(i: int) -> str:
 
 
 def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from .spark import register
+    from .spark import session
 
     t0 = time.perf_counter()
-    existing = SparkSession.getActiveSession()
-    spark = existing or (SparkSession.builder.master(master).appName("morlog-demo")
-                         .config("spark.ui.enabled", "false")
-                         .config("spark.ui.showConsoleProgress", "false")
-                         .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark, created = session(master, "morlog-demo")
     print(f"morlog spark-demo: Spark {spark.version} on {master} "
           f"(started in {time.perf_counter() - t0:.1f} s); table at {path}", file=out)
     if os.path.isdir(path):
@@ -70,7 +60,7 @@ def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
               f"{dict(sorted(by_city.items()))} ({time.perf_counter() - t:.1f} s)", file=out)
         return 0 if n == written else 1
     finally:
-        if existing is None:
+        if created:
             spark.stop()
 
 

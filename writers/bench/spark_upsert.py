@@ -34,7 +34,6 @@ import importlib.util
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -194,21 +193,11 @@ def start_spark() -> Session:
     """The active Spark session (kept running) or a new ``local[2]`` one (stopped after)."""
     if not available():
         raise UsageError("bench upsert needs pyspark (pip install '.[spark]')")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from ..spark import register
+    from ..spark import session
 
     t0 = time.perf_counter()
-    existing = SparkSession.getActiveSession()
-    spark = existing or (SparkSession.builder.master(MASTER).appName("morlog-bench-upsert")
-                         .config("spark.ui.enabled", "false")
-                         .config("spark.ui.showConsoleProgress", "false")
-                         .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return Session(spark, existing is None, time.perf_counter() - t0)
+    spark, created = session(MASTER, "morlog-bench-upsert")
+    return Session(spark, created, time.perf_counter() - t0)
 
 
 def save(df: Any, path: str, options: dict[str, str]) -> float:
