@@ -1,9 +1,16 @@
-"""Test configuration: hypothesis profiles. Fixture helpers live in tests/hudi_fixtures.py."""
+"""Test configuration: hypothesis profiles, a local S3 server. Fixture helpers live in
+tests/hudi_fixtures.py."""
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=200, deadline=None)
@@ -15,3 +22,31 @@ settings.register_profile("hunt", max_examples=1500, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 )
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[str]:
+    """A moto S3 server on a free local port; yields the URI query that reaches it."""
+    pytest.importorskip("moto", reason="moto is not installed (pip install .[test])")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("moto server did not start")
+            time.sleep(0.1)
+    try:
+        yield (f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
+               "&allow_bucket_creation=true")
+    finally:
+        proc.terminate()
+        proc.wait(10)

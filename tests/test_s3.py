@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,33 +16,6 @@ from readers.table import Table  # noqa: E402
 from writers.cli import main  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, standalone_log_files, tables  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def s3() -> Iterator[str]:
-    """A moto S3 server on a free local port; yields the URI query that reaches it."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("moto server did not start")
-            time.sleep(0.1)
-    try:
-        yield (f"endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
-               "&allow_bucket_creation=true")
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _upload(query: str, local: Path, bucket: str, key: str) -> str:

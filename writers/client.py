@@ -2,8 +2,9 @@
 
 One commit, step by step (each step leaves a table that reads exactly as before it):
 
-1. Take the table's writer lock (``.hoodie/morlog.lock``, an exclusive ``flock``): a second
-   concurrent writer gets :class:`ConcurrentWriterError` and writes nothing.
+1. Take the table's writer lock (``.hoodie/morlog.lock``: an exclusive ``flock`` locally, a
+   lock object created by a conditional PUT on S3, see writers/store.py): a second concurrent
+   writer gets :class:`ConcurrentWriterError` and writes nothing.
 2. Roll back instants that a dead writer left pending: a ROLLBACK command block in every log
    it wrote to, its new base files deleted, a completed rollback instant, its timeline files
    removed. Readers ignored its blocks already (they skip uncompleted instants).
@@ -18,13 +19,15 @@ One commit, step by step (each step leaves a table that reads exactly as before 
    groups the commit will write, so that a rollback knows where to put its command blocks),
    then the indexed blocks and new base files, then the completed ``<instant>.deltacommit``
    with commit metadata that stock readers parse.
+
+Tables live on the local file system (logs appended, as Hudi 0.x does) or on S3 (every write
+a new log version, as on any object store): ``MorTable("s3://bucket/table?...")``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import errno
-import fcntl
+import io
 import json
 import os
 import time
@@ -41,7 +44,7 @@ import pyarrow.parquet as pq
 from logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
 from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from logformat.delete_content import DeleteRecord, OrderingValue
-from logformat.errors import MorlogError, UsageError
+from logformat.errors import UsageError
 from logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
 from logformat.naming import LogFileName
 from readers.lookup import TableIndex
@@ -50,14 +53,18 @@ from readers.table import FileSlice, Table
 
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
+from .store import (
+    DEFAULT_LEASE_SECONDS,
+    ArrowStore,
+    ConcurrentWriterError,
+    WriterLock,
+    WriteStore,
+    store_for,
+)
 
 PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITE_TOKEN = "0-1-1"
-
-
-class ConcurrentWriterError(MorlogError):
-    """Another writer holds the table's writer lock."""
 
 
 @dataclass
@@ -74,13 +81,21 @@ class WriteConfig:
     new_groups: Literal["base", "log"] = "base"
     #: carrier of indexed blocks
     carrier: Literal["avro", "parquet"] = "avro"
-    mode: Mode = "append"
+    #: log writes: append to the newest log file, or a new log version per write (None:
+    #: append where the storage can, rollover on object stores)
+    mode: Mode | None = None
     fsync: bool = True
     #: estimated bytes per record in a Parquet base file (None: from the batch)
     record_size: int | None = None
     #: route inserts into existing small file groups (False: every batch's inserts go to new
     #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
     route_inserts: bool = True
+    #: on a file system without atomic exclusive create (other than local and S3): the
+    #: caller guarantees that no other writer writes the table
+    single_writer: bool = False
+    #: S3: how long the writer lock object holds (a commit must finish within it; a writer
+    #: that died leaves a lock that the next writer takes over after this time)
+    lock_lease_seconds: float = DEFAULT_LEASE_SECONDS
 
 
 @dataclass
@@ -123,9 +138,13 @@ class MorTable:
     """A merge-on-read table opened for writing."""
 
     def __init__(self, path: str, config: WriteConfig | None = None) -> None:
-        self.path = path
+        """``path``: a local path or a URI (``s3://bucket/table?endpoint_override=...``)."""
+        self.uri = path
         self.config = config or WriteConfig()
-        table = Table(path)
+        self.store, self.path = _open_store(path, self.config)
+        self.mode: Mode = self.config.mode or ("append" if self.store.can_append
+                                               else "rollover")
+        table = self.table()
         if table.version != 6:
             raise UsageError("morlog writes table version 6 layouts", path=path,
                              expected=6, actual=table.version)
@@ -143,6 +162,11 @@ class MorTable:
         self.data_schema = pa.schema([f for f in self.arrow_schema
                                       if f.name not in META_FIELDS])
 
+    def table(self) -> Table:
+        """The table as it is now, for reading."""
+        fs = self.store.fs if isinstance(self.store, ArrowStore) else None
+        return Table(self.path, fs)
+
     # --- creating ----------------------------------------------------------------------
 
     @classmethod
@@ -151,7 +175,9 @@ class MorTable:
                name: str | None = None, event_time_ordering: bool | None = None,
                config: WriteConfig | None = None) -> MorTable:
         """Create an empty table (``hoodie.properties``, timeline directory)."""
-        if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+        store, inner = _open_store(path, config or WriteConfig())
+        props_path = store.join(inner, ".hoodie", "hoodie.properties")
+        if store.exists(props_path):
             raise UsageError("a table exists already", path=path)
         for fname, what in ((key_field, "key"), (partition_field, "partition"),
                             (ordering_field, "ordering")):
@@ -160,7 +186,8 @@ class MorTable:
                                  expected=schema.names, actual=fname)
         if any(n in META_FIELDS for n in schema.names):
             raise UsageError("the schema must not hold Hudi meta fields; they are added")
-        table_name = name or os.path.basename(os.path.abspath(path)) or "morlog_table"
+        base = store.basename(os.path.abspath(inner) if store.can_append else inner)
+        table_name = name or base or "morlog_table"
         meta = [pa.field(n, pa.string()) for n in META_FIELDS]
         full = pa.schema(meta + list(schema))
         avro = arrow_to_avro_schema(full, f"{table_name}_record", f"hoodie.{table_name}")
@@ -183,32 +210,15 @@ class MorTable:
         }
         if ordering_field:
             props["hoodie.table.precombine.field"] = ordering_field
-        os.makedirs(os.path.join(path, ".hoodie"), exist_ok=True)
-        tmp = os.path.join(path, ".hoodie", f".hoodie.properties.{uuid.uuid4().hex}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(format_properties(props))
-        try:
-            os.link(tmp, os.path.join(path, ".hoodie", "hoodie.properties"))
-        except FileExistsError:
-            raise UsageError("a table was created here concurrently", path=path) from None
-        finally:
-            os.unlink(tmp)
+        store.makedirs(store.join(inner, ".hoodie"))
+        if not store.create(props_path, format_properties(props).encode("utf-8")):
+            raise UsageError("a table was created here concurrently", path=path)
         return cls(path, config)
 
     # --- the lock ----------------------------------------------------------------------
 
-    def _lock(self) -> int:
-        path = os.path.join(self.path, ".hoodie", "morlog.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise ConcurrentWriterError("another writer is committing to this table",
-                                            path=self.path) from None
-            raise
-        return fd
+    def _lock(self) -> WriterLock:
+        return self.store.lock(self.path)
 
     # --- public operations -------------------------------------------------------------
 
@@ -228,10 +238,10 @@ class MorTable:
         t0 = time.perf_counter()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         table = self._validate(table, operation)
-        fd = self._lock()
+        lock = self._lock()
         try:
             rolled = self.rollback_pending()
-            tl_table = Table(self.path)
+            tl_table = self.table()
             last = tl_table.timeline.instants[-1].requested if tl_table.timeline.instants \
                 else None
             instant = new_instant(last)
@@ -245,6 +255,7 @@ class MorTable:
             stats = self._execute(plan, instant, result)
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
+            lock.check()  # a writer whose lease ran out must not complete the instant
             self._timeline(instant, "completed", {
                 "partitionToWriteStats": stats, "compacted": False,
                 "extraMetadata": {"schema": json.dumps(self.avro_schema,
@@ -253,7 +264,7 @@ class MorTable:
                 "operationType": operation.upper()})
             return result
         finally:
-            os.close(fd)
+            lock.release()
 
     def _validate(self, table: pa.Table, operation: str) -> pa.Table:
         names = table.column_names
@@ -357,9 +368,10 @@ class MorTable:
         return max(16, int(batch.nbytes / max(1, batch.num_rows) / 4))
 
     def _slice_size(self, s: FileSlice) -> int:
-        d = os.path.join(self.path, s.partition) if s.partition else self.path
-        base = os.path.getsize(os.path.join(d, s.base_file)) if s.base_file else 0
-        logs = sum(os.path.getsize(os.path.join(d, n)) for n in s.log_files)
+        st = self.store
+        d = self._path_of(s.partition)
+        base = st.size(st.join(d, s.base_file)) if s.base_file else 0
+        logs = sum(st.size(st.join(d, n)) for n in s.log_files)
         return base + int(logs * self.config.log_to_parquet_ratio)
 
     def insert_bins(self, part: str, count: int, record_size: int,
@@ -415,13 +427,19 @@ class MorTable:
 
     # --- executing ----------------------------------------------------------------------
 
+    def _path_of(self, partition: str) -> str:
+        return self.store.join(self.path, partition) if partition else self.path
+
     def _dir(self, partition: str) -> str:
-        d = os.path.join(self.path, partition) if partition else self.path
-        if partition and not os.path.exists(os.path.join(d, ".hoodie_partition_metadata")):
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, ".hoodie_partition_metadata"), "w") as f:
-                f.write(f"#partition metadata\ncommitTime={int(time.time())}\n"
-                        f"partitionDepth={partition.count('/') + 1}\n")
+        """The partition's directory, made (with Hudi's partition metadata) if missing."""
+        d = self._path_of(partition)
+        meta = self.store.join(d, ".hoodie_partition_metadata")
+        if partition and not self.store.exists(meta):
+            self.store.makedirs(d)
+            # a concurrent task may have written it: either copy is right
+            self.store.create(meta, (f"#partition metadata\ncommitTime={int(time.time())}\n"
+                                     f"partitionDepth={partition.count('/') + 1}\n").encode(),
+                              sync=self.config.fsync)
         return d
 
     def _with_meta(self, batch: pa.Table, rows: Sequence[int] | None, instant: str, fid: str,
@@ -443,13 +461,14 @@ class MorTable:
 
     def _log_writer(self, partition: str, fid: str, base_instant: str) -> IndexedLogWriter:
         return IndexedLogWriter(self._dir(partition), fid, base_instant,
-                                write_token=WRITE_TOKEN, mode=self.config.mode,
-                                key_field=RECORD_KEY_FIELD, fsync=self.config.fsync)
+                                write_token=WRITE_TOKEN, mode=self.mode,
+                                key_field=RECORD_KEY_FIELD, fsync=self.config.fsync,
+                                store=self.store)
 
     def _execute(self, plan: _Plan, instant: str, result: CommitResult
                  ) -> dict[str, list[dict[str, Any]]]:
         stats: dict[str, list[dict[str, Any]]] = {}
-        slices = {(s.partition, s.file_id): s for s in Table(self.path).file_slices()}
+        slices = {(s.partition, s.file_id): s for s in self.table().file_slices()}
         batch = plan.batch
         assert batch is not None
 
@@ -464,7 +483,7 @@ class MorTable:
             for w in self.write_group(instant, partition, fid,
                                       None if new else (s.base_instant if s else instant),
                                       rows_of(upd), rows_of(dels)):
-                stats.setdefault(partition, []).append(w.stat(self.path))
+                stats.setdefault(partition, []).append(w.stat(self.store, self.path))
                 result.groups_touched[(partition, fid)] = result.groups_touched.get(
                     (partition, fid), 0) + w.num_writes
                 if w.created:
@@ -478,7 +497,8 @@ class MorTable:
         delete block. ``base_instant`` None opens a new file group (a base file, or a log of
         its own). Used by the local client and by Spark tasks (one task per file group)."""
         out: list[GroupWrite] = []
-        if base_instant is None and _group_exists(self._dir(partition), fid, instant):
+        if base_instant is None and _group_exists(self.store, self._dir(partition), fid,
+                                                  instant):
             raise UsageError("a new file group's id is taken by an existing group",
                              path=self.path, actual=(partition, fid))
         if base_instant is None and records is not None and self.config.new_groups == "base":
@@ -517,22 +537,14 @@ class MorTable:
               b"hoodie_bloom_filter_type_code": b"DYNAMIC_V0",
               b"hoodie_min_record_key": lo.encode(), b"hoodie_max_record_key": hi.encode()}
         d = self._dir(partition)
-        name = f"{fid}_{WRITE_TOKEN}_{instant}.parquet"
-        final = os.path.join(d, name)
-        tmp = os.path.join(d, f".morlog-tmp-{uuid.uuid4().hex}")
-        try:
-            with pq.ParquetWriter(tmp, records.schema, compression="gzip",
-                                  store_schema=False) as w:
-                w.add_key_value_metadata(md)
-                w.write_table(records)
-            if self.config.fsync:
-                fd = os.open(tmp, os.O_RDONLY)
-                os.fsync(fd)
-                os.close(fd)
-            os.link(tmp, final)  # never overwrites
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        final = self.store.join(d, f"{fid}_{WRITE_TOKEN}_{instant}.parquet")
+        buf = io.BytesIO()
+        with pq.ParquetWriter(buf, records.schema, compression="gzip",
+                              store_schema=False) as w:
+            w.add_key_value_metadata(md)
+            w.write_table(records)
+        if not self.store.create(final, buf.getvalue(), sync=self.config.fsync):
+            raise UsageError("a base file of this name exists already", path=final)
         return final
 
     # --- timeline and rollback ---------------------------------------------------------
@@ -541,23 +553,14 @@ class MorTable:
                   action: str = "deltacommit") -> None:
         suffix = {"requested": f".{action}.requested", "inflight": f".{action}.inflight",
                   "completed": f".{action}"}[state]
-        final = os.path.join(self.path, ".hoodie", instant + suffix)
-        tmp = os.path.join(self.path, ".hoodie", f".morlog-tmp-{uuid.uuid4().hex}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2)
-            f.flush()
-            if self.config.fsync:
-                os.fsync(f.fileno())
-        try:
-            os.link(tmp, final)
-        except FileExistsError:
-            raise UsageError("timeline file exists already", path=final) from None
-        finally:
-            os.unlink(tmp)
+        final = self.store.join(self.path, ".hoodie", instant + suffix)
+        data = json.dumps(meta, indent=2).encode("utf-8")
+        if not self.store.create(final, data, sync=self.config.fsync):
+            raise UsageError("timeline file exists already", path=final)
 
     def rollback_pending(self) -> list[str]:
         """Roll back delta commits a dead writer left requested or inflight."""
-        table = Table(self.path)
+        table = self.table()
         done = []
         for inst in table.timeline.pending():
             if inst.action != "deltacommit":
@@ -567,12 +570,12 @@ class MorTable:
         return done
 
     def _rollback(self, table: Table, failed: str) -> None:
-        hoodie = os.path.join(self.path, ".hoodie")
+        st = self.store
+        hoodie = st.join(self.path, ".hoodie")
         groups: list[dict[str, str]] = []
-        inflight = os.path.join(hoodie, f"{failed}.deltacommit.inflight")
-        if os.path.exists(inflight):
-            with open(inflight, encoding="utf-8") as f:
-                text = f.read()
+        inflight = st.join(hoodie, f"{failed}.deltacommit.inflight")
+        if st.exists(inflight):
+            text = st.read(inflight).decode("utf-8", errors="replace")
             try:
                 groups = json.loads(text).get("morlogFileGroups", []) if text.strip() else []
             except ValueError:
@@ -584,31 +587,32 @@ class MorTable:
         slices = {(s.partition, s.file_id): s for s in table.file_slices()}
         for g in groups:
             key = (g["partition"], g["fileId"])
-            d = os.path.join(self.path, key[0]) if key[0] else self.path
+            d = self._path_of(key[0])
             # base files the failed instant created go away
-            if os.path.isdir(d):
-                for name in os.listdir(d):
-                    if name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet"):
-                        os.unlink(os.path.join(d, name))
+            for name in st.listdir(d):
+                if name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet"):
+                    st.delete(st.join(d, name))
             s = slices.get(key)
-            if s is not None and _has_logs(d, key[1]):
+            if s is not None and _has_logs(st, d, key[1]):
                 self._log_writer(key[0], key[1], s.base_instant).append_rollback(rb, failed)
         self._timeline(rb, "completed", {"commitsRollback": [failed],
                                          "startRollbackTime": rb, "totalFilesDeleted": 0},
                        "rollback")
         for suffix in (".deltacommit.requested", ".deltacommit.inflight"):
-            p = os.path.join(hoodie, failed + suffix)
-            if os.path.exists(p):
-                os.unlink(p)
+            st.delete(st.join(hoodie, failed + suffix))
 
 
-def _group_exists(directory: str, fid: str, instant: str) -> bool:
+def _open_store(path: str, config: WriteConfig) -> tuple[WriteStore, str]:
+    store, inner = store_for(path, single_writer=config.single_writer,
+                             lease_seconds=config.lock_lease_seconds)
+    if config.mode == "append" and not store.can_append:
+        raise UsageError("this storage cannot append to files: use mode='rollover'", path=path)
+    return store, inner
+
+
+def _group_exists(store: WriteStore, directory: str, fid: str, instant: str) -> bool:
     """Whether files of file group ``fid`` exist other than the given instant's own."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return False
-    for n in names:
+    for n in store.listdir(directory):
         if n.startswith(fid + "_") and not n.endswith(f"_{instant}.parquet"):
             return True
         if LogFileName.matches(n):
@@ -618,12 +622,9 @@ def _group_exists(directory: str, fid: str, instant: str) -> bool:
     return False
 
 
-def _has_logs(directory: str, fid: str) -> bool:
-    try:
-        return any(LogFileName.matches(n) and LogFileName.parse(n).file_id == fid
-                   for n in os.listdir(directory))
-    except FileNotFoundError:
-        return False
+def _has_logs(store: WriteStore, directory: str, fid: str) -> bool:
+    return any(LogFileName.matches(n) and LogFileName.parse(n).file_id == fid
+               for n in store.listdir(directory))
 
 
 @dataclass(frozen=True)
@@ -636,8 +637,8 @@ class GroupWrite:
     num_writes: int
     created: bool
 
-    def stat(self, table_path: str) -> dict[str, Any]:
-        return {"fileId": self.file_id, "path": os.path.relpath(self.path, table_path),
+    def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
+        return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
                 "numWrites": self.num_writes, "partitionPath": self.partition}
 
 

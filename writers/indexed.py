@@ -52,9 +52,10 @@ from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from logformat.xxh64 import U64
 from readers.index import StoredIndex, block_index, find_tail_index
 from readers.logfile import LogBlock, LogFileReader
-from readers.storage import LocalFileSource
+from readers.storage import LocalStorage, Storage
 
 from .logwriter import LogFileWriter, Mode, WriteResult
+from .store import WriteStore
 
 DEFAULT_CHECKPOINT_EVERY = 8
 DEFAULT_DELTA_MAX_KEYS = 16_384
@@ -150,11 +151,11 @@ class IndexedLogWriter:
                  key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                  scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                  delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True,
-                 slice_log_files: Sequence[str] = ()) -> None:
+                 slice_log_files: Sequence[str] = (), store: WriteStore | None = None) -> None:
         if checkpoint_every < 1 or delta_max_keys < 1:
             raise UsageError("checkpoint_every and delta_max_keys must be >= 1")
         self.log = LogFileWriter(directory, file_id, instant, write_token=write_token,
-                                 mode=mode, fsync=fsync)
+                                 mode=mode, fsync=fsync, store=store)
         self.key_field = key_field
         self.fpp = fpp
         self.scope = instant if scope is None else scope
@@ -171,7 +172,8 @@ class IndexedLogWriter:
             own = self.log.existing()
             files = [n for n in self.slice_log_files if n not in own] + own
             self._state = load_slice_state(self.log.directory, files, scope=self.scope,
-                                           key_field=self.key_field, fpp=self.fpp)
+                                           key_field=self.key_field, fpp=self.fpp,
+                                           storage=self.log.store.storage)
         return self._state
 
     # --- data blocks ----------------------------------------------------------------------
@@ -296,14 +298,14 @@ def _reindex(e: _Entry, files: list[str]) -> BlockRef:
 
 
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
-                     key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP
-                     ) -> SliceIndexState:
+                     key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
+                     storage: Storage | None = None) -> SliceIndexState:
     """Rebuild a slice's index state by scanning its log files once (compat for old blocks)."""
+    st = storage or LocalStorage()
     state = SliceIndexState(scope)
     full_blocks: dict[tuple[str, int], CheckpointRef] = {}
     for name in log_files:
-        path = os.path.join(directory, str(name))
-        with LogFileReader(LocalFileSource(path)) as reader:
+        with LogFileReader(st.source(st.join(directory, str(name)))) as reader:
             for block in reader.blocks():
                 if block.is_corrupt or block.block_type not in (
                         BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
@@ -336,7 +338,7 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                                keys.range.min_key, keys.range.max_key)
                 state.add(_Entry(ref, str(name), keys.hashes,
                                  full_blocks.get((str(name), block.offset))))
-    _continue_checkpoint(state, directory, log_files)
+    _continue_checkpoint(state, st, directory, log_files)
     return state
 
 
@@ -352,18 +354,19 @@ def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int
     return (b[0], flen, zlib.crc32(raw[:flen]), k[1], zlib.crc32(raw[flen:]))
 
 
-def _continue_checkpoint(state: SliceIndexState, directory: str,
+def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
                          log_files: Sequence[LogFileName]) -> None:
     """Adopt the newest stored checkpoint when everything after it was scanned as well."""
     if not state.entries or not log_files:
         return
-    newest = os.path.join(directory, str(log_files[-1]))
-    with LocalFileSource(newest) as src:
-        try:
-            tail = find_tail_index(src)
-        except MorlogError:
-            tail = None
-        cum = tail.index.cumulative() if tail is not None else None
+    src = storage.source(storage.join(directory, str(log_files[-1])))
+    try:
+        tail = find_tail_index(src)
+    except MorlogError:
+        tail = None
+    finally:
+        src.close()
+    cum = tail.index.cumulative() if tail is not None else None
     if cum is None or cum.scope != state.scope or cum.blocks != len(state.entries):
         return  # blocks without an index came after it, or another scope: start afresh
     for i in range(len(state.entries) - 1, -1, -1):

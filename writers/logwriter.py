@@ -19,10 +19,7 @@ block that every reader reports as CORRUPT (its reverse pointer is written last)
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -32,7 +29,10 @@ from logformat.framing import BlockFrame, encode_block
 from logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
 from readers.logfile import LogFileReader
 
+from .store import LocalStore, WriteStore
+
 Mode = Literal["append", "rollover"]
+LOCAL = LocalStore()
 #: builds the frames of one write once their file and starting offset are known
 Builder = Callable[[LogFileName, int], Sequence[BlockFrame]]
 
@@ -57,14 +57,11 @@ class WriteResult:
         return sum(b.size for b in self.blocks)
 
 
-def list_log_files(directory: str, file_id: str, instant: str) -> list[LogFileName]:
+def list_log_files(directory: str, file_id: str, instant: str,
+                   store: WriteStore | None = None) -> list[LogFileName]:
     """Log files of (file id, instant) in ``directory``, in Hudi's order."""
     out = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    for n in names:
+    for n in (store or LOCAL).listdir(directory):
         if not LogFileName.matches(n):
             continue
         ln = LogFileName.parse(n)
@@ -73,18 +70,10 @@ def list_log_files(directory: str, file_id: str, instant: str) -> list[LogFileNa
     return sorted(out, key=LogFileName.sort_key)
 
 
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _tail_is_valid(path: str) -> bool:
+def _tail_is_valid(store: WriteStore, path: str) -> bool:
     """True when the file ends with a valid block (or is empty)."""
     try:
-        with LogFileReader(path) as reader:
+        with LogFileReader(store.storage.source(path)) as reader:
             if reader.source.size == 0:
                 return True
             last = next(reader.reversed_blocks(), None)
@@ -98,15 +87,20 @@ class LogFileWriter:
     """Appends blocks to the log of one file group (``file_id``) for one log instant.
 
     ``instant`` is what goes into the file name: the base instant of the file slice for table
-    version 6, the delta commit instant for table version 8+.
+    version 6, the delta commit instant for table version 8+. ``store``: where the files go
+    (local by default); a store that cannot append (object stores) needs ``mode="rollover"``.
     """
 
     def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,
                  write_token: str = UNKNOWN_WRITE_TOKEN, mode: Mode = "append",
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, store: WriteStore | None = None) -> None:
         if mode not in ("append", "rollover"):
             raise UsageError("mode must be 'append' or 'rollover'", actual=mode)
+        self.store = store or LOCAL
         self.directory = os.fspath(directory)
+        if mode == "append" and not self.store.can_append:
+            raise UsageError("this storage cannot append to files: use mode='rollover'",
+                             path=self.directory)
         # validates file id, instant and token
         self._proto = LogFileName(file_id, instant, LOGFILE_BASE_VERSION, write_token)
         self.mode: Mode = mode
@@ -121,7 +115,7 @@ class LogFileWriter:
         return self._proto.instant
 
     def existing(self) -> list[LogFileName]:
-        return list_log_files(self.directory, self.file_id, self.instant)
+        return list_log_files(self.directory, self.file_id, self.instant, self.store)
 
     def append(self, frames: Sequence[BlockFrame] | BlockFrame, *,
                sync: bool | None = None) -> WriteResult:
@@ -137,84 +131,41 @@ class LogFileWriter:
         """Like :meth:`append`, with frames built by ``build(file name, offset)`` once the
         writer knows where they land (indexed blocks record their own position)."""
         do_sync = self.fsync if sync is None else sync
-        os.makedirs(self.directory, exist_ok=True)
+        self.store.makedirs(self.directory)
         if self.mode == "append":
             latest = self.existing()
             if latest:
                 target = latest[-1]
-                path = os.path.join(self.directory, str(target))
-                if _tail_is_valid(path):
+                path = self.store.join(self.directory, str(target))
+                if _tail_is_valid(self.store, path):
                     return self._append_to(path, target, build, do_sync)
                 return self._create_new(build, do_sync, target.version + 1)
         return self._create_new(build, do_sync, None)
 
     def _append_to(self, path: str, name: LogFileName, build: Builder,
                    do_sync: bool) -> WriteResult:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno in (errno.EAGAIN, errno.EACCES):
-                    raise WriteError("another writer is appending to this log file",
-                                     path=path) from None
-                raise
-            start = os.fstat(fd).st_size
-            encoded = _encode(build(name, start))
-            data = b"".join(encoded)
-            try:
-                _write_all(fd, data)
-                if do_sync:
-                    os.fsync(fd)
-            except BaseException as exc:
-                os.ftruncate(fd, start)
-                if isinstance(exc, OSError):
-                    raise WriteError(f"append failed, file restored: {exc}", path=path,
-                                     offset=start) from exc
-                raise
-            return WriteResult(path, name, _layout(start, encoded), False)
-        finally:
-            os.close(fd)
+        encoded: list[bytes] = []
+
+        def produce(start: int) -> bytes:
+            encoded.extend(_encode(build(name, start)))
+            return b"".join(encoded)
+
+        start = self.store.append(path, produce, sync=do_sync)
+        return WriteResult(path, name, _layout(start, encoded), False)
 
     def _create_new(self, build: Builder, do_sync: bool, version: int | None) -> WriteResult:
         v = version if version is not None else _next_version(self.existing())
         for _ in range(1000):
             name = self._proto.with_version(v)
             encoded = _encode(build(name, 0))
-            path = os.path.join(self.directory, str(name))
-            if self._publish(path, b"".join(encoded), do_sync):
+            path = self.store.join(self.directory, str(name))
+            if self.store.create(path, b"".join(encoded), sync=do_sync):
                 return WriteResult(path, name, _layout(0, encoded), True)
             if self.mode == "append" and version is None:
                 raise LogFileExistsError("log file was created by another writer meanwhile",
                                          path=path)
             v += 1
         raise WriteError("no free log version found", path=self.directory)
-
-    def _publish(self, path: str, data: bytes, do_sync: bool) -> bool:
-        """Write ``data`` to a new file at ``path``; False if the name is taken."""
-        if os.path.exists(path):
-            return False
-        tmp = os.path.join(self.directory, f".morlog-tmp-{uuid.uuid4().hex}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            try:
-                _write_all(fd, data)
-                if do_sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)  # fails if the name exists: never overwrite
-            except FileExistsError:
-                return False
-            if do_sync:
-                _fsync_dir(self.directory)
-            return True
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
 
 
 def _encode(frames: Sequence[BlockFrame]) -> list[bytes]:
@@ -227,13 +178,6 @@ def _next_version(existing: list[LogFileName]) -> int:
     return max((n.version for n in existing), default=0) + 1
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
 def _layout(start: int, encoded: list[bytes]) -> tuple[WrittenBlock, ...]:
     out = []
     pos = start
@@ -243,7 +187,8 @@ def _layout(start: int, encoded: list[bytes]) -> tuple[WrittenBlock, ...]:
     return tuple(out)
 
 
-def discard_uncommitted(directory: str, file_id: str, base_instant: str, instant: str) -> int:
+def discard_uncommitted(directory: str, file_id: str, base_instant: str, instant: str,
+                        store: WriteStore | None = None) -> int:
     """Remove what an earlier attempt of the same (uncommitted) ``instant`` wrote to a file
     group's logs: trailing blocks of ``instant`` are truncated away (append mode) and log
     files holding only its blocks are deleted (rollover mode). Returns the bytes removed.
@@ -251,26 +196,23 @@ def discard_uncommitted(directory: str, file_id: str, base_instant: str, instant
     Only safe while ``instant`` is not completed and the caller owns the file group for that
     instant (one task per file group): it makes task retries idempotent.
     """
+    st = store or LOCAL
     removed = 0
-    for name in list_log_files(directory, file_id, base_instant):
-        path = os.path.join(directory, str(name))
-        with LogFileReader(path) as reader:
+    for name in list_log_files(directory, file_id, base_instant, st):
+        path = st.join(directory, str(name))
+        with LogFileReader(st.storage.source(path)) as reader:
+            size = reader.source.size
             blocks = list(reader.blocks())
         ours = [b for b in blocks if not b.is_corrupt and b.instant == instant]
         if not ours:
             continue
         if len(ours) == len(blocks):
-            removed += os.path.getsize(path)
-            os.unlink(path)
+            removed += size
+            st.delete(path)
             continue
         first = min(b.offset for b in ours)
         if all(b.offset >= first for b in blocks if b.instant == instant) and all(
                 b.instant == instant or b.is_corrupt for b in blocks if b.offset >= first):
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                removed += os.fstat(fd).st_size - first
-                os.ftruncate(fd, first)
-            finally:
-                os.close(fd)
+            removed += size - first
+            st.truncate(path, first)
     return removed

@@ -50,6 +50,7 @@ from logformat.errors import UsageError
 from readers.table import FileSlice, Table
 
 from .client import MorTable, WriteConfig, new_instant
+from .store import WriteStore, store_for
 
 READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
                 "columns": "columns"}
@@ -137,7 +138,8 @@ class MorlogWriter(DataSourceArrowWriter):
         self.options = options
         self.schema = schema
         self.run = uuid.uuid4().hex
-        self.stage = os.path.join(path, ".hoodie", ".temp", f"spark-{self.run}")
+        store, inner = store_for(path, single_writer=True)
+        self.stage = store.join(inner, ".hoodie", ".temp", f"spark-{self.run}")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
         from pyspark import TaskContext
@@ -145,34 +147,43 @@ class MorlogWriter(DataSourceArrowWriter):
         ctx = TaskContext.get()
         attempt = (f"{ctx.partitionId()}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"
                    if ctx is not None else uuid.uuid4().hex)
-        os.makedirs(self.stage, exist_ok=True)
-        final = os.path.join(self.stage, f"part-{attempt}.arrow")
-        tmp = final + ".tmp"
+        store, _ = store_for(self.path, single_writer=True)
+        final = store.join(self.stage, f"part-{attempt}.arrow")
         rows = 0
         schema = to_arrow_schema(self.schema, timezone="UTC")
-        with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, schema) as w:
+        sink = pa.BufferOutputStream()
+        with ipc.new_file(sink, schema) as w:
             for batch in iterator:
                 w.write_batch(batch)
                 rows += batch.num_rows
-        os.replace(tmp, final)
+        # a task attempt has a name of its own; published whole
+        if not store.create(final, sink.getvalue().to_pybytes(), sync=False):
+            raise UsageError("staged file exists already", path=final)
         return StagedFile(final, rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        store, _ = store_for(self.path, single_writer=True)
         try:
             parts = []
             for m in messages:
                 if not isinstance(m, StagedFile) or not m.rows:
                     continue
-                with pa.memory_map(m.path) as src:
-                    parts.append(ipc.open_file(src).read_all())
+                parts.append(ipc.open_file(pa.py_buffer(store.read(m.path))).read_all())
             if parts:
                 batch = pa.concat_tables(parts)
                 _commit(self.path, self.options, batch)
         finally:
-            shutil.rmtree(self.stage, ignore_errors=True)
+            self._clean(store)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        shutil.rmtree(self.stage, ignore_errors=True)
+        self._clean(store_for(self.path, single_writer=True)[0])
+
+    def _clean(self, store: WriteStore) -> None:
+        """Remove the stage (every task attempt's file, failed attempts' too)."""
+        for name in store.listdir(self.stage):
+            store.delete(store.join(self.stage, name))
+        if store.can_append:
+            shutil.rmtree(self.stage, ignore_errors=True)
 
 
 def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
@@ -187,7 +198,8 @@ def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
         cfg.small_file_limit = int(options["small_file_limit"])
     if "route_inserts" in options:
         cfg.route_inserts = options["route_inserts"].lower() in ("true", "1", "yes")
-    if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+    store, inner = store_for(path, single_writer=True)
+    if store.exists(store.join(inner, ".hoodie", "hoodie.properties")):
         table = MorTable(path, cfg)
     else:
         key = options.get("key")
@@ -275,7 +287,8 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
         raise UsageError("morlog's distributed upsert needs spark.speculation=false")
     cfg = config or WriteConfig()
     arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
-    if not os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+    store, inner = store_for(path, single_writer=True)
+    if not store.exists(store.join(inner, ".hoodie", "hoodie.properties")):
         if operation == "delete":
             raise UsageError("nothing to delete: no table here", path=path)
         MorTable.create(path, arrow_schema, key_field=key, partition_field=partition,
@@ -286,10 +299,10 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
                          expected=(table.key_field, table.partition_field),
                          actual=(key, partition))
     table._validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
-    fd = table._lock()
+    lock = table._lock()
     try:
         rolled = table.rollback_pending()
-        view = Table(path)
+        view = table.table()
         last = view.timeline.instants[-1].requested if view.timeline.instants else None
         instant = new_instant(last)
         data = df
@@ -325,6 +338,7 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
             stats.setdefault(r["partition"], []).append(
                 {"fileId": r["file_id"], "path": r["path"], "numWrites": r["num_writes"],
                  "partitionPath": r["partition"]})
+        lock.check()
         inserts = sum(n for b in bins.values() for _, n, _ in b)
         routed = sum(n for b in bins.values() for _, n, new in b if not new)
         summary = {"morlog.inserts": str(inserts),
@@ -341,7 +355,7 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
         tagged.unpersist()
         return {"instant": instant, "rolled_back": rolled, **summary}
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructType:
@@ -437,7 +451,9 @@ def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
         data = pa.Table.from_batches(parts)
         # the latest slice of every existing group (inserts routed into a group carry no
         # base instant of their own); the new instant is not completed, so this is stable
-        latest = {(s.partition, s.file_id): s.base_instant for s in Table(path).file_slices()}
+        latest = {(s.partition, s.file_id): s.base_instant
+                  for s in table.table().file_slices()}
+        st = table.store
         out: list[dict[str, Any]] = []
         for fid in pc_unique(data.column(_FID)):
             g = data.filter(pa.compute.equal(data.column(_FID), fid))
@@ -449,12 +465,11 @@ def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
                 if base is None:
                     raise UsageError("file group vanished during the upsert", path=path,
                                      actual=(partition, fid))
-            directory = os.path.join(path, partition) if partition else path
+            directory = table._path_of(partition)
             # a retried task: drop what an earlier attempt wrote for this instant
-            discard_uncommitted(directory, fid, instant if base is None else base, instant)
-            stale = os.path.join(directory, f"{fid}_0-1-1_{instant}.parquet")
-            if os.path.exists(stale):
-                os.unlink(stale)
+            discard_uncommitted(directory, fid, instant if base is None else base, instant,
+                                st)
+            st.delete(st.join(directory, f"{fid}_0-1-1_{instant}.parquet"))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
@@ -463,7 +478,7 @@ def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
                 rows = table._validate(rows, operation)
                 writes = table.write_group(instant, partition, fid, base, rows, None)
             out += [{"partition": w.partition, "file_id": w.file_id,
-                     "path": os.path.relpath(w.path, path), "num_writes": w.num_writes,
+                     "path": st.relpath(w.path, table.path), "num_writes": w.num_writes,
                      "created": w.created} for w in writes]
             if hook is not None:
                 hook(fid)

@@ -1,0 +1,407 @@
+"""Where writers put bytes: the local file system, or an object store through ``pyarrow.fs``.
+
+Every file a writer creates is published whole and never overwrites another (spec §7.2):
+
+- :class:`LocalStore`: a temporary file, synced, then hard-linked into place (``link`` fails
+  when the name exists). Appends hold an ``flock`` and are truncated back on failure. The
+  table's writer lock is an ``flock`` on ``.hoodie/morlog.lock``, released by the kernel when
+  the process dies.
+- :class:`S3Store`: objects are published by one PUT with ``If-None-Match: *`` (S3's conditional
+  write), so two writers can never both create one name and no reader sees half an object.
+  Object stores cannot append, so log writes roll over (a new log version per write). The
+  writer lock is a lock object created the same way, holding an owner and a lease; a lock
+  whose lease ran out (its writer died) is taken over with ``If-Match`` on its ETag.
+  Data goes through ``pyarrow.fs`` for reads; conditional PUTs need ``boto3`` (the ``s3``
+  extra), as ``pyarrow.fs`` has no conditional write.
+
+Other ``pyarrow.fs`` filesystems have no atomic exclusive create: :func:`store_for` refuses
+them unless the caller promises a single writer (``single_writer=True``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from logformat.errors import MorlogError, UsageError, WriteError
+from readers.storage import ArrowStorage, LocalStorage, Storage, storage_for
+
+
+class ConcurrentWriterError(MorlogError):
+    """Another writer holds the table's writer lock."""
+
+
+class WriterLock:
+    """A held writer lock; :meth:`check` raises when it was lost, :meth:`release` frees it."""
+
+    def check(self) -> None:
+        """Raise :class:`ConcurrentWriterError` if another writer took the lock over."""
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class WriteStore:
+    """Write access to where a table lives (paths in the storage's own form)."""
+
+    #: appends to existing files are possible (else every log write rolls over)
+    can_append = False
+    #: the read side of the same place
+    storage: Storage
+
+    def join(self, *parts: str) -> str:
+        return self.storage.join(*parts)
+
+    def listdir(self, directory: str) -> list[str]:
+        return self.storage.listdir(directory)
+
+    def exists(self, path: str) -> bool:
+        return self.storage.isfile(path)
+
+    def size(self, path: str) -> int:
+        return self.storage.size(path)
+
+    def read(self, path: str) -> bytes:
+        return self.storage.read(path)
+
+    def basename(self, path: str) -> str:
+        return path.rstrip("/").rsplit("/", 1)[-1]
+
+    def relpath(self, path: str, start: str) -> str:
+        start = start.rstrip("/") + "/"
+        if not path.startswith(start):
+            raise UsageError("path is not under the table", path=path, expected=start)
+        return path[len(start):]
+
+    def makedirs(self, directory: str) -> None:
+        """Make ``directory`` exist (a no-op on object stores)."""
+
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
+        """Publish ``data`` whole as a new file at ``path``; False if the name is taken."""
+        raise NotImplementedError
+
+    def delete(self, path: str) -> bool:
+        """Delete ``path``; False if it did not exist."""
+        raise NotImplementedError
+
+    def append(self, path: str, produce: Callable[[int], bytes], *, sync: bool = True) -> int:
+        """Append ``produce(current size)`` to ``path`` under an exclusive lock, all or
+        nothing; returns the offset it starts at."""
+        raise UsageError("this storage cannot append; write logs in rollover mode", path=path)
+
+    def truncate(self, path: str, size: int) -> None:
+        raise UsageError("this storage cannot truncate", path=path)
+
+    def lock(self, table_path: str) -> WriterLock:
+        """Take the table's writer lock or raise :class:`ConcurrentWriterError`."""
+        raise NotImplementedError
+
+
+# --- local ------------------------------------------------------------------------------
+
+
+class _FlockLock(WriterLock):
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalStore(WriteStore):
+    can_append = True
+
+    def __init__(self) -> None:
+        self.storage = LocalStorage()
+
+    def basename(self, path: str) -> str:
+        return os.path.basename(path)
+
+    def relpath(self, path: str, start: str) -> str:
+        return os.path.relpath(path, start)
+
+    def makedirs(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
+        if os.path.exists(path):
+            return False
+        directory = os.path.dirname(path) or "."
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                _write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # fails if the name exists: never overwrite
+            except FileExistsError:
+                return False
+            if sync:
+                _fsync_dir(directory)
+            return True
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    def delete(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def append(self, path: str, produce: Callable[[int], bytes], *, sync: bool = True) -> int:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise WriteError("another writer is appending to this log file",
+                                     path=path) from None
+                raise
+            start = os.fstat(fd).st_size
+            data = produce(start)
+            try:
+                _write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
+            except BaseException as exc:
+                os.ftruncate(fd, start)
+                if isinstance(exc, OSError):
+                    raise WriteError(f"append failed, file restored: {exc}", path=path,
+                                     offset=start) from exc
+                raise
+            return start
+        finally:
+            os.close(fd)
+
+    def truncate(self, path: str, size: int) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
+    def lock(self, table_path: str) -> WriterLock:
+        path = os.path.join(table_path, ".hoodie", "morlog.lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConcurrentWriterError("another writer is committing to this table",
+                                            path=table_path) from None
+            raise
+        return _FlockLock(fd)
+
+
+# --- pyarrow.fs -------------------------------------------------------------------------
+
+
+class ArrowStore(WriteStore):
+    """Any ``pyarrow.fs`` filesystem, for a caller that guarantees a single writer: creation
+    checks that the name is free, then writes (not atomic against another writer)."""
+
+    def __init__(self, filesystem: Any) -> None:
+        self.fs = filesystem
+        self.storage = ArrowStorage(filesystem)
+
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
+        if self.exists(path):
+            return False
+        with self.fs.open_output_stream(path) as out:
+            out.write(data)
+        return True
+
+    def delete(self, path: str) -> bool:
+        if not self.exists(path):
+            return False
+        self.fs.delete_file(path)
+        return True
+
+    def lock(self, table_path: str) -> WriterLock:
+        return _NoLock()
+
+
+class _NoLock(WriterLock):
+    def release(self) -> None:
+        pass
+
+
+#: how long a lock object holds without its writer (a commit must finish within it)
+DEFAULT_LEASE_SECONDS = 3600.0
+
+
+class S3Store(ArrowStore):
+    """S3 (or an S3-compatible server): conditional PUTs publish files and hold the lock."""
+
+    def __init__(self, filesystem: Any, client: Any,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        super().__init__(filesystem)
+        self.client = client
+        self.lease_seconds = lease_seconds
+
+    @staticmethod
+    def _split(path: str) -> tuple[str, str]:
+        bucket, _, key = path.partition("/")
+        return bucket, key
+
+    def _precondition_failed(self, exc: Exception) -> bool:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        return code in ("PreconditionFailed", "ConditionalRequestConflict", "412")
+
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
+        bucket, key = self._split(path)
+        try:
+            self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        except Exception as exc:
+            if self._precondition_failed(exc):
+                return False
+            raise WriteError(f"S3 PUT failed: {exc}", path=path) from exc
+        return True
+
+    def lock(self, table_path: str) -> WriterLock:
+        bucket, key = self._split(self.join(table_path, ".hoodie", "morlog.lock"))
+        owner = uuid.uuid4().hex
+
+        def body() -> bytes:
+            return json.dumps({"owner": owner, "host": socket.gethostname(),
+                               "pid": os.getpid(),
+                               "expires": time.time() + self.lease_seconds}).encode()
+
+        try:
+            r = self.client.put_object(Bucket=bucket, Key=key, Body=body(), IfNoneMatch="*")
+            return _ObjectLock(self, bucket, key, r["ETag"], owner)
+        except Exception as exc:
+            if not self._precondition_failed(exc):
+                raise WriteError(f"S3 PUT of the lock failed: {exc}",
+                                 path=f"{bucket}/{key}") from exc
+        # held: take it over only if its lease ran out (its writer died)
+        try:
+            held = self.client.get_object(Bucket=bucket, Key=key)
+            info = json.loads(held["Body"].read() or b"{}")
+        except Exception:
+            info, held = {}, None
+        if held is not None and float(info.get("expires", float("inf"))) < time.time():
+            try:
+                r = self.client.put_object(Bucket=bucket, Key=key, Body=body(),
+                                           IfMatch=held["ETag"])
+                return _ObjectLock(self, bucket, key, r["ETag"], owner)
+            except Exception as exc:
+                if not self._precondition_failed(exc):
+                    raise
+        raise ConcurrentWriterError(
+            "another writer is committing to this table (lock object held"
+            + (f" by {info.get('host')} pid {info.get('pid')})" if info else ")"),
+            path=table_path)
+
+
+class _ObjectLock(WriterLock):
+    def __init__(self, store: S3Store, bucket: str, key: str, etag: str, owner: str) -> None:
+        self.store, self.bucket, self.key, self.etag, self.owner = store, bucket, key, etag, owner
+        self.held = True
+
+    def check(self) -> None:
+        try:
+            head = self.store.client.head_object(Bucket=self.bucket, Key=self.key)
+        except Exception:
+            head = {}
+        if head.get("ETag") != self.etag:
+            raise ConcurrentWriterError("the writer lock was taken over (lease ran out)",
+                                        path=f"{self.bucket}/{self.key}")
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        try:
+            self.store.client.delete_object(Bucket=self.bucket, Key=self.key,
+                                            IfMatch=self.etag)
+        except Exception as exc:
+            if not self.store._precondition_failed(exc):
+                raise
+
+
+def _s3_client(uri: str) -> Any:
+    """A boto3 client for the endpoint, region and credentials a pyarrow S3 URI names."""
+    try:
+        import boto3  # type: ignore[import-untyped]
+    except ImportError:
+        raise UsageError("writing to S3 needs boto3 for conditional writes "
+                         "(pip install 'morlog[s3]')", path=uri) from None
+    parts = urllib.parse.urlsplit(uri)
+    q = dict(urllib.parse.parse_qsl(parts.query))
+    kwargs: dict[str, Any] = {}
+    if q.get("endpoint_override"):
+        ep = q["endpoint_override"]
+        kwargs["endpoint_url"] = ep if "://" in ep else f"{q.get('scheme', 'https')}://{ep}"
+    if q.get("region"):
+        kwargs["region_name"] = q["region"]
+    if parts.username:
+        kwargs["aws_access_key_id"] = urllib.parse.unquote(parts.username)
+        kwargs["aws_secret_access_key"] = urllib.parse.unquote(parts.password or "")
+    return boto3.client("s3", **kwargs)
+
+
+def store_for(path: str, filesystem: Any = None, *, single_writer: bool = False,
+              lease_seconds: float = DEFAULT_LEASE_SECONDS) -> tuple[WriteStore, str]:
+    """The write store for a table path or URI, and the path in the store's form."""
+    storage, inner = storage_for(path, filesystem)
+    if isinstance(storage, LocalStorage):
+        return LocalStore(), inner
+    assert isinstance(storage, ArrowStorage)
+    fs = storage.fs
+    if getattr(fs, "type_name", "") == "local":
+        return LocalStore(), inner
+    if getattr(fs, "type_name", "") == "s3" and filesystem is None:
+        return S3Store(fs, _s3_client(path), lease_seconds), inner
+    if single_writer:
+        return ArrowStore(fs), inner
+    raise UsageError("this file system has no atomic exclusive create, so concurrent writers "
+                     "cannot be kept apart; pass an s3:// URI, or single_writer=True if "
+                     "this is the only writer", path=path)
+
+
+__all__ = ["ArrowStore", "ConcurrentWriterError", "LocalStore", "S3Store", "WriteStore",
+           "WriterLock", "store_for"]
