@@ -411,3 +411,30 @@ def test_damaged_stored_index_never_hides_keys(tmp_path: Path) -> None:
     with pytest.warns(UnusableIndexWarning):
         res = probe_log_file(str(tmp_path / path), ["d3", "d17", "e0", "zz"])
     assert [len(res.hits[k].confirmed) for k in ("d3", "d17", "e0", "zz")] == [1, 1, 1, 0]
+
+
+def test_a_new_writer_continues_a_large_checkpoint(tmp_path: Path) -> None:
+    """A fresh writer (new process) adopts the stored checkpoint even when the cumulative
+    section lies outside the first tail read: its next block stays a delta."""
+    kw: dict[str, Any] = dict(checkpoint_every=8, delta_max_keys=10**6, fsync=False)
+    keys_of = [[f"{b}-{i:06d}" for i in range(20_000)] for b in range(4)]
+    first = IndexedLogWriter(tmp_path, "fg-0", BASE, **kw)
+    for b in range(3):
+        first.log.append(avro_data_block([record(k, _inst(b), 0) for k in keys_of[b]],
+                                         SCHEMA, _inst(b)))
+        # plain blocks, then indexed ones carry the cumulative over all of them
+    second = IndexedLogWriter(tmp_path, "fg-0", BASE, **kw)
+    _write(second, keys_of[0][:10] + [f"x{i}" for i in range(5)], _inst(3), "avro")
+    third = IndexedLogWriter(tmp_path, "fg-0", BASE, **kw)
+    _write(third, [f"y{i}" for i in range(5)], _inst(4), "avro")
+    (path,) = _slice_files(tmp_path)
+    with LocalFileSource(str(tmp_path / path)) as src:
+        tail = find_tail_index(src)
+        assert tail is not None
+        cum = tail.index.cumulative()
+        assert cum is not None and cum.blocks == 5
+        assert cum.kind == CumulativeKind.DELTA  # the second writer's checkpoint adopted
+    assert third.state.checkpoint_at == 3
+    probe = [keys_of[1][7], keys_of[2][19_999], "x3", "y4", "absent"]
+    res = probe_log_file(str(tmp_path / path), probe)
+    assert [len(res.hits[k].confirmed) for k in probe] == [1, 1, 1, 1, 0]

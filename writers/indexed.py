@@ -362,11 +362,12 @@ def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: st
     src = storage.source(storage.join(directory, str(log_files[-1])))
     try:
         tail = find_tail_index(src)
+        # may read more of the file (a large index): before the source is closed
+        cum = tail.index.cumulative() if tail is not None else None
     except MorlogError:
-        tail = None
+        cum = None
     finally:
         src.close()
-    cum = tail.index.cumulative() if tail is not None else None
     if cum is None or cum.scope != state.scope or cum.blocks != len(state.entries):
         return  # blocks without an index came after it, or another scope: start afresh
     for i in range(len(state.entries) - 1, -1, -1):
