@@ -115,12 +115,17 @@ class TableIndex:
             key = s.partition if partitions is not None else ""
             if key not in prepared:
                 prepared[key] = _Keys(arr.take(pa.array(idx)))
-            for local, instant in self._slice_hits(s, prepared[key], stats, sources):
-                i = idx[local]
-                if instant >= best_instant[i]:
-                    best_instant[i] = instant
-                    found_part[i] = s.partition
-                    found_fid[i] = s.file_id
+            local, instants = self._slice_hits(s, prepared[key], stats, sources)
+            if local.size == 0:
+                continue
+            # oldest first: where a key has several hits, the newest is assigned last
+            order = np.argsort(instants, kind="stable")
+            i, inst = idx[local[order]], instants[order]
+            newer = inst >= best_instant[i]
+            i, inst = i[newer], inst[newer]
+            best_instant[i] = inst
+            found_part[i] = s.partition
+            found_fid[i] = s.file_id
         stats.reads = sum(x.stats.reads for x in sources)
         stats.bytes_read = sum(x.stats.bytes_read for x in sources)
         for x in sources:
@@ -130,28 +135,35 @@ class TableIndex:
         return TagResult(arr.to_pylist(), locations, stats)
 
     def _slice_hits(self, s: FileSlice, keys: _Keys, stats: TagStats,
-                    sources: list[RangedSource]) -> list[tuple[int, str]]:
-        """(index into ``keys``, instant) of every key found in the slice."""
+                    sources: list[RangedSource]
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
+        """Indices into ``keys`` of every key found in the slice, and the instant of each
+        hit (a key may have several)."""
         directory = self.table.slice_dir(s.partition)
         st = self.table.storage
-        hits: list[tuple[int, str]] = []
+        found: list[npt.NDArray[np.int64]] = []
+        instants: list[npt.NDArray[np.object_]] = []
         if s.base_file is not None:
-            hits.extend(self._base_hits(st.join(directory, s.base_file), s, keys, stats,
-                                        sources))
+            base = self._base_hits(st.join(directory, s.base_file), keys, stats, sources)
+            found.append(base)
+            instants.append(np.full(base.size, s.base_instant, dtype=object))
         if s.log_files:
             stats.log_probes += 1
             probe = SliceProbe(directory, s.log_files, key_field=self.table.key_field,
                                opener=_CountingOpener(st, directory, sources))
             result = probe.probe(keys.arr, keys.xxh64, keys.ranges)
-            instants = [b.instant for b in result.blocks]
-            cols, rows = np.nonzero(result.masks.confirmed)
-            for j, i in zip(cols, rows, strict=True):
-                if self._valid(instants[j]):
-                    hits.append((int(i), instants[j]))
-        return hits
+            block_instants = np.array([b.instant for b in result.blocks], dtype=object)
+            valid = np.array([self._valid(x) for x in block_instants], dtype=bool)
+            cols, rows = np.nonzero(result.masks.confirmed & valid[:, None])
+            found.append(rows.astype(np.int64))
+            instants.append(block_instants[cols])
+        if not found:
+            return np.zeros(0, np.int64), np.zeros(0, dtype=object)
+        return np.concatenate(found), np.concatenate(instants)
 
-    def _base_hits(self, path: str, s: FileSlice, keys: _Keys, stats: TagStats,
-                   sources: list[RangedSource]) -> list[tuple[int, str]]:
+    def _base_hits(self, path: str, keys: _Keys, stats: TagStats,
+                   sources: list[RangedSource]) -> npt.NDArray[np.int64]:
+        """Indices into ``keys`` of the keys in the base file at ``path``."""
         src = self.table.storage.source(path)
         sources.append(src)
         stats.base_footers += 1
@@ -164,13 +176,18 @@ class TableIndex:
             cand &= keys.in_range(info.min_key, info.max_key)
         idx = np.flatnonzero(cand)
         if idx.size == 0:
-            return []
+            return idx
         stats.base_key_reads += 1
-        column = pf.read(columns=[self.table.key_field]).column(0)
-        present = pc.is_in(keys.arr.take(pa.array(idx)), value_set=column.combine_chunks().cast(
-            pa.string())).to_numpy(zero_copy_only=False)
-        base_instant = s.base_instant
-        return [(int(i), base_instant) for i in idx[present]]
+        column = pf.read(columns=[self.table.key_field], use_threads=False).column(0)
+        col = column.combine_chunks().cast(pa.string())
+        cand_keys = keys.arr.take(pa.array(idx))
+        # hash the (few) candidates and scan the file's keys, not the other way round
+        in_file = col.filter(pc.is_in(col, value_set=cand_keys))
+        if len(in_file) == 0:
+            return idx[:0]
+        present = pc.is_in(cand_keys, value_set=in_file).to_numpy(zero_copy_only=False)
+        hits: npt.NDArray[np.int64] = idx[present]
+        return hits
 
 
 class _Keys:

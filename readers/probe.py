@@ -57,7 +57,7 @@ from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
 Opener = Callable[[str], RangedSource]
 #: candidates per block above which confirmation joins against all key lists at once
-JOIN_RATIO = 64
+JOIN_RATIO = 8
 BoolArray = npt.NDArray[np.bool_]
 
 
