@@ -386,27 +386,32 @@ def _tagger(path: str, key: str, partition: str | None) -> Any:
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from readers.lookup import TableIndex
 
-        index = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            keys = batch.column(key)
-            if keys.null_count:
-                raise UsageError("record keys must not be null", path=path)
-            parts = (batch.column(partition).cast(pa.string()) if partition
-                     else pa.array([""] * batch.num_rows, pa.string()))
-            if parts.null_count:
-                raise UsageError("partition values must not be null", path=path)
-            if index is None:
-                index = TableIndex(Table(path))
-            locs = index.tag(keys.cast(pa.string()), parts).locations
-            slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
-            fids = [None if loc is None else loc[1] for loc in locs]
-            bases = [None if loc is None else slices.get(loc) for loc in locs]
+        # one lookup for the task's rows: every lookup reads each candidate slice's base
+        # footer and key column, so tagging batch by batch would read them once per batch
+        rows = [b for b in batches if b.num_rows]
+        if not rows:
+            return
+        data = pa.Table.from_batches(rows)
+        keys = data.column(key).combine_chunks()
+        if keys.null_count:
+            raise UsageError("record keys must not be null", path=path)
+        parts = (data.column(partition).combine_chunks().cast(pa.string()) if partition
+                 else pa.array([""] * data.num_rows, pa.string()))
+        if parts.null_count:
+            raise UsageError("partition values must not be null", path=path)
+        index = TableIndex(Table(path))
+        locs = index.tag(keys.cast(pa.string()), parts).locations
+        slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+        fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
+        bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
+                         pa.string())
+        start = 0
+        for b in rows:
+            n = b.num_rows
             yield pa.RecordBatch.from_arrays(
-                [*batch.columns, parts, pa.array(fids, pa.string()),
-                 pa.array(bases, pa.string())],
-                names=[*batch.schema.names, _PART, _FID, _BASE])
+                [*b.columns, parts.slice(start, n), fids.slice(start, n),
+                 bases.slice(start, n)], names=[*b.schema.names, _PART, _FID, _BASE])
+            start += n
     return tag
 
 
