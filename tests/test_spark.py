@@ -164,6 +164,20 @@ def test_distributed_upsert(spark: Any, tmp_path: Path) -> None:
     assert pa.Table.from_batches(batches).num_rows == 599
 
 
+def _fail_first_attempt() -> Any:
+    """A write-task hook failing every task's first attempt after its first file group
+    (a closure, so that Spark ships it by value to the workers)."""
+
+    def hook(fid: str) -> None:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.attemptNumber() == 0:
+            raise RuntimeError(f"injected failure after writing {fid}")
+
+    return hook
+
+
 def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: Path) -> None:
     from writers.client import WriteConfig
     from writers.spark import upsert
@@ -174,13 +188,7 @@ def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: 
     kw = dict(key="id", partition="region", ordering="ts", config=cfg)
     upsert(spark, _df(spark, range(100), 1), path, **kw)
 
-    def fail_first_attempt(fid: str) -> None:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if ctx is not None and ctx.attemptNumber() == 0:
-            raise RuntimeError(f"injected failure after writing {fid}")
-
+    fail_first_attempt = _fail_first_attempt()
     upsert(spark, _df(spark, range(50, 150), 2), path, task_hook=fail_first_attempt, **kw)
     table = Table(path)
     rows = table.read().to_pylist()
@@ -219,13 +227,7 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
     kw = dict(key="id", partition="region", ordering="ts", config=cfg)
     upsert(spark, _df(spark, range(100), 1), uri, **kw)
 
-    def fail_first_attempt(fid: str) -> None:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if ctx is not None and ctx.attemptNumber() == 0:
-            raise RuntimeError(f"injected failure after writing {fid}")
-
+    fail_first_attempt = _fail_first_attempt()
     second = upsert(spark, _df(spark, range(50, 150), 2), uri, task_hook=fail_first_attempt,
                     **kw)
     assert second["morlog.inserts.routed"] == "50"
