@@ -15,6 +15,7 @@ import base64
 import binascii
 import struct
 import warnings
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ from logformat.index_trailer import (
     TRAILER_MAGIC,
     Carrier,
     Cumulative,
+    CumulativeKind,
     Directory,
     KeyRange,
     Section,
@@ -284,3 +286,40 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
             continue
         return None
     return None
+
+
+def read_checkpoint(source: Callable[[str], RangedSource], cum: Cumulative,
+                    directory: Directory) -> tuple[Cumulative, Directory]:
+    """The full checkpoint a delta cumulative points at: its cumulative and directory
+    (``source`` opens a log file of the slice by name). One ranged read for the AVRO carrier,
+    CRC-checked; the checkpoint block's trailer for the PARQUET carrier."""
+    cp = cum.checkpoint
+    if cp is None:
+        raise ContentError("a delta cumulative without a checkpoint reference")
+    if not 0 <= cp.file < len(directory.files):
+        raise ContentError("checkpoint reference names an unknown file",
+                           expected=f"< {len(directory.files)}", actual=cp.file)
+    src = source(directory.files[cp.file])
+    if cp.carrier == Carrier.AVRO:
+        region = src.read(cp.region_offset, cp.region_length)
+        if zlib.crc32(region) != cp.region_crc32:
+            raise ContentError("checkpoint region checksum mismatch", path=src.name,
+                               offset=cp.region_offset)
+        n = cp.cumulative_length
+        full = Cumulative.decode(region[:n], base=cp.region_offset, path=src.name)
+        d = Directory.decode(region[n:], base=cp.region_offset + n, path=src.name)
+    else:
+        stored = _parquet_index(src, cp.region_offset + cp.region_length - 12,
+                                cp.region_offset)
+        if stored is None:
+            raise ContentError("checkpoint block has no index", path=src.name,
+                               offset=cp.region_offset)
+        c, d2 = stored.cumulative(), stored.directory()
+        if c is None or d2 is None:
+            raise ContentError("checkpoint block lacks cumulative sections", path=src.name,
+                               offset=cp.region_offset)
+        full, d = c, d2
+    if full.kind != CumulativeKind.FULL:
+        raise ContentError("checkpoint reference does not lead to a full checkpoint",
+                           path=src.name, offset=cp.region_offset)
+    return full, d

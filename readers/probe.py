@@ -51,6 +51,7 @@ from .index import (
     _parquet_index,
     block_index,
     find_tail_index,
+    read_checkpoint,
 )
 from .logfile import LogFileReader
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
@@ -239,36 +240,7 @@ class SliceProbe:
 
     def _checkpoint(self, cum: Cumulative, directory: Directory
                     ) -> tuple[Cumulative, Directory]:
-        cp = cum.checkpoint
-        assert cp is not None
-        if not 0 <= cp.file < len(directory.files):
-            raise ContentError("checkpoint reference names an unknown file",
-                               expected=f"< {len(directory.files)}", actual=cp.file)
-        name = directory.files[cp.file]
-        src = self.source(name)
-        if cp.carrier == Carrier.AVRO:
-            region = src.read(cp.region_offset, cp.region_length)
-            if zlib.crc32(region) != cp.region_crc32:
-                raise ContentError("checkpoint region checksum mismatch", path=src.name,
-                                   offset=cp.region_offset)
-            n = cp.cumulative_length
-            full = Cumulative.decode(region[:n], base=cp.region_offset, path=src.name)
-            d = Directory.decode(region[n:], base=cp.region_offset + n, path=src.name)
-        else:
-            stored = _parquet_index(src, cp.region_offset + cp.region_length - 12,
-                                    cp.region_offset)
-            if stored is None:
-                raise ContentError("checkpoint block has no index", path=src.name,
-                                   offset=cp.region_offset)
-            c, d2 = stored.cumulative(), stored.directory()
-            if c is None or d2 is None:
-                raise ContentError("checkpoint block lacks cumulative sections",
-                                   path=src.name, offset=cp.region_offset)
-            full, d = c, d2
-        if full.kind != CumulativeKind.FULL:
-            raise ContentError("checkpoint reference does not lead to a full checkpoint",
-                               path=src.name, offset=cp.region_offset)
-        return full, d
+        return read_checkpoint(self.source, cum, directory)
 
     # --- probing --------------------------------------------------------------------------
 

@@ -9,17 +9,22 @@ checkpoint, directory of those blocks) and a pointer to the checkpoint. A probe 
 the file's tail and, at most, the checkpoint: two ranged reads.
 
 The writer keeps the slice's key hashes in memory between appends. When it starts on a slice
-that already has logs, it scans them once: stored indexes are read from their trailers, blocks
-without one (Hudi's own, or a corrupt tail's neighbours) are recomputed by the compatibility
-reader. It continues the newest checkpoint when the scan confirms it, and starts with a new
-full checkpoint otherwise.
+that already has logs, it first reads the newest block's stored index (and its checkpoint):
+their directories list every data block of the slice, so the state is rebuilt from two reads,
+and a block's key hashes are read only when a filter needs them (the blocks since the
+checkpoint for a delta; all of them, once per ``checkpoint_every`` blocks, for a full
+checkpoint). When the tail cannot be trusted for that (no stored index at the newest data
+block, another scope, log files the directory does not know of), it scans the logs once:
+stored indexes are read from their trailers, blocks without one (Hudi's own, or a corrupt
+tail's neighbours) are recomputed by the compatibility reader. It continues the newest
+checkpoint when the scan confirms it, and starts with a new full checkpoint otherwise.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +55,14 @@ from logformat.indexed_block import (
 from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from logformat.xxh64 import U64
-from readers.index import StoredIndex, block_index, find_tail_index
+from readers.cache import CachedSource
+from readers.index import (
+    StoredIndex,
+    TailIndex,
+    block_index,
+    find_tail_index,
+    read_checkpoint,
+)
 from readers.logfile import LogBlock, LogFileReader
 from readers.storage import LocalStorage, Storage
 
@@ -65,9 +77,14 @@ DEFAULT_DELTA_MAX_KEYS = 16_384
 class _Entry:
     ref: BlockRef
     file_name: str
-    hashes: U64
+    #: the block's key hashes; None until read (state rebuilt from a stored directory)
+    hashes: U64 | None
     #: for full checkpoints: where their [CUMULATIVE, DIRECTORY] sections are
     checkpoint: CheckpointRef | None = None
+
+
+#: reads the key hashes of a block the state knows only by its directory entry
+HashLoader = Callable[[_Entry], U64]
 
 
 @dataclass
@@ -83,6 +100,16 @@ class SliceIndexState:
     #: the blocks' hashes not merged into it yet (merged only when a checkpoint needs them)
     _merged: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
     _unmerged: list[U64] = field(default_factory=list)
+    #: entries whose hashes are not read yet, and how to read them
+    _lazy: list[_Entry] = field(default_factory=list)
+    loader: HashLoader | None = None
+
+    def hashes_of(self, entry: _Entry) -> U64:
+        if entry.hashes is None:
+            if self.loader is None:
+                raise UsageError("slice state has a block without key hashes")
+            entry.hashes = self.loader(entry)
+        return entry.hashes
 
     @property
     def files(self) -> list[str]:
@@ -106,6 +133,9 @@ class SliceIndexState:
     @property
     def all_hashes(self) -> U64:
         """Every key hash of the slice, sorted and unique."""
+        if self._lazy:
+            self._unmerged.extend(self.hashes_of(e) for e in self._lazy)
+            self._lazy = []
         if self._unmerged:
             self._merged = self._merge(self._merged, np.concatenate(self._unmerged))
             self._unmerged = []
@@ -116,7 +146,10 @@ class SliceIndexState:
         return self._merge(self.all_hashes, hashes)
 
     def add(self, entry: _Entry) -> None:
-        self._unmerged.append(entry.hashes)
+        if entry.hashes is None:
+            self._lazy.append(entry)
+        else:
+            self._unmerged.append(entry.hashes)
         self.entries.append(entry)
         lo, hi = entry.ref.min_key, entry.ref.max_key
         if entry.ref.key_count:
@@ -207,7 +240,8 @@ class IndexedLogWriter:
         own = prepared.own
         pending = state.since_checkpoint()
         full = (state.checkpoint_at is None or len(pending) + 1 >= self.checkpoint_every
-                or sum(len(e.hashes) for e in pending) + len(own.hashes) > self.delta_max_keys)
+                or sum(int(e.ref.key_count) for e in pending) + own.range.count
+                > self.delta_max_keys)
         carrier = Carrier.AVRO if prepared.block_type == BlockType.AVRO_DATA else Carrier.PARQUET
         built: dict[str, Any] = {}
         # the cumulative filter does not depend on where the block lands: build it once
@@ -268,7 +302,8 @@ class IndexedLogWriter:
                               bloom), directory
         pending = state.since_checkpoint()
         if not blooms:
-            blooms.append(_bloom_of([e.hashes for e in pending] + [own.hashes], self.fpp))
+            blooms.append(_bloom_of([state.hashes_of(e) for e in pending] + [own.hashes],
+                                    self.fpp))
         bloom = blooms[0]
         assert state.checkpoint_at is not None
         cp_entry = state.entries[state.checkpoint_at]
@@ -300,9 +335,16 @@ def _reindex(e: _Entry, files: list[str]) -> BlockRef:
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
                      key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                      storage: Storage | None = None) -> SliceIndexState:
-    """Rebuild a slice's index state by scanning its log files once (compat for old blocks)."""
+    """Rebuild a slice's index state: from the newest block's stored index when it covers
+    every data block of ``log_files``, else by scanning the log files once (compat for old
+    blocks)."""
     st = storage or LocalStorage()
-    state = SliceIndexState(scope)
+    loader = _hash_loader(st, directory, key_field, fpp)
+    if log_files:
+        fast = _state_from_tail(st, directory, log_files, scope, loader)
+        if fast is not None:
+            return fast
+    state = SliceIndexState(scope, loader=loader)
     full_blocks: dict[tuple[str, int], CheckpointRef] = {}
     for name in log_files:
         with LogFileReader(st.source(st.join(directory, str(name)))) as reader:
@@ -342,6 +384,99 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
     return state
 
 
+def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -> HashLoader:
+    def load(entry: _Entry) -> U64:
+        ref = entry.ref
+        src = storage.source(storage.join(directory, entry.file_name))
+        try:
+            block = next(iter(LogFileReader(src).blocks(ref.block_offset,
+                                                         ref.block_offset + ref.block_size)))
+            keys, _ = block_index(block, key_field=key_field, fpp=fpp)
+        finally:
+            src.close()
+        if keys is None or keys.range.count != ref.key_count:
+            raise MorlogError("a block listed in the slice's directory changed",
+                              path=src.name, offset=ref.block_offset)
+        return keys.hashes
+    return load
+
+
+def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFileName],
+                     scope: str, loader: HashLoader) -> SliceIndexState | None:
+    """The state from the newest data block's stored index (and its checkpoint), without
+    reading the other blocks; None when that index cannot stand for the whole slice."""
+    names = [str(n) for n in log_files]
+    sources: dict[str, Any] = {}
+
+    def source(name: str) -> Any:
+        if name not in sources:
+            sources[name] = CachedSource(storage.source(storage.join(directory, name)))
+        return sources[name]
+
+    try:
+        tail_file = None
+        for name in reversed(names):  # skip files holding only command or delete blocks
+            tail = find_tail_index(source(name))
+            if tail is not None:
+                tail_file = name
+                break
+            if any(b.block_type in _DATA for b in LogFileReader(source(name)).blocks()):
+                return None  # the newest data block has no stored index
+        if tail_file is None or tail is None:
+            return None
+        cum, tail_dir = tail.index.cumulative(), tail.index.directory()
+        if cum is None or tail_dir is None or cum.scope != scope:
+            return None
+        if cum.kind == CumulativeKind.FULL:
+            parts = [tail_dir]
+            cp_ref = _checkpoint_of(tail, source(tail_file), 0)
+        else:
+            _, cp_dir = read_checkpoint(source, cum, tail_dir)
+            parts = [cp_dir, tail_dir]
+            cp_ref = cum.checkpoint
+        refs = [(d.files[r.file], r) for d in parts for r in d.blocks]
+        if len(refs) != cum.blocks or refs[-1][0] != tail_file or (
+                refs[-1][1].block_offset != tail.offset):
+            return None
+        known = {f for f, _ in refs}
+        if not known <= set(names):
+            return None  # the directory names a file that is gone
+        for name in names:  # log files the directory does not know must hold no data block
+            if name not in known and any(b.block_type in _DATA
+                                         for b in LogFileReader(source(name)).blocks()):
+                return None
+    except MorlogError:
+        return None
+    finally:
+        for src in sources.values():
+            src.close()
+    state = SliceIndexState(scope, loader=loader)
+    for f, ref in refs:
+        state.add(_Entry(ref, f, None))
+    checkpoint_at = len(parts[0].blocks) - 1
+    state.entries[checkpoint_at].checkpoint = cp_ref
+    state.checkpoint_at = checkpoint_at
+    return state
+
+
+def _checkpoint_of(tail: TailIndex, src: Any, file: int) -> CheckpointRef | None:
+    """Where a full checkpoint's [CUMULATIVE, DIRECTORY] sections lie (as a later delta
+    points at them)."""
+    stored = tail.index
+    if stored.carrier == Carrier.PARQUET:
+        return CheckpointRef(file, Carrier.PARQUET, tail.offset, tail.size, 0)
+    cr = stored.section_range(Section.CUMULATIVE)
+    dr = stored.section_range(Section.DIRECTORY)
+    if cr is None or dr is None or cr[0] + cr[1] != dr[0]:
+        raise MorlogError("checkpoint sections are not back to back")
+    length = dr[0] + dr[1] - cr[0]
+    raw = src.read(cr[0], length)
+    return CheckpointRef(file, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
+
+
+_DATA = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA)
+
+
 def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int, int]:
     """(offset, filter length, filter CRC, keys length, keys CRC) of a stored block's region;
     zeros unless BLOOM, RANGE and KEYS sit back to back in that order."""
@@ -359,11 +494,14 @@ def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: st
     """Adopt the newest stored checkpoint when everything after it was scanned as well."""
     if not state.entries or not log_files:
         return
-    src = storage.source(storage.join(directory, str(log_files[-1])))
+    # the file of the newest data block: newer files hold command or delete blocks only
+    last = state.entries[-1]
+    src = storage.source(storage.join(directory, last.file_name))
     try:
         tail = find_tail_index(src)
         # may read more of the file (a large index): before the source is closed
-        cum = tail.index.cumulative() if tail is not None else None
+        cum = (tail.index.cumulative() if tail is not None
+               and tail.offset == last.ref.block_offset else None)
     except MorlogError:
         cum = None
     finally:
