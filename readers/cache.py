@@ -7,7 +7,9 @@ the underlying source, and only those are counted in its ``stats``.
 
 from __future__ import annotations
 
-from .storage import RangedSource, _SourceBase
+from collections.abc import Iterable
+
+from .storage import COALESCE_MAX, RangedSource, _SourceBase
 
 
 class CachedSource(_SourceBase):
@@ -16,6 +18,7 @@ class CachedSource(_SourceBase):
         self.name = inner.name
         self.stats = inner.stats  # the same counters: only real reads count
         self._size = inner.size
+        self.coalesce_gap = int(getattr(inner, "coalesce_gap", 0))
         self._ranges: list[tuple[int, bytes]] = []
 
     def prefetch(self, offset: int, length: int) -> None:
@@ -24,6 +27,25 @@ class CachedSource(_SourceBase):
         hi = min(self._size, offset + length)
         if hi > lo and self._find(lo, hi - lo) is None:
             self._ranges.append((lo, self.inner.read(lo, hi - lo)))
+
+    def prefetch_ranges(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Fetch the ranges not cached yet, merged where the gap between neighbours is at most
+        ``coalesce_gap`` (and a merged read at most ``COALESCE_MAX`` long): on object stores
+        many small index parts cost a few requests instead of one each. Does nothing when
+        the source does not coalesce (local files: every range read on its own is cheaper).
+        """
+        if self.coalesce_gap <= 0:
+            return
+        todo = sorted((o, n) for o, n in ranges if n > 0 and self._find(o, n) is None)
+        merged: list[list[int]] = []
+        for o, n in todo:
+            if merged and o - merged[-1][1] <= self.coalesce_gap and (
+                    max(merged[-1][1], o + n) - merged[-1][0] <= COALESCE_MAX):
+                merged[-1][1] = max(merged[-1][1], o + n)
+            else:
+                merged.append([o, o + n])
+        for lo, hi in merged:
+            self.prefetch(lo, hi - lo)
 
     def _find(self, offset: int, length: int) -> bytes | None:
         for start, data in self._ranges:

@@ -412,18 +412,22 @@ class SliceProbe:
             self._join(arr, cand, blocks, masks)
             return masks
         word_m = word_masks(hashes)  # shared by every per-block filter test
-        for j, b in enumerate(blocks):
+        with_cand = [j for j in range(len(blocks)) if cand[j].any()]
+        self._prefetch(blocks, with_cand, filters=True)
+        confirm: list[tuple[int, npt.NDArray[np.int64]]] = []
+        for j in with_cand:
+            b = blocks[j]
             idx = np.flatnonzero(cand[j])
-            if idx.size == 0:
-                continue
             bloom = self._block_filter(b)
             if bloom is None:
                 continue
             passed = idx[bloom.check_hashes(hashes[idx], word_m[idx])]
-            if passed.size == 0:
-                continue
-            masks.bloom[j, passed] = True
-            keys = self._block_keys(b)
+            if passed.size:
+                masks.bloom[j, passed] = True
+                confirm.append((j, passed))
+        self._prefetch(blocks, [j for j, _ in confirm], filters=False)
+        for j, passed in confirm:
+            keys = self._block_keys(blocks[j])
             if keys is None:
                 continue
             found = pc.is_in(arr.take(pa.array(passed)), value_set=keys.keys)
@@ -431,10 +435,34 @@ class SliceProbe:
                                                     dtype=bool)
         return masks
 
+    def _prefetch(self, blocks: list[_Block], which: list[int], *, filters: bool) -> None:
+        """Fetch the filter parts (or key parts) of ``blocks[which]`` that are still to be
+        read, coalesced per file where the storage wants it (object stores)."""
+        per_file: dict[str, list[tuple[int, int]]] = {}
+        for j in which:
+            b = blocks[j]
+            ref = b.ref
+            if ref is None or ref.carrier != Carrier.AVRO or b.keys is not None or (
+                    filters and b.bloom is not None):
+                continue
+            if filters:
+                rng = (ref.region_offset, ref.filter_length)
+            elif b.bloom is None:
+                rng = (ref.region_offset, ref.region_length)
+            else:
+                rng = (ref.region_offset + ref.filter_length, ref.keys_length)
+            per_file.setdefault(b.id.file, []).append(rng)
+        for name, ranges in per_file.items():
+            src = self.source(name)
+            if isinstance(src, CachedSource) and len(ranges) > 1:
+                src.prefetch_ranges(ranges)
+
     def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[_Block],
               masks: Masks) -> None:
         """Exact confirmation of many candidates: one hash join against the key lists."""
         lists, owners = [], []
+        self._prefetch(blocks, [j for j in range(len(blocks)) if cand[j].any()],
+                       filters=False)
         for j, b in enumerate(blocks):
             if not cand[j].any():
                 continue

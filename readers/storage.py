@@ -43,10 +43,19 @@ class RangedSource(Protocol):
     def close(self) -> None: ...
 
 
+#: object stores: nearby ranges are fetched in one request when the gap between them is at
+#: most this (a request costs about as much as reading a megabyte more)
+REMOTE_COALESCE_GAP = 1 << 20
+#: and a coalesced request is at most this long
+COALESCE_MAX = 16 << 20
+
+
 class _SourceBase:
     name: str
     stats: ReadStats
     _size: int
+    #: gap up to which a reader of many small ranges should fetch them together (0: never)
+    coalesce_gap = 0
 
     @property
     def size(self) -> int:
@@ -117,6 +126,8 @@ class ArrowFileSource(_SourceBase):
             filesystem, path = pafs.FileSystem.from_uri(path)
         self.name = path
         self.stats = ReadStats()
+        if getattr(filesystem, "type_name", "") != "local":
+            self.coalesce_gap = REMOTE_COALESCE_GAP
         self._file = filesystem.open_input_file(path)
         self._size = int(self._file.size())
 

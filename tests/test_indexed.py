@@ -496,3 +496,37 @@ def test_state_from_the_tail_writes_the_same_bytes_as_a_full_scan(
     assert names == sorted(os.listdir(scan_dir))
     for n in names:
         assert (fast_dir / n).read_bytes() == (scan_dir / n).read_bytes(), n
+
+
+def test_object_store_probes_coalesce_the_index_parts_they_read(tmp_path: Path) -> None:
+    """Where requests are dear (object stores), the per-block filter and key parts a probe
+    needs are fetched in a few coalesced reads; the answers do not change."""
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, fsync=False)
+    keys_of = []
+    for b in range(30):
+        # random keys: every block's min/max spans nearly the whole key space
+        keys = [str(uuid.UUID(bytes=hashlib.sha256(f"{b}/{i}".encode()).digest()[:16]))
+                for i in range(100)]
+        _write(w, keys, _inst(b), "avro")
+        keys_of.append(keys)
+    (name,) = _slice_files(tmp_path)
+
+    def opener(gap: int) -> Any:
+        def open_(n: str) -> LocalFileSource:
+            src = LocalFileSource(str(tmp_path / n))
+            src.coalesce_gap = gap
+            return src
+        return open_
+
+    cases = {"one key": [keys_of[17][3]], "absent": ["not-there"],
+             "batch": [k for ks in keys_of for k in ks[:5]] + ["x", "y"]}
+    for label, probe_keys in cases.items():
+        with SliceProbe(str(tmp_path), [name], opener=opener(0)) as p:
+            plain = p.probe(probe_keys)
+        with SliceProbe(str(tmp_path), [name], opener=opener(1 << 20)) as p:
+            merged = p.probe(probe_keys)
+        assert (plain.masks.confirmed == merged.masks.confirmed).all(), label
+        assert (plain.masks.bloom == merged.masks.bloom).all(), label
+        assert merged.reads <= 4, (label, merged.reads)
+        if label != "absent":
+            assert plain.reads > 10, (label, plain.reads)  # one read per block part
