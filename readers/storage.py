@@ -166,6 +166,10 @@ class Storage:
     def subdirs(self, path: str) -> list[str]:
         raise NotImplementedError
 
+    def sizes(self, path: str) -> dict[str, int]:
+        """Size of every file in a directory, from one listing ({} when it does not exist)."""
+        raise NotImplementedError
+
     def isfile(self, path: str) -> bool:
         raise NotImplementedError
 
@@ -195,6 +199,13 @@ class LocalStorage(Storage):
 
     def subdirs(self, path: str) -> list[str]:
         return [n for n in self.listdir(path) if os.path.isdir(os.path.join(path, n))]
+
+    def sizes(self, path: str) -> dict[str, int]:
+        try:
+            with os.scandir(path) as it:
+                return {e.name: e.stat().st_size for e in it if e.is_file()}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
 
     def isfile(self, path: str) -> bool:
         return os.path.isfile(path)
@@ -235,6 +246,12 @@ class ArrowStorage(Storage):
         import pyarrow.fs as pafs
 
         return [i.base_name for i in self._infos(path) if i.type == pafs.FileType.Directory]
+
+    def sizes(self, path: str) -> dict[str, int]:
+        import pyarrow.fs as pafs
+
+        return {i.base_name: int(i.size) for i in self._infos(path)
+                if i.type == pafs.FileType.File}
 
     def isfile(self, path: str) -> bool:
         import pyarrow.fs as pafs

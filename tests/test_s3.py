@@ -43,6 +43,9 @@ def test_tables_on_s3_read_like_local_ones(s3: str, path: Path) -> None:
     uri = _upload(s3, path, "tables", path.name)
     remote, local = Table(uri), Table(str(path))
     assert remote.partitions() == local.partitions()
+    for part in local.partitions():  # one listing gives every file's size
+        want = local.storage.sizes(local.slice_dir(part))
+        assert want and remote.storage.sizes(remote.slice_dir(part)) == want
     assert _rows(remote) == _rows(local)
     for inst in [i.requested for i in local.timeline.completed()][:3]:
         assert sorted(remote.read(inst).to_pylist(), key=str) == sorted(

@@ -144,6 +144,8 @@ class MorTable:
         self.store, self.path = _open_store(path, self.config)
         self.mode: Mode = self.config.mode or ("append" if self.store.can_append
                                                else "rollover")
+        #: file sizes per partition, listed once per commit for insert routing
+        self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
         if table.version != 6:
             raise UsageError("morlog writes table version 6 layouts", path=path,
@@ -239,6 +241,7 @@ class MorTable:
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         table = self._validate(table, operation)
         lock = self._lock()
+        self._sizes = {}
         try:
             rolled = self.rollback_pending()
             tl_table = self.table()
@@ -368,10 +371,13 @@ class MorTable:
         return max(16, int(batch.nbytes / max(1, batch.num_rows) / 4))
 
     def _slice_size(self, s: FileSlice) -> int:
-        st = self.store
-        d = self._path_of(s.partition)
-        base = st.size(st.join(d, s.base_file)) if s.base_file else 0
-        logs = sum(st.size(st.join(d, n)) for n in s.log_files)
+        # one listing per partition (object stores: not one request per file)
+        sizes = self._sizes.get(s.partition)
+        if sizes is None:
+            sizes = self._sizes[s.partition] = self.store.storage.sizes(
+                self._path_of(s.partition))
+        base = sizes.get(s.base_file, 0) if s.base_file else 0
+        logs = sum(sizes.get(n, 0) for n in s.log_files)
         return base + int(logs * self.config.log_to_parquet_ratio)
 
     def insert_bins(self, part: str, count: int, record_size: int,
