@@ -363,8 +363,9 @@ class _ObjectLock(WriterLock):
                 raise
 
 
-def _s3_client(uri: str) -> Any:
-    """A boto3 client for the endpoint, region and credentials a pyarrow S3 URI names."""
+def _s3_client(uri: str, region: str | None = None) -> Any:
+    """A boto3 client for the endpoint, region and credentials a pyarrow S3 URI names
+    (``region``: the one pyarrow resolved, when the URI names none)."""
     try:
         import boto3  # type: ignore[import-untyped]
     except ImportError:
@@ -376,8 +377,8 @@ def _s3_client(uri: str) -> Any:
     if q.get("endpoint_override"):
         ep = q["endpoint_override"]
         kwargs["endpoint_url"] = ep if "://" in ep else f"{q.get('scheme', 'https')}://{ep}"
-    if q.get("region"):
-        kwargs["region_name"] = q["region"]
+    if q.get("region") or region:
+        kwargs["region_name"] = q.get("region") or region
     if parts.username:
         kwargs["aws_access_key_id"] = urllib.parse.unquote(parts.username)
         kwargs["aws_secret_access_key"] = urllib.parse.unquote(parts.password or "")
@@ -395,7 +396,7 @@ def store_for(path: str, filesystem: Any = None, *, single_writer: bool = False,
     if getattr(fs, "type_name", "") == "local":
         return LocalStore(), inner
     if getattr(fs, "type_name", "") == "s3" and filesystem is None:
-        return S3Store(fs, _s3_client(path), lease_seconds), inner
+        return S3Store(fs, _s3_client(path, getattr(fs, "region", None)), lease_seconds), inner
     if single_writer:
         return ArrowStore(fs), inner
     raise UsageError("this file system has no atomic exclusive create, so concurrent writers "
