@@ -6,12 +6,21 @@ expected and what was found, so that a message reads like::
 
     /t/p/.f1_20250101.log.1_0-1-1@1234: invalid block magic: expected b'#HUDI#', got b'\\x00\\x00'
 
-``path`` is whatever name the caller gave the bytes (a file path, a URI, ``"<bytes>"``).
+``path`` is whatever name the caller gave the bytes (a file path, a URI, ``"<bytes>"``); a
+URI's credentials (``s3://key:secret@bucket/...``) never reach a message or ``path``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@?#\s]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user-info part of URIs (credentials) replaced by ``***``."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
 
 
 class MorlogError(Exception):
@@ -26,8 +35,8 @@ class MorlogError(Exception):
         expected: Any = None,
         actual: Any = None,
     ) -> None:
-        self.message = message
-        self.path = path
+        self.message = redact(message)
+        self.path = None if path is None else redact(path)
         self.offset = offset
         self.expected = expected
         self.actual = actual

@@ -22,7 +22,7 @@ from typing import Any, TextIO, TypeVar
 
 from logformat.blocks import RECORD_KEY_FIELD
 from logformat.constants import BlockType, HeaderKey
-from logformat.errors import MorlogError
+from logformat.errors import MorlogError, redact
 
 from .logfile import LogBlock, LogFileReader
 
@@ -42,7 +42,7 @@ def _guarded(path: str, fn: Callable[[], T]) -> T | None:
     except BrokenPipeError:
         raise  # the reader went away (| head): main() ends quietly
     except OSError as exc:
-        print(f"morlog: error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        print(redact(f"morlog: error: {path}: {exc.strerror or exc}"), file=sys.stderr)
     return None
 
 

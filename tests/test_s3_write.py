@@ -230,3 +230,21 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
     assert _rows(uri) == oracle
     assert _hudi_rs_rows(uri) == oracle
     assert r.rolled_back or fail_at == 1
+
+
+def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from logformat.errors import redact
+    from writers.cli import main
+
+    uri = _uri(s3).replace("test:test@", "AKIDSECRET:s3cr%2Fet@")
+    MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")
+    with pytest.raises(UsageError) as exc:
+        MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")
+    assert "s3cr" not in str(exc.value) and "AKIDSECRET" not in str(exc.value)
+    assert "s3://***@" in str(exc.value)
+    missing = uri.replace("/tbl?", "/nope?")
+    assert main(["slices", missing, "--json"]) != 0
+    err = capsys.readouterr().err
+    assert err and "s3cr" not in err and "AKIDSECRET" not in err
+    assert redact("s3://k:s/ec+ret@b/p?x=1") == "s3://***@b/p?x=1"
+    assert redact("/data/a@b/file") == "/data/a@b/file"  # not a URI: unchanged

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from logformat.errors import MorlogError
+from logformat.errors import MorlogError, redact
 from readers.cli import EXIT_ERROR, add_read_commands
 
 
@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: say so in one line, keep the traceback behind a flag
         if os.environ.get("MORLOG_DEBUG"):
             raise
-        print(f"morlog: internal error ({type(exc).__name__}: {exc}); rerun with "
-              "MORLOG_DEBUG=1 for a traceback and please report it", file=sys.stderr)
+        print(redact(f"morlog: internal error ({type(exc).__name__}: {exc}); rerun with "
+                     "MORLOG_DEBUG=1 for a traceback and please report it"), file=sys.stderr)
         return 3
 
 
