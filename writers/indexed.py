@@ -44,6 +44,7 @@ from logformat.index_trailer import (
     CumulativeKind,
     Directory,
     Section,
+    decode_keys,
 )
 from logformat.indexed_block import (
     BlockKeys,
@@ -52,9 +53,10 @@ from logformat.indexed_block import (
     prepare_avro,
     prepare_parquet,
 )
+from logformat.keybatch import KeyBatch
 from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
-from logformat.xxh64 import U64
+from logformat.xxh64 import U64, xxh64_batch
 from readers.cache import CachedSource
 from readers.index import (
     StoredIndex,
@@ -389,6 +391,18 @@ def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -
         ref = entry.ref
         src = storage.source(storage.join(directory, entry.file_name))
         try:
+            if ref.carrier == Carrier.AVRO and ref.keys_length:
+                # the block's key list alone, by the range and CRC its directory entry gives
+                at = ref.region_offset + ref.filter_length
+                raw = src.read(at, ref.keys_length)
+                if zlib.crc32(raw) == ref.keys_crc32:
+                    try:
+                        listed = decode_keys(raw, base=at, path=src.name)
+                    except MorlogError:
+                        listed = None
+                    if listed is not None and len(listed) == ref.key_count:
+                        return xxh64_batch(KeyBatch.of(listed))
+            # other carriers, or a damaged key list: the block's index, else its records
             block = next(iter(LogFileReader(src).blocks(ref.block_offset,
                                                          ref.block_offset + ref.block_size)))
             keys, _ = block_index(block, key_field=key_field, fpp=fpp)
