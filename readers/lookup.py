@@ -105,7 +105,7 @@ class TableIndex:
         stats = TagStats()
         sources: list[RangedSource] = []
         everyone = np.arange(n, dtype=np.int64)
-        prepared: dict[str, _Keys] = {}
+        prepared: dict[str, PreparedKeys] = {}
         for s in self.slices:
             idx = groups.get(s.partition) if partitions is not None else everyone
             if idx is None or idx.size == 0:
@@ -114,7 +114,7 @@ class TableIndex:
             # keys are prepared once per partition and shared by its slices
             key = s.partition if partitions is not None else ""
             if key not in prepared:
-                prepared[key] = _Keys(arr.take(pa.array(idx)))
+                prepared[key] = PreparedKeys(arr.take(pa.array(idx)))
             local, instants = self._slice_hits(s, prepared[key], stats, sources)
             if local.size == 0:
                 continue
@@ -134,7 +134,7 @@ class TableIndex:
                                                                    strict=True)]
         return TagResult(arr.to_pylist(), locations, stats)
 
-    def _slice_hits(self, s: FileSlice, keys: _Keys, stats: TagStats,
+    def _slice_hits(self, s: FileSlice, keys: PreparedKeys, stats: TagStats,
                     sources: list[RangedSource]
                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
         """Indices into ``keys`` of every key found in the slice, and the instant of each
@@ -161,48 +161,70 @@ class TableIndex:
             return np.zeros(0, np.int64), np.zeros(0, dtype=object)
         return np.concatenate(found), np.concatenate(instants)
 
-    def _base_hits(self, path: str, keys: _Keys, stats: TagStats,
+    def _base_hits(self, path: str, keys: PreparedKeys, stats: TagStats,
                    sources: list[RangedSource]) -> npt.NDArray[np.int64]:
         """Indices into ``keys`` of the keys in the base file at ``path``."""
         src = self.table.storage.source(path)
         sources.append(src)
         stats.base_footers += 1
-        pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
-        info = parse_base_footer(pf.metadata.metadata)
-        cand = np.ones(len(keys.arr), dtype=bool)
-        if info.bloom is not None:
-            cand &= info.bloom.contains(keys.batch, keys.chain)
-        if info.min_key is not None and info.max_key is not None:
-            cand &= keys.in_range(info.min_key, info.max_key)
-        idx = np.flatnonzero(cand)
-        if idx.size == 0:
-            return idx
-        stats.base_key_reads += 1
-        column = pf.read(columns=[self.table.key_field], use_threads=False).column(0)
-        col = column.combine_chunks().cast(pa.string())
-        cand_keys = keys.arr.take(pa.array(idx))
-        # hash the (few) candidates and scan the file's keys, not the other way round
-        in_file = col.filter(pc.is_in(col, value_set=cand_keys))
-        if len(in_file) == 0:
-            return idx[:0]
-        present = pc.is_in(cand_keys, value_set=in_file).to_numpy(zero_copy_only=False)
-        hits: npt.NDArray[np.int64] = idx[present]
-        return hits
+        found = base_file_hits(src, self.table.key_field, keys)
+        stats.base_key_reads += found.key_column_read
+        return found.hits
 
 
-class _Keys:
+@dataclass
+class BaseHits:
+    #: indices into the prepared keys of the keys the base file holds
+    hits: npt.NDArray[np.int64]
+    #: keys left by the footer's min/max and bloom filter
+    candidates: int
+    key_column_read: bool
+
+
+def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> BaseHits:
+    """Which of ``keys`` a base file holds: its Hudi footer (bloom filter, min/max key)
+    prunes, then its key column confirms exactly. Reads are counted at ``src``."""
+    pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
+    info = parse_base_footer(pf.metadata.metadata)
+    cand = np.ones(len(keys.arr), dtype=bool)
+    if info.bloom is not None:
+        cand &= info.bloom.contains(keys.batch, keys.chain)
+    if info.min_key is not None and info.max_key is not None:
+        cand &= keys.in_range(info.min_key, info.max_key)
+    idx = np.flatnonzero(cand)
+    if idx.size == 0:
+        return BaseHits(idx, 0, False)
+    column = pf.read(columns=[key_field], use_threads=False).column(0)
+    col = column.combine_chunks().cast(pa.string())
+    cand_keys = keys.arr.take(pa.array(idx))
+    # hash the (few) candidates and scan the file's keys, not the other way round
+    in_file = col.filter(pc.is_in(col, value_set=cand_keys))
+    if len(in_file) == 0:
+        return BaseHits(idx[:0], int(idx.size), True)
+    present = pc.is_in(cand_keys, value_set=in_file).to_numpy(zero_copy_only=False)
+    return BaseHits(idx[present], int(idx.size), True)
+
+
+class PreparedKeys:
     """A batch of keys prepared once for many slices: Hudi's murmur chain, XXH64, prefixes."""
 
     def __init__(self, arr: pa.Array) -> None:
         self.arr = arr
         self.batch = KeyBatch.of(arr)
         self.chain = HashChain(self.batch)
-        self.xxh64 = xxh64_batch(self.batch)
+        self._xxh64: npt.NDArray[np.uint64] | None = None
         self.ranges = _RangeTester(arr)
         # byte order equals Java's UTF-16 order unless a key holds a character beyond U+FFFF
         # (4-byte UTF-8 sequences start with 0xF0..0xF4)
         buf = arr.cast(pa.large_string()).buffers()[2]
         self.bmp_only = buf is None or not (np.frombuffer(buf, np.uint8) >= 0xF0).any()
+
+    @property
+    def xxh64(self) -> npt.NDArray[np.uint64]:
+        """XXH64 of the keys (log probes), computed on first use."""
+        if self._xxh64 is None:
+            self._xxh64 = xxh64_batch(self.batch)
+        return self._xxh64
 
     def in_range(self, lo: str, hi: str) -> npt.NDArray[np.bool_]:
         """Hudi's min/max test (both orders, see compat.base_footer), vectorized."""

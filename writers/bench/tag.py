@@ -19,7 +19,8 @@ holds) and half inserts, each with its partition (an upsert batch knows it), is 
 Both open the table themselves (timeline, listing) inside the timed call, fresh per repeat
 (no caching across repeats; local files, warm OS page cache). Both must agree on every key's
 location, find every update key in its file group and no insert: else the benchmark stops.
-The base-file half is the same work in both; to see what the log index buys, the log half
+The base-file half is the same code in both (:func:`readers.lookup.base_file_hits`, keys
+prepared once per partition); to see what the log index buys, the log half
 is also timed on its own: the baseline's share of its run, and morlog's slice probes
 (:class:`SliceProbe`, as ``tag`` runs them) in a separate timed pass, which must confirm the
 same (key, block) pairs as decoding every block did.
@@ -46,14 +47,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import readers
-from compat.base_footer import parse_base_footer
 from compat.recompute import block_keys
 from logformat.avroschema import avro_to_arrow_schema
 from logformat.blocks import META_FIELDS
 from logformat.constants import BlockType
 from logformat.hudi_bloom import DynamicBloomV0
 from readers.logfile import LogFileReader
-from readers.lookup import TableIndex, TagResult, _SourceFile
+from readers.lookup import PreparedKeys, TableIndex, TagResult, base_file_hits
 from readers.probe import SliceProbe
 from readers.properties import format_properties
 from readers.storage import LocalFileSource
@@ -351,27 +351,17 @@ def morlog_tag(path: str, keys: pa.Array, partitions: pa.Array) -> TagResult:
     return TableIndex(Table(path)).tag(keys, partitions)
 
 
-def _base_hits(path: str, key_field: str, keys: pa.Array, out: Tagged) -> npt.NDArray[np.int64]:
-    """Indices of ``keys`` in the base file at ``path``: min/max, bloom, then key column."""
+def _base_hits(path: str, key_field: str, keys: PreparedKeys, out: Tagged
+               ) -> npt.NDArray[np.int64]:
+    """Indices of ``keys`` in the base file at ``path``: the very step morlog's lookup runs
+    (:func:`readers.lookup.base_file_hits`), so that the base-file half is the same code."""
     src = LocalFileSource(path)
     try:
         out.base_footers += 1
-        pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
-        info = parse_base_footer(pf.metadata.metadata)
-        if info.bloom is None or info.min_key is None or info.max_key is None:
-            raise BenchError(f"base file {path} has no Hudi bloom filter or min/max key")
-        cand = np.array([info.may_contain_range(k) for k in keys.to_pylist()], dtype=bool)
-        cand &= info.bloom.contains(keys)
-        c = np.flatnonzero(cand)
-        out.base_candidates += int(c.size)
-        if not c.size:
-            return c
-        out.base_key_reads += 1
-        column = pf.read(columns=[key_field]).column(0).combine_chunks().cast(pa.string())
-        present = pc.is_in(keys.take(pa.array(c)), value_set=column).to_numpy(
-            zero_copy_only=False)
-        hits: npt.NDArray[np.int64] = c[present]
-        return hits
+        found = base_file_hits(src, key_field, keys)
+        out.base_candidates += found.candidates
+        out.base_key_reads += found.key_column_read
+        return found.hits
     finally:
         out.base_reads += src.stats.reads
         out.base_bytes_read += src.stats.bytes_read
@@ -432,18 +422,22 @@ def bloom_index_baseline(path: str, keys: pa.Array, partitions: pa.Array) -> Tag
     best = [""] * n
     locations: list[Location | None] = [None] * n
     out = Tagged(locations)
+    prepared: dict[str, PreparedKeys] = {}  # once per partition, as morlog does
     for s in table.file_slices():
         idx_list = part_idx.get(s.partition)
         if not idx_list:
             continue
         out.slices += 1
         idx = np.asarray(idx_list, dtype=np.int64)
-        sub = keys.take(pa.array(idx))
+        if s.partition not in prepared:
+            prepared[s.partition] = PreparedKeys(keys.take(pa.array(idx)))
+        sub = prepared[s.partition].arr
         directory = os.path.join(path, s.partition) if s.partition else path
         hits: list[tuple[int, str]] = []
         t0 = time.perf_counter()
         if s.base_file is not None:
-            found = _base_hits(os.path.join(directory, s.base_file), key_field, sub, out)
+            found = _base_hits(os.path.join(directory, s.base_file), key_field,
+                               prepared[s.partition], out)
             hits.extend((int(i), s.base_instant) for i in found)
         t1 = time.perf_counter()
         for log in s.log_files:
