@@ -34,6 +34,12 @@ class BlockType(enum.IntEnum):
         return self in _DATA_TYPES
 
     @property
+    def is_keyed(self) -> bool:
+        """A data block whose records' keys the index covers (Avro, Parquet, CDC; not the
+        metadata table's HFile blocks)."""
+        return self in _KEYED_TYPES
+
+    @property
     def config_id(self) -> str:
         """The string id Hudi configs use (``hoodie.logfile.data.block.format``)."""
         return _CONFIG_IDS[self]
@@ -42,6 +48,7 @@ class BlockType(enum.IntEnum):
 _DATA_TYPES = frozenset(
     {BlockType.AVRO_DATA, BlockType.HFILE_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA}
 )
+_KEYED_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
 _CONFIG_IDS = {
     BlockType.COMMAND: ":command",
     BlockType.DELETE: ":delete",

@@ -288,6 +288,15 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
     return None
 
 
+def has_keyed_block(source: RangedSource) -> bool:
+    """Whether a log file holds a keyed data block (True as well when it cannot be read to
+    the end: callers then take the careful path)."""
+    try:
+        return any(b.block_type.is_keyed for b in LogFileReader(source).reversed_blocks())
+    except MorlogError:
+        return True
+
+
 def read_checkpoint(source: Callable[[str], RangedSource], cum: Cumulative,
                     directory: Directory) -> tuple[Cumulative, Directory]:
     """The full checkpoint a delta cumulative points at: its cumulative and directory

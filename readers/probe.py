@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from logformat.blocks import RECORD_KEY_FIELD
-from logformat.constants import BlockType
 from logformat.errors import ContentError, MorlogError
 from logformat.index_trailer import (
     BlockRef,
@@ -51,6 +50,7 @@ from .index import (
     _parquet_index,
     block_index,
     find_tail_index,
+    has_keyed_block,
     read_checkpoint,
 )
 from .logfile import LogFileReader
@@ -234,7 +234,7 @@ class SliceProbe:
             tail = find_tail_index(src)
             if tail is not None:
                 return name, tail
-            if _has_data_block(src):
+            if has_keyed_block(src):
                 return None  # newest data block has no index: compat path
         return None
 
@@ -286,8 +286,7 @@ class SliceProbe:
     def _recomputed_blocks(self, name: str, covered: bool = True) -> list[_Block]:
         out = []
         for block in LogFileReader(self.source(name)).blocks():
-            if block.is_corrupt or block.block_type not in (
-                    BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+            if block.is_corrupt or not block.block_type.is_keyed:
                 continue
             keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
             if keys is not None:
@@ -488,17 +487,6 @@ class SliceProbe:
 def _blocks_of(directory: Directory) -> list[_Block]:
     return [_Block(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
             for r in directory.blocks]
-
-
-def _has_data_block(src: RangedSource) -> bool:
-    try:
-        for block in LogFileReader(src).reversed_blocks():
-            if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
-                                    BlockType.CDC_DATA):
-                return True
-    except MorlogError:
-        return True
-    return False
 
 
 def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,

@@ -60,13 +60,13 @@ from logformat.xxh64 import U64, xxh64_batch
 from readers.cache import CachedSource
 from readers.index import (
     StoredIndex,
-    TailIndex,
     block_index,
     find_tail_index,
+    has_keyed_block,
     read_checkpoint,
 )
 from readers.logfile import LogBlock, LogFileReader
-from readers.storage import LocalStorage, Storage
+from readers.storage import LocalStorage, RangedSource, Storage
 
 from .logwriter import LogFileWriter, Mode, WriteResult
 from .store import WriteStore
@@ -351,8 +351,7 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
     for name in log_files:
         with LogFileReader(st.source(st.join(directory, str(name)))) as reader:
             for block in reader.blocks():
-                if block.is_corrupt or block.block_type not in (
-                        BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+                if block.is_corrupt or not block.block_type.is_keyed:
                     continue
                 keys, stored = block_index(block, key_field=key_field, fpp=fpp)
                 if keys is None:
@@ -363,20 +362,11 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                     region = _region_of(stored, block)
                     if region[1] == 0:  # sections not laid out as a region: recompute later
                         carrier = Carrier.NONE
-                    cum = stored.cumulative()
-                    if cum is not None and cum.kind == CumulativeKind.FULL:
-                        cr = stored.section_range(Section.CUMULATIVE)
-                        dr = stored.section_range(Section.DIRECTORY)
-                        if cr is not None and dr is not None:
-                            length = dr[0] + dr[1] - cr[0]
-                            raw = block._source.read(cr[0], length)  # type: ignore[union-attr]
-                            full_blocks[(str(name), block.offset)] = CheckpointRef(
-                                0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
-                elif stored is not None and stored.carrier == Carrier.PARQUET:
-                    cum = stored.cumulative()
-                    if cum is not None and cum.kind == CumulativeKind.FULL:
-                        full_blocks[(str(name), block.offset)] = CheckpointRef(
-                            0, Carrier.PARQUET, block.offset, block.size, 0)
+                if stored is not None:
+                    assert block._source is not None
+                    cp = _checkpoint_of(stored, block.offset, block.size, block._source)
+                    if cp is not None:
+                        full_blocks[(str(name), block.offset)] = cp
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
                                keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
@@ -434,7 +424,7 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
             if tail is not None:
                 tail_file = name
                 break
-            if any(b.block_type in _DATA for b in LogFileReader(source(name)).blocks()):
+            if has_keyed_block(source(name)):
                 return None  # the newest data block has no stored index
         if tail_file is None or tail is None:
             return None
@@ -443,7 +433,9 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
             return None
         if cum.kind == CumulativeKind.FULL:
             parts = [tail_dir]
-            cp_ref = _checkpoint_of(tail, source(tail_file), 0)
+            cp_ref = _checkpoint_of(tail.index, tail.offset, tail.size, source(tail_file))
+            if cp_ref is None:
+                return None
         else:
             _, cp_dir = read_checkpoint(source, cum, tail_dir)
             parts = [cp_dir, tail_dir]
@@ -456,8 +448,7 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
         if not known <= set(names):
             return None  # the directory names a file that is gone
         for name in names:  # log files the directory does not know must hold no data block
-            if name not in known and any(b.block_type in _DATA
-                                         for b in LogFileReader(source(name)).blocks()):
+            if name not in known and has_keyed_block(source(name)):
                 return None
     except MorlogError:
         return None
@@ -473,22 +464,24 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
     return state
 
 
-def _checkpoint_of(tail: TailIndex, src: Any, file: int) -> CheckpointRef | None:
-    """Where a full checkpoint's [CUMULATIVE, DIRECTORY] sections lie (as a later delta
-    points at them)."""
-    stored = tail.index
+def _checkpoint_of(stored: StoredIndex, block_offset: int, block_size: int,
+                   src: RangedSource) -> CheckpointRef | None:
+    """Where a block's full checkpoint lies, as a later delta points at it (file index 0:
+    writers re-index by name); None when the block holds no full checkpoint."""
+    cum = stored.cumulative()
+    if cum is None or cum.kind != CumulativeKind.FULL:
+        return None
     if stored.carrier == Carrier.PARQUET:
-        return CheckpointRef(file, Carrier.PARQUET, tail.offset, tail.size, 0)
+        return CheckpointRef(0, Carrier.PARQUET, block_offset, block_size, 0)
+    if stored.carrier != Carrier.AVRO:
+        return None
     cr = stored.section_range(Section.CUMULATIVE)
     dr = stored.section_range(Section.DIRECTORY)
     if cr is None or dr is None or cr[0] + cr[1] != dr[0]:
-        raise MorlogError("checkpoint sections are not back to back")
+        return None  # not laid out as one region
     length = dr[0] + dr[1] - cr[0]
     raw = src.read(cr[0], length)
-    return CheckpointRef(file, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
-
-
-_DATA = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA)
+    return CheckpointRef(0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
 
 
 def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int, int]:

@@ -50,7 +50,6 @@ import readers
 from compat.recompute import block_keys
 from logformat.avroschema import avro_to_arrow_schema
 from logformat.blocks import META_FIELDS
-from logformat.constants import BlockType
 from logformat.hudi_bloom import DynamicBloomV0
 from readers.logfile import LogFileReader
 from readers.lookup import PreparedKeys, TableIndex, TagResult, base_file_hits
@@ -94,7 +93,6 @@ ARROW_SCHEMA = avro_to_arrow_schema(SCHEMA)
 WRITE_TOKEN = "0-1-1"
 #: entries per row of the base files' DYNAMIC_V0 filter (Hudi's default)
 BLOOM_ENTRIES = 60_000
-DATA_BLOCKS = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA)
 
 
 @dataclass(frozen=True)
@@ -377,7 +375,7 @@ def _log_hits(path: str, key_field: str, keys: pa.Array, valid: Callable[[str], 
     try:
         out.log_files += 1
         for block in LogFileReader(src).blocks():
-            if block.block_type not in DATA_BLOCKS:
+            if not block.block_type.is_keyed:
                 continue
             inst = block.instant or ""
             if not valid(inst):
