@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from logformat.errors import ContentError
-from logformat.hudi_bloom import HudiBloom, parse_hudi_bloom
+from morlog.logformat.errors import ContentError
+from morlog.logformat.hudi_bloom import HudiBloom, parse_hudi_bloom
 
 BLOOM_KEY = b"org.apache.hudi.bloomfilter"
 LEGACY_BLOOM_KEY = b"com.uber.hoodie.bloomfilter"

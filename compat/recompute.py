@@ -16,19 +16,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from logformat.avro_content import (
+from morlog.logformat.avro_content import (
     decode_avro_content,
     decode_record,
     decode_records,
     parse_schema,
 )
-from logformat.blocks import RECORD_KEY_FIELD
-from logformat.constants import BlockType, HeaderKey
-from logformat.delete_content import decode_delete_content
-from logformat.errors import ContentError, UsageError
-from logformat.framing import MetadataMap
-from logformat.indexed_block import BlockKeys
-from logformat.parquet_content import decode_parquet_content
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.delete_content import decode_delete_content
+from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.framing import MetadataMap
+from morlog.logformat.indexed_block import BlockKeys
+from morlog.logformat.parquet_content import decode_parquet_content
 
 Skip = Callable[[bytes, int], int]
 

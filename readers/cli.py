@@ -20,9 +20,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
-from logformat.blocks import RECORD_KEY_FIELD
-from logformat.constants import BlockType, HeaderKey
-from logformat.errors import MorlogError, redact
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.errors import MorlogError, redact
 
 from .logfile import LogBlock, LogFileReader
 
@@ -193,7 +193,7 @@ def _carrier_name(block: LogBlock, stored: bool) -> str:
 
 def index_report(path: str, key_field: str = RECORD_KEY_FIELD) -> dict[str, Any]:
     """The ``morlog index --json`` object of one log file."""
-    from logformat.sbbf import SplitBlockBloom
+    from morlog.logformat.sbbf import SplitBlockBloom
 
     from .index import block_index, find_tail_index
 
@@ -241,7 +241,7 @@ def index_report(path: str, key_field: str = RECORD_KEY_FIELD) -> dict[str, Any]
         allh = np.unique(np.concatenate(recomputed_hashes)) if recomputed_hashes else None
         bloom_bytes = 0
         if allh is not None:
-            from logformat.sbbf import blocks_for
+            from morlog.logformat.sbbf import blocks_for
 
             f = SplitBlockBloom.empty(blocks_for(len(allh)))
             bloom_bytes = f.nbytes

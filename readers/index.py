@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compat.recompute import recompute_block_keys
-from logformat.blocks import RECORD_KEY_FIELD
-from logformat.constants import MAGIC_LEN, TRAILER_LEN, BlockType
-from logformat.errors import ContentError, FormatError, MorlogError
-from logformat.index_trailer import (
+from morlog.compat.recompute import recompute_block_keys
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import MAGIC_LEN, TRAILER_LEN, BlockType
+from morlog.logformat.errors import ContentError, FormatError, MorlogError
+from morlog.logformat.index_trailer import (
     PARQUET_KEY,
     TAIL_LEN,
     TRAILER_MAGIC,
@@ -44,9 +44,9 @@ from logformat.index_trailer import (
     parse_layout,
     section_bytes,
 )
-from logformat.indexed_block import BlockKeys
-from logformat.parquet_content import PARQUET_MAGIC
-from logformat.sbbf import SplitBlockBloom
+from morlog.logformat.indexed_block import BlockKeys
+from morlog.logformat.parquet_content import PARQUET_MAGIC
+from morlog.logformat.sbbf import SplitBlockBloom
 
 from .cache import CachedSource
 from .logfile import LogBlock, LogFileReader

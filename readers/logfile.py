@@ -18,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from logformat import blocks as _blocks
-from logformat.constants import (
+from morlog.logformat import blocks as _blocks
+from morlog.logformat.constants import (
     BLOCK_PREFIX_LEN,
     MAGIC,
     MAGIC_LEN,
@@ -30,15 +30,15 @@ from logformat.constants import (
     CommandType,
     HeaderKey,
 )
-from logformat.delete_content import DeleteRecord, decode_delete_content
-from logformat.errors import (
+from morlog.logformat.delete_content import DeleteRecord, decode_delete_content
+from morlog.logformat.errors import (
     FormatError,
     InvalidMagicError,
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
     UnsupportedVersionError,
 )
-from logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
+from morlog.logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
 
 from .storage import RangedSource, open_source
 

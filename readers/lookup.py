@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from compat.base_footer import parse_base_footer
-from logformat.errors import UsageError
-from logformat.hudi_bloom import HashChain
-from logformat.keybatch import KeyBatch
-from logformat.xxh64 import xxh64_batch
+from morlog.compat.base_footer import parse_base_footer
+from morlog.logformat.errors import UsageError
+from morlog.logformat.hudi_bloom import HashChain
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.xxh64 import xxh64_batch
 
 from .probe import SliceProbe, _RangeTester
 from .storage import RangedSource, Storage
@@ -66,7 +66,7 @@ class _CountingOpener:
         return src
 
 
-class TableIndex:
+class KeyTagger:
     """Finds the file group of keys across a table, as of an instant."""
 
     def __init__(self, table: Table, as_of: str | None = None) -> None:
@@ -230,7 +230,7 @@ class PreparedKeys:
         """Hudi's min/max test (both orders, see compat.base_footer), vectorized."""
         if self.bmp_only and not _beyond_bmp(lo) and not _beyond_bmp(hi):
             return self.ranges.test(lo, hi)
-        from compat.base_footer import BaseFileIndex
+        from morlog.compat.base_footer import BaseFileIndex
 
         info = BaseFileIndex(None, None, lo, hi)
         return np.array([info.may_contain_range(k) for k in self.arr.to_pylist()], dtype=bool)
@@ -279,4 +279,4 @@ class _SourceFile:
 
 def tag_keys(table_path: str, keys: Sequence[str], partitions: Sequence[str] | None = None,
              as_of: str | None = None) -> TagResult:
-    return TableIndex(Table(table_path), as_of).tag(keys, partitions)
+    return KeyTagger(Table(table_path), as_of).tag(keys, partitions)

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from logformat.blocks import RECORD_KEY_FIELD
-from logformat.constants import BlockType, CommandType, HeaderKey
-from logformat.delete_content import OrderingValue
-from logformat.errors import ContentError
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, CommandType, HeaderKey
+from morlog.logformat.delete_content import OrderingValue
+from morlog.logformat.errors import ContentError
 
 from .logfile import LogBlock, LogFileReader
 from .storage import LocalStorage, Storage

@@ -25,9 +25,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from logformat.blocks import RECORD_KEY_FIELD
-from logformat.errors import ContentError, MorlogError
-from logformat.index_trailer import (
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.errors import ContentError, MorlogError
+from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
     Cumulative,
@@ -37,10 +37,10 @@ from logformat.index_trailer import (
     decode_filter_part,
     decode_keys,
 )
-from logformat.indexed_block import BlockKeys
-from logformat.keybatch import KeyBatch
-from logformat.sbbf import SplitBlockBloom, word_masks
-from logformat.xxh64 import xxh64_batch
+from morlog.logformat.indexed_block import BlockKeys
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.sbbf import SplitBlockBloom, word_masks
+from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
 from .index import (

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from logformat.errors import LengthError, TruncatedError, UsageError
+from morlog.logformat.errors import LengthError, TruncatedError, UsageError
 
 
 @dataclass

@@ -15,9 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from logformat.errors import UnsupportedVersionError, UsageError
-from logformat.naming import BaseFileName, LogFileName
+from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from morlog.logformat.errors import UnsupportedVersionError, UsageError
+from morlog.logformat.naming import BaseFileName, LogFileName
 
 from .merge import MergeSpec, read_slice
 from .properties import parse_properties
@@ -166,7 +166,7 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         """The table's schema: ``hoodie.table.create.schema`` with Hudi's meta fields first
         (when the table populates them)."""
-        from logformat.avroschema import avro_to_arrow_schema
+        from morlog.logformat.avroschema import avro_to_arrow_schema
 
         text = self.config.get("hoodie.table.create.schema")
         if not text:

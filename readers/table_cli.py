@@ -19,11 +19,11 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
-from logformat.errors import UsageError
+from morlog.logformat.errors import UsageError
 
 from .cli import EXIT_ERROR, EXIT_OK, _guarded
 from .logfile import LogFileReader
-from .lookup import TableIndex
+from .lookup import KeyTagger
 from .table import Table
 
 
@@ -119,7 +119,7 @@ def cmd_tag(args: argparse.Namespace, out: TextIO) -> int:
     with open(args.keys, encoding="utf-8") as f:
         keys = [line.rstrip("\n") for line in f if line.strip()]
     table = Table(args.table)
-    result = TableIndex(table, args.as_of).tag(keys)
+    result = KeyTagger(table, args.as_of).tag(keys)
     if args.json:
         json.dump(result.as_dict(), out, indent=2 if args.pretty else None)
         out.write("\n")

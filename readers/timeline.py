@@ -18,7 +18,7 @@ from typing import Any
 
 import fastavro
 
-from logformat.errors import ContentError
+from morlog.logformat.errors import ContentError
 
 from .storage import LocalStorage, Storage
 

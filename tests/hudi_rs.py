@@ -119,7 +119,7 @@ def read_log_files(table: str | os.PathLike[str], rel_paths: Sequence[str]) -> p
 
 def log_paths(table: str | os.PathLike[str]) -> list[str]:
     """Log files under ``table`` (relative paths) in Hudi's order for one file group."""
-    from logformat.naming import LogFileName
+    from morlog.logformat.naming import LogFileName
 
     root = Path(table)
     names = [p for p in root.rglob("*") if p.is_file() and LogFileName.matches(p.name)]

@@ -6,16 +6,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from logformat import DeleteRecord, OrderingValue, encode_block
-from logformat.avroschema import avro_to_arrow_schema
-from logformat.blocks import (
+from morlog.logformat import DeleteRecord, OrderingValue, encode_block
+from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.blocks import (
     META_FIELDS,
     avro_data_block,
     delete_block,
     parquet_data_block,
     rollback_block,
 )
-from logformat.framing import BlockFrame
+from morlog.logformat.framing import BlockFrame
 
 SCHEMA: dict[str, Any] = {
     "type": "record",

@@ -21,12 +21,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from logformat import DeleteRecord, HeaderKey, OrderingValue
-from logformat.avroschema import avro_to_arrow_schema
-from logformat.blocks import META_FIELDS
-from logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
-from readers.properties import format_properties
-from writers.indexed import IndexedLogWriter
+from morlog.logformat import DeleteRecord, HeaderKey, OrderingValue
+from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
+from morlog.readers.properties import format_properties
+from morlog.writers.indexed import IndexedLogWriter
 
 SCHEMA: dict[str, Any] = {
     "type": "record", "name": "model_record", "namespace": "hoodie.model",

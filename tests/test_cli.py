@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from logformat import BlockType
-from writers.cli import main
+from morlog.logformat import BlockType
+from morlog.writers.cli import main
 
 from .samples import sample_file, sample_frames
 
@@ -135,7 +135,7 @@ def test_demo_writes_and_verifies_a_sample(tmp_path: Path,
     assert [p.parent.name for p in logs] == ["city=chennai", "city=san_francisco"]
     # the table pipeline: upserts through the write client, read back
     assert "routed into existing file groups" in out and "read back: 6200 rows" in out
-    from readers.table import Table
+    from morlog.readers.table import Table
 
     assert Table(str(tmp_path / "demo" / "trips_table")).read().num_rows == 6200
     rc, out, _ = _run(capsys, "blocks", str(logs[1]), "--json")
@@ -169,7 +169,7 @@ def test_blocks_through_a_pyarrow_filesystem_uri(sample_log: Path,
 
 def test_cdc_blocks_are_listed_with_their_records(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from logformat import cdc_data_block, encode_block
+    from morlog.logformat import cdc_data_block, encode_block
 
     from .samples import SCHEMA, record
 

@@ -10,9 +10,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from logformat import UsageError
-from readers.table import Table
-from writers.client import ConcurrentWriterError, MorTable, WriteConfig
+from morlog.logformat import UsageError
+from morlog.readers.table import Table
+from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logformat import (
+from morlog.logformat import (
     BlockFrame,
     BlockType,
     DeleteRecord,
@@ -29,12 +29,12 @@ from logformat import (
     decode_block,
     encode_block,
 )
-from logformat.avro_content import decode_avro_content, decode_records, encode_avro_content
-from logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
-from logformat.blocks import avro_data_block, decode_data_table, parquet_data_block
-from logformat.delete_content import decode_delete_content, encode_delete_content
-from logformat.errors import HeaderEncodingError
-from logformat.naming import BaseFileName
+from morlog.logformat.avro_content import decode_avro_content, decode_records, encode_avro_content
+from morlog.logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from morlog.logformat.blocks import avro_data_block, decode_data_table, parquet_data_block
+from morlog.logformat.delete_content import decode_delete_content, encode_delete_content
+from morlog.logformat.errors import HeaderEncodingError
+from morlog.logformat.naming import BaseFileName
 
 known_keys = st.sampled_from([int(k) for k in HeaderKey])
 header_maps = st.lists(st.tuples(known_keys, st.binary(max_size=40)), max_size=6).map(
@@ -144,7 +144,7 @@ def test_avro_content_round_trips_and_ignores_trailing_bytes(records: list[dict[
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_avro_content_versions_1_to_3_share_one_layout(version: int) -> None:
-    from logformat.avro_content import encode_records
+    from morlog.logformat.avro_content import encode_records
 
     raw = encode_records([{"id": "a", "ts": 1, "amount": None, "note": "x", "flag": True,
                            "blob": b""}], ROW_SCHEMA)

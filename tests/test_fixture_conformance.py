@@ -25,19 +25,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from logformat import BlockType, CommandType, HeaderKey, OrderingValue
-from logformat.avro_content import decode_avro_content, encode_avro_content, encode_records
-from logformat.delete_content import (
+from morlog.logformat import BlockType, CommandType, HeaderKey, OrderingValue
+from morlog.logformat.avro_content import decode_avro_content, encode_avro_content, encode_records
+from morlog.logformat.delete_content import (
     DeleteRecord,
     decode_delete_content,
     decode_delete_payload,
     encode_delete_content,
     encode_delete_payload_value,
 )
-from logformat.framing import decode_blocks, encode_block
-from logformat.naming import BaseFileName, LogFileName
-from readers import LogFileReader
-from writers.cli import main
+from morlog.logformat.framing import decode_blocks, encode_block
+from morlog.logformat.naming import BaseFileName, LogFileName
+from morlog.readers import LogFileReader
+from morlog.writers.cli import main
 
 from . import hudi_fixtures as hf
 from .hudi_rs import read_properties

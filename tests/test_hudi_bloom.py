@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logformat.errors import ContentError
-from logformat.hudi_bloom import (
+from morlog.logformat.errors import ContentError
+from morlog.logformat.hudi_bloom import (
     DEFAULT_NUM_ENTRIES,
     DynamicBloomV0,
     SimpleBloom,
@@ -22,7 +22,7 @@ from logformat.hudi_bloom import (
     optimal_size,
     parse_hudi_bloom,
 )
-from logformat.keybatch import KeyBatch
+from morlog.logformat.keybatch import KeyBatch
 
 from .hudi_fixtures import ROOT, requires_fixtures
 
@@ -197,7 +197,7 @@ def test_bad_serialized_filters_are_typed_errors(text: str) -> None:
 @requires_fixtures
 @pytest.mark.parametrize("path", _fixture_base_files()[:8], ids=lambda p: p.name)
 def test_base_footer_reader_answers_for_every_key(path: Path) -> None:
-    from compat.base_footer import parse_base_footer
+    from morlog.compat.base_footer import parse_base_footer
 
     info = parse_base_footer(pq.read_metadata(path).metadata)
     keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist()
@@ -208,7 +208,7 @@ def test_base_footer_reader_answers_for_every_key(path: Path) -> None:
 
 
 def test_base_footer_without_hudi_keys() -> None:
-    from compat.base_footer import parse_base_footer
+    from morlog.compat.base_footer import parse_base_footer
 
     info = parse_base_footer({b"writer.model.name": b"avro"})
     assert (info.bloom, info.type_code, info.min_key, info.max_key) == (None, None, None, None)
@@ -221,7 +221,7 @@ def test_base_footer_without_hudi_keys() -> None:
 
 @given(keys_st, st.lists(st.text(min_size=1, max_size=30), max_size=200))
 def test_shared_hash_chain_gives_the_same_answers(keys: list[str], probes: list[str]) -> None:
-    from logformat.hudi_bloom import HashChain
+    from morlog.logformat.hudi_bloom import HashChain
 
     filters = [SimpleBloom.sized(max(len(keys), 1), 0.01), SimpleBloom.sized(100, 0.001)]
     for f in filters:

@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logformat import BlockType, DeleteRecord, HeaderKey, OrderingValue
-from logformat.avroschema import avro_to_arrow_schema
-from logformat.blocks import (
+from morlog.logformat import BlockType, DeleteRecord, HeaderKey, OrderingValue
+from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.blocks import (
     META_FIELDS,
     avro_data_block,
     avro_data_block_from_arrow,
@@ -38,10 +38,10 @@ from logformat.blocks import (
     parquet_data_block,
     rollback_block,
 )
-from logformat.framing import BlockFrame
-from logformat.naming import LogFileName
-from readers import LogFileReader
-from writers import LogFileWriter
+from morlog.logformat.framing import BlockFrame
+from morlog.logformat.naming import LogFileName
+from morlog.readers import LogFileReader
+from morlog.writers import LogFileWriter
 
 from . import hudi_fixtures as hf
 from .hudi_rs import (

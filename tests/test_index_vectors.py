@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from logformat import errors
-from logformat.constants import BlockType
-from logformat.hudi_bloom import DynamicBloomV0, SimpleBloom, murmur_hadoop, parse_hudi_bloom
-from logformat.index_trailer import (
+from morlog.logformat import errors
+from morlog.logformat.constants import BlockType
+from morlog.logformat.hudi_bloom import DynamicBloomV0, SimpleBloom, murmur_hadoop, parse_hudi_bloom
+from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
     CheckpointRef,
@@ -46,12 +46,12 @@ from logformat.index_trailer import (
     section_bytes,
     sorted_unique_keys,
 )
-from logformat.keybatch import KeyBatch
-from logformat.sbbf import SplitBlockBloom, blocks_for
-from logformat.xxh64 import xxh64_batch
-from readers import BytesSource, LogFileReader
-from readers.index import block_index, find_tail_index, read_stored_index
-from readers.probe import probe_log_file
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.sbbf import SplitBlockBloom, blocks_for
+from morlog.logformat.xxh64 import xxh64_batch
+from morlog.readers import BytesSource, LogFileReader
+from morlog.readers.index import block_index, find_tail_index, read_stored_index
+from morlog.readers.probe import probe_log_file
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "spec" / "vectors" / "index"

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logformat import BlockType, DeleteRecord, OrderingValue
-from logformat.blocks import avro_data_block
-from logformat.index_trailer import Carrier, CumulativeKind
-from readers import LocalFileSource, LogFileReader
-from readers.index import find_tail_index, read_stored_index
-from readers.probe import SliceProbe, probe_log_file
-from writers import LogFileWriter
-from writers.cli import main
-from writers.indexed import IndexedLogWriter
-from writers.logwriter import list_log_files
+from morlog.logformat import BlockType, DeleteRecord, OrderingValue
+from morlog.logformat.blocks import avro_data_block
+from morlog.logformat.index_trailer import Carrier, CumulativeKind
+from morlog.readers import LocalFileSource, LogFileReader
+from morlog.readers.index import find_tail_index, read_stored_index
+from morlog.readers.probe import SliceProbe, probe_log_file
+from morlog.writers import LogFileWriter
+from morlog.writers.cli import main
+from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.logwriter import list_log_files
 
 from .samples import SCHEMA, arrow_schema, record
 
@@ -97,7 +97,7 @@ def test_stored_index_round_trips_through_the_block(tmp_path: Path, carrier: str
         assert block.record_count() == 4
         if carrier == "parquet":
             assert block.keys() == sorted(keys)  # records sorted by key
-            from logformat.parquet_content import parquet_key_value_metadata
+            from morlog.logformat.parquet_content import parquet_key_value_metadata
 
             md = parquet_key_value_metadata(block.content())
             assert md[b"hoodie_min_record_key"] == b"a"
@@ -317,7 +317,7 @@ def test_cumulative_index_covers_every_key_of_the_logs(tmp_path_factory: pytest.
 @pytest.mark.parametrize("carrier", ["avro", "parquet"])
 def test_join_and_per_block_confirmation_agree(tmp_path: Path, carrier: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.probe as probe_mod
+    import morlog.readers.probe as probe_mod
 
     w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=3)
     for b in range(6):  # overlapping keys: updates land in several blocks
@@ -389,7 +389,7 @@ def test_table_v8_slices_span_instants(tmp_path: Path) -> None:
 
 
 def test_damaged_stored_index_never_hides_keys(tmp_path: Path) -> None:
-    from readers.index import UnusableIndexWarning
+    from morlog.readers.index import UnusableIndexWarning
 
     w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
     _write(w, [f"d{i}" for i in range(20)], _inst(0), "avro")
@@ -398,7 +398,7 @@ def test_damaged_stored_index_never_hides_keys(tmp_path: Path) -> None:
         (block,) = list(r.blocks())
         stored = read_stored_index(r.source, block.offset, block.size, block.block_type)
         assert stored is not None
-        from logformat.index_trailer import Section
+        from morlog.logformat.index_trailer import Section
 
         keys_at = stored.section_range(Section.KEYS)
     assert keys_at is not None
@@ -462,7 +462,7 @@ def test_state_from_the_tail_writes_the_same_bytes_as_a_full_scan(
     import dataclasses
     import shutil
 
-    import writers.indexed as indexed_mod
+    import morlog.writers.indexed as indexed_mod
 
     d = tmp_path_factory.mktemp("slice")
     kw: dict[str, Any] = dict(write_token="0-1-1", mode=mode, checkpoint_every=every,

@@ -1,4 +1,8 @@
-"""Layering: writers -> readers -> compat -> logformat; pyspark only in Spark modules."""
+"""Layering: bench -> writers -> readers -> compat -> logformat; pyspark only in Spark modules.
+
+Every folder is imported as ``morlog.<folder>``; a bare ``import readers`` would only work from
+a source checkout (and collide with other projects' top-level packages), so it is rejected.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,39 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ["logformat", "compat", "readers", "writers"]  # each may import only those before it
+LAYERS = ["logformat", "compat", "readers", "writers", "bench"]  # each imports only those before
+FOLDERS = [*LAYERS, "api"]  # api/ is the package root ``morlog``: it may import every layer
 FOREIGN_HEAVY = {"pyspark"}
 
 
-def _imports(path: Path) -> set[str]:
+def _modules(path: Path) -> set[str]:
+    """Absolute module names imported by a file (``from morlog import x`` counts as morlog.x)."""
     tree = ast.parse(path.read_text(), str(path))
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out.update(a.name.split(".")[0] for a in node.names)
+            out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module.split(".")[0])
+            out.add(node.module)
+            if node.module == "morlog":
+                out.update(f"morlog.{a.name}" for a in node.names)
     return out
+
+
+def _imports(path: Path) -> set[str]:
+    """The project folders (layers) and foreign top-level packages a file imports."""
+    out: set[str] = set()
+    for mod in _modules(path):
+        parts = mod.split(".")
+        out.add(parts[1] if parts[0] == "morlog" and len(parts) > 1 else parts[0])
+    return out
+
+
+@pytest.mark.parametrize("folder", [*FOLDERS, "tests"])
+def test_no_bare_imports_of_project_folders(folder: str) -> None:
+    for py in sorted((REPO / folder).rglob("*.py")):
+        bare = {m.split(".")[0] for m in _modules(py)} & set(FOLDERS)
+        assert not bare, f"{py.relative_to(REPO)} imports {sorted(bare)} without 'morlog.'"
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -44,7 +68,15 @@ def test_logformat_has_no_file_io() -> None:
 
 
 def test_import_logformat_loads_no_jvm_or_readers() -> None:
-    code = ("import sys, logformat; bad = [m for m in ('pyspark', 'readers', 'writers', 'py4j') "
-            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    code = ("import sys, morlog.logformat; bad = [m for m in ('pyspark', 'morlog.readers', "
+            "'morlog.writers', 'py4j') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_import_morlog_loads_no_jvm_and_no_bench_dependencies() -> None:
+    code = ("import sys, morlog; bad = [m for m in ('pyspark', 'py4j', 'matplotlib', 'hudi', "
+            "'deltalake', 'pybloom_live', 'morlog.bench') if m in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr

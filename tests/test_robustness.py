@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logformat import BlockType, MorlogError, encode_block
-from logformat.constants import MAGIC
-from logformat.framing import BlockFrame, MetadataMap
-from readers import BytesSource, LogFileReader
-from readers.logfile import LogBlock
+from morlog.logformat import BlockType, MorlogError, encode_block
+from morlog.logformat.constants import MAGIC
+from morlog.logformat.framing import BlockFrame, MetadataMap
+from morlog.readers import BytesSource, LogFileReader
+from morlog.readers.logfile import LogBlock
 
 from .samples import sample_file
 

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("moto", reason="moto is not installed (pip install .[test])")
 
-from readers import LogFileReader  # noqa: E402
-from readers.lookup import TableIndex  # noqa: E402
-from readers.table import Table  # noqa: E402
-from writers.cli import main  # noqa: E402
+from morlog.readers import LogFileReader  # noqa: E402
+from morlog.readers.lookup import KeyTagger  # noqa: E402
+from morlog.readers.table import Table  # noqa: E402
+from morlog.writers.cli import main  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, standalone_log_files, tables  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_tables_on_s3_read_like_local_ones(s3: str, path: Path) -> None:
         assert sorted(remote.read(inst).to_pylist(), key=str) == sorted(
             local.read(inst).to_pylist(), key=str)
     keys = [r["_hoodie_record_key"] for r in _rows(local)] + ["nope"]
-    assert TableIndex(remote).tag(keys).as_dict() == TableIndex(local).tag(keys).as_dict()
+    assert KeyTagger(remote).tag(keys).as_dict() == KeyTagger(local).tag(keys).as_dict()
 
 
 @requires_fixtures
@@ -73,7 +73,7 @@ def test_log_files_on_s3_through_the_cli(s3: str, capsys: pytest.CaptureFixture[
 def test_client_written_table_read_from_s3(s3: str, tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable, WriteConfig
 
     schema = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())])
     t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", partition_field="p",

@@ -14,10 +14,10 @@ import pytest
 pytest.importorskip("moto", reason="moto is not installed (pip install .[test])")
 pytest.importorskip("boto3", reason="boto3 is not installed (pip install .[test])")
 
-from logformat.errors import UsageError  # noqa: E402
-from readers.table import Table  # noqa: E402
-from writers.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
-from writers.store import S3Store, store_for  # noqa: E402
+from morlog.logformat.errors import UsageError  # noqa: E402
+from morlog.readers.table import Table  # noqa: E402
+from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
+from morlog.writers.store import S3Store, store_for  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
                     ("v", pa.float64())])
@@ -233,8 +233,8 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
 
 
 def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from logformat.errors import redact
-    from writers.cli import main
+    from morlog.logformat.errors import redact
+    from morlog.writers.cli import main
 
     uri = _uri(s3).replace("test:test@", "AKIDSECRET:s3cr%2Fet@")
     MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")

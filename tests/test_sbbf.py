@@ -12,10 +12,10 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logformat.errors import ContentError, UsageError
-from logformat.keybatch import KeyBatch
-from logformat.sbbf import SALT, SplitBlockBloom, blocks_for, expected_fpp
-from logformat.xxh64 import xxh64_batch
+from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.sbbf import SALT, SplitBlockBloom, blocks_for, expected_fpp
+from morlog.logformat.xxh64 import xxh64_batch
 
 
 @given(st.lists(st.binary(max_size=100), max_size=50), st.integers(0, 2**64 - 1))

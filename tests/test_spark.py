@@ -16,7 +16,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
 
-from readers.table import Table  # noqa: E402
+from morlog.readers.table import Table  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, tables  # noqa: E402
 
@@ -27,7 +27,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from writers.spark import register
+    from morlog.writers.spark import register
 
     # local[2,2]: two threads, a failed task is retried once (the retry test needs it)
     session = (SparkSession.builder.master("local[2,2]").appName("morlog-tests")
@@ -111,7 +111,7 @@ def test_spark_write_upserts_and_reads_back(spark: Any, tmp_path: Path) -> None:
 def test_spark_demo_pipeline(spark: Any, tmp_path: Path) -> None:
     import io
 
-    from writers.spark_demo import run
+    from morlog.writers.spark_demo import run
 
     out = io.StringIO()
     assert run("local[2]", str(tmp_path / "demo"), 3, 600, out) == 0
@@ -129,8 +129,8 @@ def _df(spark: Any, ids: range, ts: int) -> Any:
 
 
 def test_distributed_upsert(spark: Any, tmp_path: Path) -> None:
-    from writers.client import WriteConfig
-    from writers.spark import upsert
+    from morlog.writers.client import WriteConfig
+    from morlog.writers.spark import upsert
 
     path = str(tmp_path / "d")
     cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
@@ -179,8 +179,8 @@ def _fail_first_attempt() -> Any:
 
 
 def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: Path) -> None:
-    from writers.client import WriteConfig
-    from writers.spark import upsert
+    from morlog.writers.client import WriteConfig
+    from morlog.writers.spark import upsert
 
     path = str(tmp_path / "r")
     cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
@@ -194,7 +194,7 @@ def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: 
     rows = table.read().to_pylist()
     assert len(rows) == 150 and len({r["id"] for r in rows}) == 150
     # every block of the retried instant appears once per file group
-    from readers import LogFileReader
+    from morlog.readers import LogFileReader
 
     instant = table.timeline.completed()[-1].requested
     for s in table.file_slices():
@@ -216,8 +216,8 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
 
     import pyarrow.fs as pafs
 
-    from writers.client import WriteConfig
-    from writers.spark import upsert
+    from morlog.writers.client import WriteConfig
+    from morlog.writers.spark import upsert
 
     bucket = f"s{uuid.uuid4().hex[:12]}"
     uri = f"s3://test:test@{bucket}/t?{s3}"

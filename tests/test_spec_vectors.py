@@ -27,14 +27,20 @@ from typing import Any
 
 import pytest
 
-import logformat
-from logformat import blocks as block_builders
-from logformat.avro_content import read_content_version
-from logformat.constants import BlockType
-from logformat.delete_content import DeleteRecord, OrderingValue, decode_delete_content
-from logformat.framing import BlockFrame, MetadataMap, decode_block, decode_blocks, encode_block
-from logformat.naming import LogFileName
-from readers import BytesSource, LogBlock, LogFileReader
+from morlog import logformat
+from morlog.logformat import blocks as block_builders
+from morlog.logformat.avro_content import read_content_version
+from morlog.logformat.constants import BlockType
+from morlog.logformat.delete_content import DeleteRecord, OrderingValue, decode_delete_content
+from morlog.logformat.framing import (
+    BlockFrame,
+    MetadataMap,
+    decode_block,
+    decode_blocks,
+    encode_block,
+)
+from morlog.logformat.naming import LogFileName
+from morlog.readers import BytesSource, LogBlock, LogFileReader
 from tests.hudi_fixtures import ROOT, SKIP_REASON
 
 SPEC = Path(__file__).resolve().parent.parent / "spec"

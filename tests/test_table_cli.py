@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from readers.lookup import tag_keys
-from readers.table import Table
-from writers.cli import main
+from morlog.readers.lookup import tag_keys
+from morlog.readers.table import Table
+from morlog.writers.cli import main
 
 from .hudi_fixtures import requires_fixtures, tables
 
@@ -87,8 +87,8 @@ def test_not_a_table_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_bad_tables_are_typed_errors(tmp_path: Path) -> None:
-    from logformat import UnsupportedVersionError, UsageError
-    from logformat.errors import ContentError
+    from morlog.logformat import UnsupportedVersionError, UsageError
+    from morlog.logformat.errors import ContentError
 
     (tmp_path / ".hoodie").mkdir()
     props = tmp_path / ".hoodie" / "hoodie.properties"
@@ -98,7 +98,7 @@ def test_bad_tables_are_typed_errors(tmp_path: Path) -> None:
     props.write_text("hoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\n")
     with pytest.raises(UsageError):
         Table(str(tmp_path))
-    from readers.merge import read_base_file
+    from morlog.readers.merge import read_base_file
 
     bad = tmp_path / "f_0-1-1_1.parquet"
     bad.write_bytes(b"PAR1 not really PAR1")

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from readers.table import Table
+from morlog.readers.table import Table
 
 from .hudi_fixtures import ROOT, requires_fixtures, tables
 

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logformat import HeaderKey
-from readers.lookup import TableIndex
-from readers.table import Table
+from morlog.logformat import HeaderKey
+from morlog.readers.lookup import KeyTagger
+from morlog.readers.table import Table
 
 from .table_builder import Put, TableBuilder, instant
 
@@ -76,7 +76,7 @@ def _check(path: str, model: Model) -> None:
     assert {r["id"]: r["_hoodie_file_name"] for r in rows} == {
         k: x.fid for k, x in model.live.items()}
     keys = sorted(model.live) + ["never-written"]
-    tags = TableIndex(table).tag(keys).as_dict()
+    tags = KeyTagger(table).tag(keys).as_dict()
     for k, x in model.live.items():
         assert tags[k] == {"partition": x.partition, "file_id": x.fid}, k
     assert tags["never-written"] is None
@@ -248,7 +248,7 @@ def test_v6_pending_compaction_slice_is_merged_with_the_previous_one(tmp_path: P
     instant; readers merge that base-less slice with the previous slice."""
     import os
 
-    from writers.indexed import IndexedLogWriter
+    from morlog.writers.indexed import IndexedLogWriter
 
     from .table_builder import SCHEMA, TableBuilder
 

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from compat.base_footer import parse_base_footer
-from logformat import BlockType
-from readers import LogFileReader
-from readers.properties import parse_properties
-from readers.table import Table
-from writers.client import MorTable, WriteConfig, new_instant
+from morlog.compat.base_footer import parse_base_footer
+from morlog.logformat import BlockType
+from morlog.readers import LogFileReader
+from morlog.readers.properties import parse_properties
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable, WriteConfig, new_instant
 
 SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
                     ("note", pa.string())])

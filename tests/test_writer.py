@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from logformat import BlockType, LogFileExistsError, LogFileName, WriteError, encode_block
-from logformat.blocks import avro_data_block, rollback_block
-from readers import LogFileReader
-from writers import LogFileWriter, list_log_files
+from morlog.logformat import BlockType, LogFileExistsError, LogFileName, WriteError, encode_block
+from morlog.logformat.blocks import avro_data_block, rollback_block
+from morlog.readers import LogFileReader
+from morlog.writers import LogFileWriter, list_log_files
 
 from .samples import SCHEMA, record, sample_frames
 
@@ -162,7 +162,7 @@ def test_fsync_on_commit_worthy_writes(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_writer_rejects_bad_names(tmp_path: Path) -> None:
-    from logformat import UsageError
+    from morlog.logformat import UsageError
 
     with pytest.raises(UsageError):
         LogFileWriter(tmp_path, "fg_0", BASE)

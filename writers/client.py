@@ -41,15 +41,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
-from logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from logformat.delete_content import DeleteRecord, OrderingValue
-from logformat.errors import UsageError
-from logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
-from logformat.naming import LogFileName
-from readers.lookup import TableIndex
-from readers.properties import format_properties
-from readers.table import FileSlice, Table
+from morlog.logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from morlog.logformat.delete_content import DeleteRecord, OrderingValue
+from morlog.logformat.errors import UsageError
+from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
+from morlog.logformat.naming import LogFileName
+from morlog.readers.lookup import KeyTagger
+from morlog.readers.properties import format_properties
+from morlog.readers.table import FileSlice, Table
 
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
@@ -342,7 +342,7 @@ class MorTable:
         if operation == "insert":
             locations: list[tuple[str, str] | None] = [None] * len(keys)
         else:
-            locations = TableIndex(table_view).tag(keys, parts).locations
+            locations = KeyTagger(table_view).tag(keys, parts).locations
         slices = {(s.partition, s.file_id): s for s in table_view.file_slices()}
         inserts_by_part: dict[str, list[int]] = {}
         part_list = parts.to_pylist()

@@ -18,16 +18,16 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from logformat import DeleteRecord, OrderingValue
-from logformat.blocks import (
+from morlog.logformat import DeleteRecord, OrderingValue
+from morlog.logformat.blocks import (
     META_FIELDS,
     avro_data_block,
     delete_block,
     parquet_data_block,
     rollback_block,
 )
-from logformat.naming import LogFileName
-from readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
+from morlog.logformat.naming import LogFileName
+from morlog.readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
 
 from .indexed import IndexedLogWriter
 from .logwriter import LogFileWriter
@@ -110,7 +110,7 @@ def write_sample(directory: str, out: TextIO | None = None) -> str:
 
 
 def _arrow_schema() -> pa.Schema:
-    from logformat.avroschema import avro_to_arrow_schema
+    from morlog.logformat.avroschema import avro_to_arrow_schema
 
     return avro_to_arrow_schema(SCHEMA)
 
@@ -152,7 +152,7 @@ def table_pipeline(path: str, out: TextIO, batches: int = 4, rows: int = 2000) -
     each commit did, then read the table back."""
     import shutil
 
-    from readers.table import Table
+    from morlog.readers.table import Table
 
     from .client import MorTable, WriteConfig
 

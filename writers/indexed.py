@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
-from logformat.constants import BlockType, HeaderKey
-from logformat.delete_content import DeleteRecord
-from logformat.errors import MorlogError, UsageError
-from logformat.framing import BlockFrame
-from logformat.index_trailer import (
+from morlog.logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.delete_content import DeleteRecord
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.framing import BlockFrame
+from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
     CheckpointRef,
@@ -46,27 +46,27 @@ from logformat.index_trailer import (
     Section,
     decode_keys,
 )
-from logformat.indexed_block import (
+from morlog.logformat.indexed_block import (
     BlockKeys,
     Placement,
     PreparedBlock,
     prepare_avro,
     prepare_parquet,
 )
-from logformat.keybatch import KeyBatch
-from logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
-from logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
-from logformat.xxh64 import U64, xxh64_batch
-from readers.cache import CachedSource
-from readers.index import (
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
+from morlog.logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
+from morlog.logformat.xxh64 import U64, xxh64_batch
+from morlog.readers.cache import CachedSource
+from morlog.readers.index import (
     StoredIndex,
     block_index,
     find_tail_index,
     has_keyed_block,
     read_checkpoint,
 )
-from readers.logfile import LogBlock, LogFileReader
-from readers.storage import LocalStorage, RangedSource, Storage
+from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.storage import LocalStorage, RangedSource, Storage
 
 from .logwriter import LogFileWriter, Mode, WriteResult
 from .store import WriteStore

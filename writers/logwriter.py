@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from logformat.errors import LogFileExistsError, MorlogError, UsageError, WriteError
-from logformat.framing import BlockFrame, encode_block
-from logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
-from readers.logfile import LogFileReader
+from morlog.logformat.errors import LogFileExistsError, MorlogError, UsageError, WriteError
+from morlog.logformat.framing import BlockFrame, encode_block
+from morlog.logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
+from morlog.readers.logfile import LogFileReader
 
 from .store import LocalStore, WriteStore
 

@@ -46,8 +46,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from logformat.errors import UsageError
-from readers.table import FileSlice, Table
+from morlog.logformat.errors import UsageError
+from morlog.readers.table import FileSlice, Table
 
 from .client import MorTable, WriteConfig, new_instant
 from .store import WriteStore, store_for
@@ -270,7 +270,7 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     and commits the instant once.
 
     Steps: lock and roll back dead writers' instants (driver) -> combine duplicate keys ->
-    tag every row (executors, ``TableIndex``) -> count inserts per partition and plan their
+    tag every row (executors, ``KeyTagger``) -> count inserts per partition and plan their
     bins (driver) -> assign inserts to bins -> write requested and inflight (driver) ->
     repartition by file group and write each group's blocks in one task (executors) ->
     complete the instant with the tasks' write stats (driver). A retried task first discards
@@ -384,7 +384,7 @@ def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window:
 
 def _tagger(path: str, key: str, partition: str | None) -> Any:
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from readers.lookup import TableIndex
+        from morlog.readers.lookup import KeyTagger
 
         # one lookup for the task's rows: every lookup reads each candidate slice's base
         # footer and key column, so tagging batch by batch would read them once per batch
@@ -399,7 +399,7 @@ def _tagger(path: str, key: str, partition: str | None) -> Any:
                  else pa.array([""] * data.num_rows, pa.string()))
         if parts.null_count:
             raise UsageError("partition values must not be null", path=path)
-        index = TableIndex(Table(path))
+        index = KeyTagger(Table(path))
         locs = index.tag(keys.cast(pa.string()), parts).locations
         slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
         fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())

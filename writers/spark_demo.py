@@ -12,8 +12,8 @@ import time
 import uuid
 from typing import Any, TextIO
 
-from readers.table import Table
-from readers.timeline import Timeline
+from morlog.readers.table import Table
+from morlog.readers.timeline import Timeline
 
 
 def _key(i: int) -> str:

@@ -31,8 +31,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from logformat.errors import MorlogError, UsageError, WriteError
-from readers.storage import ArrowStorage, LocalStorage, Storage, storage_for
+from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.readers.storage import ArrowStorage, LocalStorage, Storage, storage_for
 
 
 class ConcurrentWriterError(MorlogError):

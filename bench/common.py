@@ -31,15 +31,14 @@ from typing import Any, TextIO, TypeVar
 
 import fastavro
 
-from logformat.blocks import META_FIELDS, avro_data_block
-from logformat.constants import BlockType
-from logformat.errors import MorlogError
-from logformat.index_trailer import CumulativeKind
-from readers.index import read_stored_index
-from readers.logfile import LogFileReader
-
-from ..indexed import DEFAULT_CHECKPOINT_EVERY, IndexedLogWriter
-from ..logwriter import LogFileWriter, WriteResult
+from morlog.logformat.blocks import META_FIELDS, avro_data_block
+from morlog.logformat.constants import BlockType
+from morlog.logformat.errors import MorlogError
+from morlog.logformat.index_trailer import CumulativeKind
+from morlog.readers.index import read_stored_index
+from morlog.readers.logfile import LogFileReader
+from morlog.writers.indexed import DEFAULT_CHECKPOINT_EVERY, IndexedLogWriter
+from morlog.writers.logwriter import LogFileWriter, WriteResult
 
 T = TypeVar("T")
 

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from logformat import hudi_bloom
-from logformat.hudi_bloom import DynamicBloomV0
-from logformat.keybatch import KeyBatch
-from logformat.sbbf import SplitBlockBloom
-from logformat.xxh64 import xxh64_batch
+from morlog.logformat import hudi_bloom
+from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.sbbf import SplitBlockBloom
+from morlog.logformat.xxh64 import xxh64_batch
 
 from .common import (
     BenchError,

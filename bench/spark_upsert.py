@@ -43,9 +43,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from logformat.errors import UsageError
-from logformat.naming import BaseFileName, LogFileName
-from readers.table import Table
+from morlog.logformat.errors import UsageError
+from morlog.logformat.naming import BaseFileName, LogFileName
+from morlog.readers.table import Table
 
 from .common import (
     BenchError,
@@ -193,7 +193,7 @@ def start_spark() -> Session:
     """The active Spark session (kept running) or a new ``local[2]`` one (stopped after)."""
     if not available():
         raise UsageError("bench upsert needs pyspark (pip install '.[spark]')")
-    from ..spark import session
+    from morlog.writers.spark import session
 
     t0 = time.perf_counter()
     spark, created = session(MASTER, "morlog-bench-upsert")

@@ -8,7 +8,7 @@ its own delta commit (one block per slice per commit, as an upsert writes). A ba
 200,000 keys, half updates of keys live in the table (a fifth of them keys that only a log
 holds) and half inserts, each with its partition (an upsert batch knows it), is tagged twice:
 
-- morlog: ``TableIndex(Table(path)).tag(keys, partitions)``: base footers and key columns,
+- morlog: ``KeyTagger(Table(path)).tag(keys, partitions)``: base footers and key columns,
   then each slice's logs probed through their stored index;
 - the baseline, which is all Hudi's bloom index can do on a MOR table whose logs carry no
   index: per slice of the key's partition, base-file min/max + bloom and the base key column
@@ -46,19 +46,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import readers
-from compat.recompute import block_keys
-from logformat.avroschema import avro_to_arrow_schema
-from logformat.blocks import META_FIELDS
-from logformat.hudi_bloom import DynamicBloomV0
-from readers.logfile import LogFileReader
-from readers.lookup import PreparedKeys, TableIndex, TagResult, base_file_hits
-from readers.probe import SliceProbe
-from readers.properties import format_properties
-from readers.storage import LocalFileSource
-from readers.table import FileSlice, Table
+from morlog import readers
+from morlog.compat.recompute import block_keys
+from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_hits
+from morlog.readers.probe import SliceProbe
+from morlog.readers.properties import format_properties
+from morlog.readers.storage import LocalFileSource
+from morlog.readers.table import FileSlice, Table
+from morlog.writers.indexed import IndexedLogWriter
 
-from ..indexed import IndexedLogWriter
 from .common import (
     BASE_INSTANT,
     BenchError,
@@ -346,7 +346,7 @@ class Tagged:
 
 def morlog_tag(path: str, keys: pa.Array, partitions: pa.Array) -> TagResult:
     """morlog's lookup, as an upsert would run it (the table opened fresh)."""
-    return TableIndex(Table(path)).tag(keys, partitions)
+    return KeyTagger(Table(path)).tag(keys, partitions)
 
 
 def _base_hits(path: str, key_field: str, keys: PreparedKeys, out: Tagged
@@ -403,7 +403,7 @@ def bloom_index_baseline(path: str, keys: pa.Array, partitions: pa.Array) -> Tag
     bloom filter) prunes, the base key column confirms; then every data block of every log
     of the slice has its keys decoded (key field only) and checked. Blocks of instants not
     committed or rolled back do not count; among several hits the newest instant wins (as in
-    :class:`TableIndex`). Reads and bytes are counted at the file sources.
+    :class:`KeyTagger`). Reads and bytes are counted at the file sources.
     """
     table = Table(path)
     tl = table.timeline
@@ -467,7 +467,7 @@ def partition_batches(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Arra
 
 def morlog_log_part(path: str, slices: Sequence[FileSlice], key_field: str,
                     by_partition: dict[str, pa.Array]) -> LogPart:
-    """The log half of :meth:`TableIndex.tag` alone: each slice's logs probed through their
+    """The log half of :meth:`KeyTagger.tag` alone: each slice's logs probed through their
     index (:class:`SliceProbe`) with the keys of its partition, reads counted."""
     out = LogPart()
     for s in slices:
@@ -567,7 +567,7 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
         setup_s = time.perf_counter() - t0
         nkeys = len(batch.keys)
 
-        progress(f"tag: tagging {nkeys:,} keys, morlog (TableIndex.tag)")
+        progress(f"tag: tagging {nkeys:,} keys, morlog (KeyTagger.tag)")
         morlog_s, morlog_res = best_of(
             repeats, lambda: morlog_tag(path, batch.keys, batch.partitions))
         progress(f"tag: tagging {nkeys:,} keys, bloom index baseline (every log block read)")
@@ -653,7 +653,7 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
                  f"{BLOOM_ENTRIES} entries per row, min/max key); one log per slice of "
                  "indexed Avro blocks (IndexedLogWriter defaults, append mode, fsync off), "
                  "one delta commit per block round",
-        "morlog": "TableIndex(Table(path)).tag(keys, partitions)",
+        "morlog": "KeyTagger(Table(path)).tag(keys, partitions)",
         "baseline": "per slice of the key's partition: base min/max + bloom + key column, "
                     "then every log block's keys decoded (compat.recompute.block_keys)",
         "timing": "each call opens the table (timeline, listing) itself; best of repeats; "

@@ -25,10 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from readers.probe import ProbeResult, SliceProbe
+from morlog.readers.probe import ProbeResult, SliceProbe
+from morlog.writers.indexed import DEFAULT_CHECKPOINT_EVERY, DEFAULT_DELTA_MAX_KEYS
+from morlog.writers.logwriter import WriteResult
 
-from ..indexed import DEFAULT_CHECKPOINT_EVERY, DEFAULT_DELTA_MAX_KEYS
-from ..logwriter import WriteResult
 from .common import (
     SliceData,
     bar,

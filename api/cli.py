@@ -1,4 +1,4 @@
-"""The ``morlog`` command: read commands from :mod:`readers.cli` plus the write side."""
+"""The ``morlog`` command: read commands, table commands, demos and benchmarks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 
-from logformat.errors import MorlogError, redact
-from readers.cli import EXIT_ERROR, add_read_commands
+from morlog.logformat.errors import MorlogError, redact
+from morlog.readers.cli import EXIT_ERROR, add_read_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,14 +18,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_read_commands(sub)
-    from readers.table_cli import add_table_commands
+    from morlog.readers.table_cli import add_table_commands
 
     add_table_commands(sub)
-    from .bench.cli import add_bench_command
-    from .demo import add_demo_command
+    from morlog.bench.cli import add_bench_command
+    from morlog.writers.demo import add_demo_command
 
     add_demo_command(sub)
-    from .spark_demo import add_spark_demo_command
+    from morlog.writers.spark_demo import add_spark_demo_command
 
     add_spark_demo_command(sub)
     add_bench_command(sub)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from logformat.errors import UsageError
+from morlog.logformat.errors import UsageError
 
 from . import append, lookup, probe, tag
 from . import spark_upsert as upsert

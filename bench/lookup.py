@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from readers.probe import BlockId, ProbeResult, SliceProbe
-from readers.storage import REMOTE_COALESCE_GAP, LocalFileSource
+from morlog.readers.probe import BlockId, ProbeResult, SliceProbe
+from morlog.readers.storage import REMOTE_COALESCE_GAP, LocalFileSource
 
 from .common import (
     BenchError,
