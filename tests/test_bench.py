@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from morlog.writers.cli import main
+from morlog.cli import main
 
 TOP_KEYS = {"scenario", "machine", "params", "results", "ratios", "goals"}
 MACHINE_KEYS = {"python", "platform", "cpu_count", "numpy", "pyarrow", "fastavro"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from morlog.logformat import BlockType
-from morlog.writers.cli import main
+from morlog.cli import main
 
 from .samples import sample_file, sample_frames
 

@@ -37,7 +37,7 @@ from morlog.logformat.delete_content import (
 from morlog.logformat.framing import decode_blocks, encode_block
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.readers import LogFileReader
-from morlog.writers.cli import main
+from morlog.cli import main
 
 from . import hudi_fixtures as hf
 from .hudi_rs import read_properties
@@ -416,7 +416,7 @@ def test_empty_delete_block_bytes() -> None:
 
 
 def _run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """``writers.cli.main(argv)``: exit status and what it printed on stdout."""
+    """``morlog.cli.main(argv)``: exit status and what it printed on stdout."""
     capsys.readouterr()
     code = main(argv)
     return code, capsys.readouterr().out
@@ -486,7 +486,7 @@ def test_cli_verify(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_console_script_on_fixtures() -> None:
     """The real entry point, in a fresh process: JSON on stdout, verify exits 0 on all logs."""
     env = {**os.environ, "PYTHONWARNINGS": "error"}
-    cmd = [sys.executable, "-c", "import sys; from writers.cli import main; "
+    cmd = [sys.executable, "-c", "import sys; from morlog.cli import main; "
            "sys.exit(main(sys.argv[1:]))"]
     log = _fixture("valid_log_rollback")
     cwd = Path(__file__).resolve().parent.parent

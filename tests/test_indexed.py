@@ -21,7 +21,7 @@ from morlog.readers import LocalFileSource, LogFileReader
 from morlog.readers.index import find_tail_index, read_stored_index
 from morlog.readers.probe import SliceProbe, probe_log_file
 from morlog.writers import LogFileWriter
-from morlog.writers.cli import main
+from morlog.cli import main
 from morlog.writers.indexed import IndexedLogWriter
 from morlog.writers.logwriter import list_log_files
 

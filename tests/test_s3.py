@@ -13,7 +13,7 @@ pytest.importorskip("moto", reason="moto is not installed (pip install .[test])"
 from morlog.readers import LogFileReader  # noqa: E402
 from morlog.readers.lookup import KeyTagger  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.writers.cli import main  # noqa: E402
+from morlog.cli import main  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, standalone_log_files, tables  # noqa: E402
 
@@ -73,7 +73,7 @@ def test_log_files_on_s3_through_the_cli(s3: str, capsys: pytest.CaptureFixture[
 def test_client_written_table_read_from_s3(s3: str, tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.client import MorTable, WriteConfig
 
     schema = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())])
     t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", partition_field="p",

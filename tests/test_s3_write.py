@@ -16,7 +16,7 @@ pytest.importorskip("boto3", reason="boto3 is not installed (pip install .[test]
 
 from morlog.logformat.errors import UsageError  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
+from morlog.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
 from morlog.writers.store import S3Store, store_for  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
@@ -234,7 +234,7 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
 
 def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[str]) -> None:
     from morlog.logformat.errors import redact
-    from morlog.writers.cli import main
+    from morlog.cli import main
 
     uri = _uri(s3).replace("test:test@", "AKIDSECRET:s3cr%2Fet@")
     MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")

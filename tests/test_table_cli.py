@@ -10,7 +10,7 @@ import pytest
 
 from morlog.readers.lookup import tag_keys
 from morlog.readers.table import Table
-from morlog.writers.cli import main
+from morlog.cli import main
 
 from .hudi_fixtures import requires_fixtures, tables
 
