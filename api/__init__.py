@@ -33,9 +33,9 @@ _PUBLIC = {
     "probe_log_file": "morlog.readers.probe",
     "FileSlice": "morlog.readers.table",
     "Table": "morlog.readers.table",
-    "CommitResult": "morlog.client",
-    "MorTable": "morlog.client",
-    "WriteConfig": "morlog.client",
+    "CommitResult": "morlog.writers.client",
+    "MorTable": "morlog.writers.client",
+    "WriteConfig": "morlog.writers.client",
     "IndexedLogWriter": "morlog.writers.indexed",
     "LogFileWriter": "morlog.writers.logwriter",
 }
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from morlog.readers.lookup import KeyTagger, TagResult, tag_keys
     from morlog.readers.probe import SliceProbe, probe_log_file
     from morlog.readers.table import FileSlice, Table
-    from morlog.client import CommitResult, MorTable, WriteConfig
+    from morlog.writers.client import CommitResult, MorTable, WriteConfig
     from morlog.writers.indexed import IndexedLogWriter
     from morlog.writers.logwriter import LogFileWriter
 

@@ -12,7 +12,7 @@ import pytest
 
 from morlog.logformat import UsageError
 from morlog.readers.table import Table
-from morlog.client import ConcurrentWriterError, MorTable, WriteConfig
+from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])

@@ -16,7 +16,7 @@ pytest.importorskip("boto3", reason="boto3 is not installed (pip install .[test]
 
 from morlog.logformat.errors import UsageError  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
+from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
 from morlog.writers.store import S3Store, store_for  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),

@@ -129,7 +129,7 @@ def _df(spark: Any, ids: range, ts: int) -> Any:
 
 
 def test_distributed_upsert(spark: Any, tmp_path: Path) -> None:
-    from morlog.client import WriteConfig
+    from morlog.writers.client import WriteConfig
     from morlog.writers.spark import upsert
 
     path = str(tmp_path / "d")
@@ -179,7 +179,7 @@ def _fail_first_attempt() -> Any:
 
 
 def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: Path) -> None:
-    from morlog.client import WriteConfig
+    from morlog.writers.client import WriteConfig
     from morlog.writers.spark import upsert
 
     path = str(tmp_path / "r")
@@ -216,7 +216,7 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
 
     import pyarrow.fs as pafs
 
-    from morlog.client import WriteConfig
+    from morlog.writers.client import WriteConfig
     from morlog.writers.spark import upsert
 
     bucket = f"s{uuid.uuid4().hex[:12]}"

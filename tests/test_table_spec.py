@@ -16,7 +16,7 @@ from morlog.logformat import BlockType
 from morlog.readers import LogFileReader
 from morlog.readers.properties import parse_properties
 from morlog.readers.table import Table
-from morlog.client import MorTable, WriteConfig, new_instant
+from morlog.writers.client import MorTable, WriteConfig, new_instant
 
 SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
                     ("note", pa.string())])
