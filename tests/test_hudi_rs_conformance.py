@@ -186,9 +186,9 @@ FILE_GROUPS = _file_groups()
 @hf.requires_fixtures
 def test_fixture_selection() -> None:
     """Every data-table log is covered below; metadata-table logs hold no Avro/Parquet data."""
-    assert len(DATA_LOGS) == 11  # 2 standalone + 9 in tables (facts §11)
-    assert len(DELETE_LOGS) == 5
-    assert len(_DATA_TABLE_LOGS) == 18
+    assert len(DATA_LOGS) == 14  # 2 standalone + 12 in tables (facts §11, plus the v8 table)
+    assert len(DELETE_LOGS) == 7
+    assert len(_DATA_TABLE_LOGS) == 23
     assert all(_first_type(p) in (BlockType.HFILE_DATA, BlockType.DELETE)
                for p in hf.log_files() if _is_mdt(p))
 
@@ -381,7 +381,7 @@ def test_real_schema_written_by_morlog(carrier: str, tmp_path: Path) -> None:
 @hf.requires_fixtures
 def test_metadata_table_logs_not_read_by_hudi_rs() -> None:
     pytest.skip(
-        "hudi-rs 0.5 cannot read the metadata-table logs (.hoodie/metadata, 119 files, HFile "
+        "hudi-rs 0.5 cannot read the metadata-table logs (.hoodie/metadata, 182 files, HFile "
         "and delete blocks): building the HoodieMetadataRecord schema panics in "
         "crates/core/src/avro_to_arrow/schema.rs ('not yet implemented: Add support for "
         "AvroSchema::Ref'), and its data-table log reader refuses HFile blocks ('Unexpected "
