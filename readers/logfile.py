@@ -37,6 +37,7 @@ from morlog.logformat.errors import (
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
     UnsupportedVersionError,
+    UsageError,
 )
 from morlog.logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
 
@@ -78,6 +79,14 @@ class LogBlock:
         return self._source.name if self._source is not None else None
 
     @property
+    def source(self) -> RangedSource:
+        """The file the block was read from, for ranged reads of its parts (its index
+        trailer, say) without reading the whole block."""
+        if self._source is None:
+            raise UsageError("this block was not read from a file")
+        return self._source
+
+    @property
     def instant(self) -> str | None:
         return self.header.get(HeaderKey.INSTANT_TIME)
 
@@ -109,8 +118,7 @@ class LogBlock:
 
     def raw(self) -> bytes:
         """The whole block as on disk (for CORRUPT blocks: the bytes it covers)."""
-        assert self._source is not None
-        return self._source.read(self.offset, self.size)
+        return self.source.read(self.offset, self.size)
 
     def frame(self) -> BlockFrame:
         return BlockFrame(int(self.block_type), self.header, self.content(), self.footer,

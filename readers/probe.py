@@ -26,12 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.errors import ContentError, MorlogError
+from morlog.logformat.errors import ChecksumError, MorlogError, UnusableIndexWarning
 from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
     Cumulative,
-    CumulativeKind,
     Directory,
     KeyRange,
     decode_filter_part,
@@ -43,17 +42,9 @@ from morlog.logformat.sbbf import SplitBlockBloom, word_masks
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
-from .index import (
-    StoredIndex,
-    TailIndex,
-    UnusableIndexWarning,
-    _parquet_index,
-    block_index,
-    find_tail_index,
-    has_keyed_block,
-    read_checkpoint,
-)
+from .index import StoredIndex, block_index, read_parquet_index
 from .logfile import LogFileReader
+from .slice_index import read_slice_index
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
 Opener = Callable[[str], RangedSource]
@@ -225,23 +216,6 @@ class SliceProbe:
         return (sum(s.stats.reads for s in self._sources.values()),
                 sum(s.stats.bytes_read for s in self._sources.values()))
 
-    # --- locating the index --------------------------------------------------------------
-
-    def _tail(self) -> tuple[str, TailIndex] | None:
-        """The newest data block's stored index, skipping files of command/delete blocks."""
-        for name in reversed(self.log_files):
-            src = self.source(name)
-            tail = find_tail_index(src)
-            if tail is not None:
-                return name, tail
-            if has_keyed_block(src):
-                return None  # newest data block has no index: compat path
-        return None
-
-    def _checkpoint(self, cum: Cumulative, directory: Directory
-                    ) -> tuple[Cumulative, Directory]:
-        return read_checkpoint(self.source, cum, directory)
-
     # --- probing --------------------------------------------------------------------------
 
     def probe(self, keys: Sequence[str] | pa.Array,
@@ -254,23 +228,16 @@ class SliceProbe:
         if hashes is None:
             hashes = xxh64_batch(KeyBatch.of(arr))
         self._ranges = ranges if ranges is not None else _RangeTester(arr)
-        located = self._tail()
-        if located is None:
+        index = read_slice_index(self.log_files, self.source)
+        if index is None:  # the newest data block has no stored index: compat path
             return self._probe_compat(arr, hashes)
-        tail_file, tail = located
-        cum = tail.index.cumulative()
-        directory = tail.index.directory()
-        if cum is None or directory is None:
-            return self._probe_compat(arr, hashes)
-        blocks = _blocks_of(directory)
+        cum = index.cumulative
+        blocks = [b for d in index.directories for b in _blocks_of(d)]
         in_range = self._ranges.test(cum.min_key, cum.max_key)
         maybe = in_range & cum.bloom.check_hashes(hashes)
-        covered_files = set(directory.files)
-        if cum.kind == CumulativeKind.DELTA:
-            full, cp_dir = self._checkpoint(cum, directory)
-            maybe |= in_range & full.bloom.check_hashes(hashes)
-            blocks = _blocks_of(cp_dir) + blocks
-            covered_files |= set(cp_dir.files)
+        if index.checkpoint is not None:  # a delta: keys before it are in the checkpoint
+            maybe |= in_range & index.checkpoint.bloom.check_hashes(hashes)
+        covered_files = index.files
         # log files of the slice that the stored index does not know of (table version 8+
         # writes one log file per delta commit; another writer may have added one):
         # their blocks are recomputed and tested without the cumulative filter
@@ -305,8 +272,10 @@ class SliceProbe:
     def _read_part(self, b: _Block, offset: int, length: int, crc: int) -> bytes:
         src = self.source(b.id.file)
         raw = src.read(offset, length)
-        if zlib.crc32(raw) != crc:
-            raise ContentError("index region checksum mismatch", path=src.name, offset=offset)
+        actual = zlib.crc32(raw)
+        if actual != crc:
+            raise ChecksumError("index region checksum mismatch", path=src.name, offset=offset,
+                                expected=crc, actual=actual)
         return raw
 
     def _recompute(self, b: _Block, why: MorlogError) -> BlockKeys | None:
@@ -356,10 +325,13 @@ class SliceProbe:
             if b.bloom is None:  # both parts in one read
                 raw = src.read(ref.region_offset, ref.region_length)
                 fpart, kpart = raw[: ref.filter_length], raw[ref.filter_length :]
-                if (zlib.crc32(fpart), zlib.crc32(kpart)) != (ref.filter_crc32,
-                                                              ref.keys_crc32):
-                    raise ContentError("index region checksum mismatch", path=src.name,
-                                       offset=ref.region_offset)
+                for part, at, crc in ((fpart, ref.region_offset, ref.filter_crc32),
+                                      (kpart, ref.region_offset + ref.filter_length,
+                                       ref.keys_crc32)):
+                    actual = zlib.crc32(part)
+                    if actual != crc:
+                        raise ChecksumError("index region checksum mismatch", path=src.name,
+                                            offset=at, expected=crc, actual=actual)
                 b.bloom, rng = decode_filter_part(fpart, base=ref.region_offset, path=src.name)
             else:
                 kpart = self._read_part(b, ref.region_offset + ref.filter_length,
@@ -369,7 +341,7 @@ class SliceProbe:
                                path=src.name)
             b.keys = BlockKeys(keys, None, b.bloom, rng)
         elif ref.carrier == Carrier.PARQUET:
-            stored = _parquet_index(src, ref.block_offset + ref.block_size - 12,
+            stored = read_parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
             b.keys = stored.block_keys() if stored is not None else None
         else:

@@ -43,7 +43,6 @@ from morlog.logformat.index_trailer import (
     Cumulative,
     CumulativeKind,
     Directory,
-    Section,
     decode_keys,
 )
 from morlog.logformat.indexed_block import (
@@ -58,14 +57,9 @@ from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from morlog.logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
-from morlog.readers.index import (
-    StoredIndex,
-    block_index,
-    find_tail_index,
-    has_keyed_block,
-    read_checkpoint,
-)
-from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.index import block_index, find_tail_index, has_keyed_block
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.slice_index import checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
 
 from .logwriter import LogFileWriter, Mode, WriteResult
@@ -359,12 +353,11 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 carrier = stored.carrier if stored is not None else Carrier.NONE
                 region = (0, 0, 0, 0, 0)
                 if stored is not None and stored.carrier == Carrier.AVRO:
-                    region = _region_of(stored, block)
+                    region = stored.region()
                     if region[1] == 0:  # sections not laid out as a region: recompute later
                         carrier = Carrier.NONE
                 if stored is not None:
-                    assert block._source is not None
-                    cp = _checkpoint_of(stored, block.offset, block.size, block._source)
+                    cp = checkpoint_location(stored, block.offset, block.size)
                     if cp is not None:
                         full_blocks[(str(name), block.offset)] = cp
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
@@ -407,42 +400,27 @@ def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -
 
 def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFileName],
                      scope: str, loader: HashLoader) -> SliceIndexState | None:
-    """The state from the newest data block's stored index (and its checkpoint), without
-    reading the other blocks; None when that index cannot stand for the whole slice."""
+    """The state from the slice's stored cumulative index (the newest data block's, and its
+    checkpoint: ``morlog.readers.slice_index``), without reading the other blocks; None when
+    that index cannot stand for the whole slice."""
     names = [str(n) for n in log_files]
-    sources: dict[str, Any] = {}
+    sources: dict[str, RangedSource] = {}
 
-    def source(name: str) -> Any:
+    def source(name: str) -> RangedSource:
         if name not in sources:
             sources[name] = CachedSource(storage.source(storage.join(directory, name)))
         return sources[name]
 
     try:
-        tail_file = None
-        for name in reversed(names):  # skip files holding only command or delete blocks
-            tail = find_tail_index(source(name))
-            if tail is not None:
-                tail_file = name
-                break
-            if has_keyed_block(source(name)):
-                return None  # the newest data block has no stored index
-        if tail_file is None or tail is None:
+        index = read_slice_index(names, source)
+        if index is None or index.cumulative.scope != scope:
             return None
-        cum, tail_dir = tail.index.cumulative(), tail.index.directory()
-        if cum is None or tail_dir is None or cum.scope != scope:
+        cp_ref = index.checkpoint_ref()
+        if cp_ref is None:
             return None
-        if cum.kind == CumulativeKind.FULL:
-            parts = [tail_dir]
-            cp_ref = _checkpoint_of(tail.index, tail.offset, tail.size, source(tail_file))
-            if cp_ref is None:
-                return None
-        else:
-            _, cp_dir = read_checkpoint(source, cum, tail_dir)
-            parts = [cp_dir, tail_dir]
-            cp_ref = cum.checkpoint
-        refs = [(d.files[r.file], r) for d in parts for r in d.blocks]
-        if len(refs) != cum.blocks or refs[-1][0] != tail_file or (
-                refs[-1][1].block_offset != tail.offset):
+        refs = index.block_refs()
+        if len(refs) != index.cumulative.blocks or refs[-1][0] != index.tail_file or (
+                refs[-1][1].block_offset != index.tail.offset):
             return None
         known = {f for f, _ in refs}
         if not known <= set(names):
@@ -458,42 +436,9 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
     state = SliceIndexState(scope, loader=loader)
     for f, ref in refs:
         state.add(_Entry(ref, f, None))
-    checkpoint_at = len(parts[0].blocks) - 1
-    state.entries[checkpoint_at].checkpoint = cp_ref
-    state.checkpoint_at = checkpoint_at
+    state.entries[index.checkpoint_at].checkpoint = cp_ref
+    state.checkpoint_at = index.checkpoint_at
     return state
-
-
-def _checkpoint_of(stored: StoredIndex, block_offset: int, block_size: int,
-                   src: RangedSource) -> CheckpointRef | None:
-    """Where a block's full checkpoint lies, as a later delta points at it (file index 0:
-    writers re-index by name); None when the block holds no full checkpoint."""
-    cum = stored.cumulative()
-    if cum is None or cum.kind != CumulativeKind.FULL:
-        return None
-    if stored.carrier == Carrier.PARQUET:
-        return CheckpointRef(0, Carrier.PARQUET, block_offset, block_size, 0)
-    if stored.carrier != Carrier.AVRO:
-        return None
-    cr = stored.section_range(Section.CUMULATIVE)
-    dr = stored.section_range(Section.DIRECTORY)
-    if cr is None or dr is None or cr[0] + cr[1] != dr[0]:
-        return None  # not laid out as one region
-    length = dr[0] + dr[1] - cr[0]
-    raw = src.read(cr[0], length)
-    return CheckpointRef(0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
-
-
-def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int, int]:
-    """(offset, filter length, filter CRC, keys length, keys CRC) of a stored block's region;
-    zeros unless BLOOM, RANGE and KEYS sit back to back in that order."""
-    b, r, k = (stored.section_range(s) for s in (Section.BLOOM, Section.RANGE, Section.KEYS))
-    if b is None or r is None or k is None or b[0] + b[1] != r[0] or r[0] + r[1] != k[0]:
-        return (0, 0, 0, 0, 0)
-    assert block._source is not None
-    raw = block._source.read(b[0], b[1] + r[1] + k[1])
-    flen = b[1] + r[1]
-    return (b[0], flen, zlib.crc32(raw[:flen]), k[1], zlib.crc32(raw[flen:]))
 
 
 def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
