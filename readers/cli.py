@@ -60,7 +60,7 @@ def _block_json(block: LogBlock, keys: bool, key_field: str) -> dict[str, Any]:
     return out
 
 
-def _short(value: str | None, n: int = 40) -> str:
+def _ellipsized(value: str | None, n: int = 40) -> str:
     if value is None:
         return "-"
     return value if len(value) <= n else value[: n - 1] + "…"
@@ -85,7 +85,7 @@ def _print_table(path: str, rows: list[dict[str, Any]], out: TextIO) -> None:
             except (ValueError, AttributeError):
                 detail = "schema ?"
         if "keys" in r and r["keys"] is not None:
-            detail += f" keys: {_short(', '.join(str(k) for k in r['keys']), 60)}"
+            detail += f" keys: {_ellipsized(', '.join(str(k) for k in r['keys']), 60)}"
         if "error" in r:
             detail += f" ERROR: {r['error']}"
         records = "-" if r["records"] is None else str(r["records"])
@@ -173,13 +173,13 @@ def _print_index(report: IndexReport, out: TextIO) -> None:
           file=out)
     for r in report.blocks:
         print(f"{r.offset:>10} {r.carrier:<8} {str(r.stored).lower():<6} "
-              f"{r.keys:>7} {r.bloom_bytes:>8}  {_short(r.min_key)} .. "
-              f"{_short(r.max_key)}", file=out)
+              f"{r.keys:>7} {r.bloom_bytes:>8}  {_ellipsized(r.min_key)} .. "
+              f"{_ellipsized(r.max_key)}", file=out)
     c = report.cumulative
     if c:
         print(f"cumulative ({'stored' if c.stored else 'recomputed'}, {c.kind}): "
-              f"{c.blocks} blocks, {c.keys} keys, {_short(c.min_key)} .. "
-              f"{_short(c.max_key)}, filter {c.bloom_bytes} bytes", file=out)
+              f"{c.blocks} blocks, {c.keys} keys, {_ellipsized(c.min_key)} .. "
+              f"{_ellipsized(c.max_key)}, filter {c.bloom_bytes} bytes", file=out)
 
 
 def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:

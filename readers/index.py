@@ -1,4 +1,5 @@
-"""Reading the index of data blocks: stored (index trailer) or recomputed (compat).
+"""Reading the index of data blocks (``morlog.readers.index``): stored (index trailer) or
+recomputed (``morlog.compat``).
 
 - :func:`read_stored_index` finds a block's index trailer (after the Avro records, or in the
   Parquet footer) and returns a lazy :class:`StoredIndex`: sections are fetched by byte range
@@ -246,7 +247,7 @@ class TailIndex:
     index: StoredIndex
 
 
-def _trusted_by_trailer(source: RangedSource, start: int, end: int) -> StoredIndex | None:
+def _index_trusted_from_end(source: RangedSource, start: int, end: int) -> StoredIndex | None:
     """The stored index of the block ``[start, end)`` judged from its end alone: an empty
     footer map, then a CRC-checked index trailer (Avro) or a Parquet footer carrying one."""
     if end - start < 64 or source.read(end - _FOOTER_AND_POINTER, 4) != b"\0\0\0\0":
@@ -281,7 +282,7 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
             reverse = struct.unpack(">q", cached.read(end - TRAILER_LEN, TRAILER_LEN))[0]
             start = end - TRAILER_LEN - reverse
             if 0 <= start < window_start:
-                stored = _trusted_by_trailer(cached, start, end)
+                stored = _index_trusted_from_end(cached, start, end)
                 if stored is not None:
                     return TailIndex(start, end - start, stored)
         try:

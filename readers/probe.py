@@ -1,11 +1,13 @@
 """Which blocks of a file slice's logs may hold, and do hold, each key (spec/index.md §7).
 
-``probe(keys)`` reads the newest log file's tail (one ranged read), tests each key against the
-slice's cumulative range and filter (delta plus, when the tail is a delta, the checkpoint:
-a second read), then narrows to blocks by their own ranges and filters, and confirms
-candidates against the sorted key lists of only those blocks. Slices whose newest data block
-carries no index are answered by the compatibility path: every block's keys are recomputed,
-with the same per-block answers.
+``morlog.readers.probe.SliceProbe.probe(keys)`` reads the slice's cumulative index through
+``morlog.readers.slice_index.read_slice_index`` (the newest log file's tail: one ranged read;
+when the tail is a delta, the checkpoint: a second read), tests each key against the slice's
+cumulative range and filter (delta plus checkpoint), then narrows to blocks by their own
+ranges and filters, and confirms candidates against the sorted key lists of only those
+blocks. Slices whose newest data block carries no index are answered by the compatibility
+path (``morlog.compat.recompute``): every block's keys are recomputed, with the same per-block
+answers.
 
 Invariant (tested): every key live in the slice's logs is confirmed in the block that holds
 it; deleted or rolled-back keys may still be reported (a false positive costs a key-list
@@ -69,7 +71,10 @@ class KeyHits:
 
 
 @dataclass
-class _Block:
+class ProbedBlock:
+    """A block of the slice as the probe tests it: its id, its DIRECTORY entry (stored
+    index) and whatever of its index has been read so far."""
+
     id: BlockId
     ref: BlockRef | None
     #: per-block index when already at hand (compat path, or the tail block)
@@ -98,7 +103,7 @@ class ProbeResult:
     #: True when the slice's cumulative index was read from a stored trailer
     stored: bool
     cumulative: Cumulative | None
-    blocks: list[_Block]
+    blocks: list[ProbedBlock]
     reads: int
     bytes_read: int
     #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
@@ -250,14 +255,14 @@ class SliceProbe:
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes)
 
-    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[_Block]:
+    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[ProbedBlock]:
         out = []
         for block in LogFileReader(self.source(name)).blocks():
             if block.is_corrupt or not block.block_type.is_keyed:
                 continue
             keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
             if keys is not None:
-                out.append(_Block(BlockId(name, block.offset), None, keys, block.instant or "",
+                out.append(ProbedBlock(BlockId(name, block.offset), None, keys, block.instant or "",
                                   covered=covered))
         return out
 
@@ -269,7 +274,7 @@ class SliceProbe:
         return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
                            nbytes)
 
-    def _read_part(self, b: _Block, offset: int, length: int, crc: int) -> bytes:
+    def _read_part(self, b: ProbedBlock, offset: int, length: int, crc: int) -> bytes:
         src = self.source(b.id.file)
         raw = src.read(offset, length)
         actual = zlib.crc32(raw)
@@ -278,7 +283,7 @@ class SliceProbe:
                                 expected=crc, actual=actual)
         return raw
 
-    def _recompute(self, b: _Block, why: MorlogError) -> BlockKeys | None:
+    def _recompute(self, b: ProbedBlock, why: MorlogError) -> BlockKeys | None:
         """The block's keys from its records, when its stored index cannot be used."""
         assert b.ref is not None
         src = self.source(b.id.file)
@@ -289,7 +294,7 @@ class SliceProbe:
         b.keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
         return b.keys
 
-    def _block_filter(self, b: _Block) -> SplitBlockBloom | None:
+    def _block_filter(self, b: ProbedBlock) -> SplitBlockBloom | None:
         """The block's own filter; for the AVRO carrier without reading its key list."""
         if b.keys is not None:
             return b.keys.bloom
@@ -309,7 +314,7 @@ class SliceProbe:
                 return None if keys is None else keys.bloom
         return b.bloom
 
-    def _block_keys(self, b: _Block) -> BlockKeys | None:
+    def _block_keys(self, b: ProbedBlock) -> BlockKeys | None:
         if b.keys is not None:
             return b.keys
         try:
@@ -317,7 +322,7 @@ class SliceProbe:
         except MorlogError as exc:
             return self._recompute(b, exc)
 
-    def _stored_block_keys(self, b: _Block) -> BlockKeys | None:
+    def _stored_block_keys(self, b: ProbedBlock) -> BlockKeys | None:
         ref = b.ref
         assert ref is not None
         src = self.source(b.id.file)
@@ -351,7 +356,7 @@ class SliceProbe:
         return b.keys
 
     def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
-                blocks: list[_Block]) -> Masks:
+                blocks: list[ProbedBlock]) -> Masks:
         """Per-block range and filter tests, then exact confirmation.
 
         With many candidate keys per block (more than ``JOIN_RATIO`` on average), every
@@ -406,7 +411,7 @@ class SliceProbe:
                                                     dtype=bool)
         return masks
 
-    def _prefetch(self, blocks: list[_Block], which: list[int], *, filters: bool) -> None:
+    def _prefetch(self, blocks: list[ProbedBlock], which: list[int], *, filters: bool) -> None:
         """Fetch the filter parts (or key parts) of ``blocks[which]`` that are still to be
         read, coalesced per file where the storage wants it (object stores)."""
         per_file: dict[str, list[tuple[int, int]]] = {}
@@ -428,7 +433,7 @@ class SliceProbe:
             if isinstance(src, CachedSource) and len(ranges) > 1:
                 src.prefetch_ranges(ranges)
 
-    def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[_Block],
+    def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[ProbedBlock],
               masks: Masks) -> None:
         """Exact confirmation of many candidates: one hash join against the key lists."""
         lists, owners = [], []
@@ -456,8 +461,8 @@ class SliceProbe:
         masks.confirmed[j[keep], i[keep]] = True
 
 
-def _blocks_of(directory: Directory) -> list[_Block]:
-    return [_Block(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
+def _blocks_of(directory: Directory) -> list[ProbedBlock]:
+    return [ProbedBlock(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
             for r in directory.blocks]
 
 
@@ -473,5 +478,5 @@ def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
         return p.probe(keys)
 
 
-__all__ = ["BlockId", "KeyHits", "Masks", "ProbeResult", "SliceProbe", "StoredIndex",
-           "probe_log_file"]
+__all__ = ["BlockId", "KeyHits", "Masks", "ProbeResult", "ProbedBlock", "SliceProbe",
+           "StoredIndex", "probe_log_file"]

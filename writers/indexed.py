@@ -1,4 +1,5 @@
-"""Writing indexed data blocks into a file slice's logs (spec/index.md §6).
+"""Writing indexed data blocks into a file slice's logs (spec/index.md §6):
+``morlog.writers.indexed``.
 
 :class:`IndexedLogWriter` appends Avro-carrier or Parquet-carrier data blocks whose trailer
 holds the per-block index and the slice's cumulative index. The cumulative part is a *full
@@ -9,7 +10,8 @@ checkpoint, directory of those blocks) and a pointer to the checkpoint. A probe 
 the file's tail and, at most, the checkpoint: two ranged reads.
 
 The writer keeps the slice's key hashes in memory between appends. When it starts on a slice
-that already has logs, it first reads the newest block's stored index (and its checkpoint):
+that already has logs, it first reads the newest block's stored index (and its checkpoint)
+through ``morlog.readers.slice_index.read_slice_index``, the reader the probe uses too:
 their directories list every data block of the slice, so the state is rebuilt from two reads,
 and a block's key hashes are read only when a filter needs them (the blocks since the
 checkpoint for a delta; all of them, once per ``checkpoint_every`` blocks, for a full
@@ -70,7 +72,9 @@ DEFAULT_DELTA_MAX_KEYS = 16_384
 
 
 @dataclass
-class _Entry:
+class _SliceBlock:
+    """A data block of the slice as the writer's state knows it."""
+
     ref: BlockRef
     file_name: str
     #: the block's key hashes; None until read (state rebuilt from a stored directory)
@@ -80,7 +84,7 @@ class _Entry:
 
 
 #: reads the key hashes of a block the state knows only by its directory entry
-HashLoader = Callable[[_Entry], U64]
+HashLoader = Callable[[_SliceBlock], U64]
 
 
 @dataclass
@@ -88,7 +92,7 @@ class SliceIndexState:
     """What the next indexed block of a file slice needs to know about the earlier ones."""
 
     scope: str
-    entries: list[_Entry] = field(default_factory=list)
+    entries: list[_SliceBlock] = field(default_factory=list)
     checkpoint_at: int | None = None
     min_key: str | None = None
     max_key: str | None = None
@@ -97,10 +101,10 @@ class SliceIndexState:
     _merged: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
     _unmerged: list[U64] = field(default_factory=list)
     #: entries whose hashes are not read yet, and how to read them
-    _lazy: list[_Entry] = field(default_factory=list)
+    _lazy: list[_SliceBlock] = field(default_factory=list)
     loader: HashLoader | None = None
 
-    def hashes_of(self, entry: _Entry) -> U64:
+    def hashes_of(self, entry: _SliceBlock) -> U64:
         if entry.hashes is None:
             if self.loader is None:
                 raise UsageError("slice state has a block without key hashes")
@@ -141,7 +145,7 @@ class SliceIndexState:
         """``all_hashes`` merged with ``hashes``, without changing state."""
         return self._merge(self.all_hashes, hashes)
 
-    def add(self, entry: _Entry) -> None:
+    def add(self, entry: _SliceBlock) -> None:
         if entry.hashes is None:
             self._lazy.append(entry)
         else:
@@ -154,12 +158,12 @@ class SliceIndexState:
             if self.max_key is None or hi.encode() > self.max_key.encode():
                 self.max_key = hi
 
-    def since_checkpoint(self) -> list[_Entry]:
+    def since_checkpoint(self) -> list[_SliceBlock]:
         return self.entries if self.checkpoint_at is None else self.entries[
             self.checkpoint_at + 1 :]
 
 
-def _bloom_of(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
+def _filter_of_blocks(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
     """A filter of the keys of a few blocks, sized for the sum of their (per-block unique)
     counts: an overestimate only when a key repeats inside the delta window."""
     allh = np.concatenate(list(hashes)) if hashes else np.zeros(0, np.uint64)
@@ -254,7 +258,7 @@ class IndexedLogWriter:
         result = self.log.append_built(build, sync=sync)
         placement: Placement = built["placement"]
         ref = self._own_ref(state, own, prepared.instant, built["file"], carrier, placement)
-        entry = _Entry(ref, built["file"], own.hashes)
+        entry = _SliceBlock(ref, built["file"], own.hashes)
         if full:
             entry.checkpoint = self._checkpoint_ref(state, built["file"], carrier, placement,
                                                     built["probe"])
@@ -292,13 +296,13 @@ class IndexedLogWriter:
                 blooms.append(SplitBlockBloom.for_hashes(state.with_hashes(own.hashes),
                                                          self.fpp))
             bloom = blooms[0]
-            directory = Directory(tuple(files), tuple([_reindex(e, files) for e in
+            directory = Directory(tuple(files), tuple([_ref_among(e, files) for e in
                                                        state.entries] + [own_ref]))
             return Cumulative(CumulativeKind.FULL, self.scope, nblocks, nkeys, lo, hi,
                               bloom), directory
         pending = state.since_checkpoint()
         if not blooms:
-            blooms.append(_bloom_of([state.hashes_of(e) for e in pending] + [own.hashes],
+            blooms.append(_filter_of_blocks([state.hashes_of(e) for e in pending] + [own.hashes],
                                     self.fpp))
         bloom = blooms[0]
         assert state.checkpoint_at is not None
@@ -307,7 +311,7 @@ class IndexedLogWriter:
         cp = cp_entry.checkpoint
         cp = CheckpointRef(files.index(cp_entry.file_name), cp.carrier, cp.region_offset,
                            cp.region_length, cp.region_crc32, cp.cumulative_length)
-        directory = Directory(tuple(files), tuple([_reindex(e, files) for e in pending] +
+        directory = Directory(tuple(files), tuple([_ref_among(e, files) for e in pending] +
                                                   [own_ref]))
         return Cumulative(CumulativeKind.DELTA, self.scope, nblocks, nkeys, lo, hi, bloom,
                           cp), directory
@@ -321,7 +325,7 @@ class IndexedLogWriter:
         return CheckpointRef(files.index(file_name), carrier, p.block_offset, p.block_size, 0)
 
 
-def _reindex(e: _Entry, files: list[str]) -> BlockRef:
+def _ref_among(e: _SliceBlock, files: list[str]) -> BlockRef:
     r = e.ref
     return BlockRef(files.index(e.file_name), r.carrier, r.block_offset, r.block_size,
                     r.region_offset, r.filter_length, r.filter_crc32, r.keys_length,
@@ -363,14 +367,14 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
                                keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
-                state.add(_Entry(ref, str(name), keys.hashes,
+                state.add(_SliceBlock(ref, str(name), keys.hashes,
                                  full_blocks.get((str(name), block.offset))))
-    _continue_checkpoint(state, st, directory, log_files)
+    _adopt_newest_checkpoint(state, st, directory, log_files)
     return state
 
 
 def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -> HashLoader:
-    def load(entry: _Entry) -> U64:
+    def load(entry: _SliceBlock) -> U64:
         ref = entry.ref
         src = storage.source(storage.join(directory, entry.file_name))
         try:
@@ -435,13 +439,13 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
             src.close()
     state = SliceIndexState(scope, loader=loader)
     for f, ref in refs:
-        state.add(_Entry(ref, f, None))
+        state.add(_SliceBlock(ref, f, None))
     state.entries[index.checkpoint_at].checkpoint = cp_ref
     state.checkpoint_at = index.checkpoint_at
     return state
 
 
-def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
+def _adopt_newest_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
                          log_files: Sequence[LogFileName]) -> None:
     """Adopt the newest stored checkpoint when everything after it was scanned as well."""
     if not state.entries or not log_files:
