@@ -1,19 +1,30 @@
-"""The ``morlog`` command: read commands, table commands, demos and benchmarks."""
+"""The ``morlog`` command (``morlog.cli``): read commands, table commands, demos, benchmarks.
+
+Commands live beside what they drive (``morlog.readers.cli``, ``morlog.readers.table_cli``,
+``morlog.writers.demo``, ``morlog.writers.spark_demo``, ``morlog.bench.cli``); every one runs
+through the same error guard and prints through the same output helper
+(``morlog.readers.command``).
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from morlog.logformat.errors import MorlogError, redact
-from morlog.readers.cli import EXIT_ERROR, add_read_commands
+from morlog.readers.cli import add_read_commands
+from morlog.readers.command import DEBUG_ENV, run_command
+
+EPILOG = (f"Exit status: 0 ok, 1 problems found (verify), 2 error (one line on standard "
+          f"error), 3 internal error, 130 interrupted. {DEBUG_ENV}=1 adds tracebacks. "
+          "Run 'morlog COMMAND --help' for a command's options.")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="morlog",
-        description="Inspect, verify and write Apache Hudi merge-on-read log files.",
+        description="Inspect, verify and write Apache Hudi merge-on-read log files and "
+        "tables, and their indexes.",
+        epilog=EPILOG,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -33,24 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except BrokenPipeError:
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("morlog: interrupted", file=sys.stderr)
-        return 130
-    except MorlogError as exc:
-        print(f"morlog: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except Exception as exc:  # a bug: say so in one line, keep the traceback behind a flag
-        if os.environ.get("MORLOG_DEBUG"):
-            raise
-        print(redact(f"morlog: internal error ({type(exc).__name__}: {exc}); rerun with "
-                     "MORLOG_DEBUG=1 for a traceback and please report it"), file=sys.stderr)
-        return 3
+    args = build_parser().parse_args(argv)
+    return run_command(args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``morlog bench SCENARIO [--json] [--out DIR] [--quick]``: run the benchmarks of the issue.
+"""``morlog bench SCENARIO [--json] [--out DIR] [--quick]`` (``morlog.bench.cli``): run the
+benchmarks of the issue.
 
 Each scenario prints one JSON object (``--json``) or a readable summary, and writes
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
@@ -10,12 +11,11 @@ pyspark: without it ``all`` skips it with a warning).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from morlog.logformat.errors import UsageError
+from morlog.readers.command import EXIT_OK, emit
 
 from . import append, lookup, probe, tag
 from . import spark_upsert as upsert
@@ -89,14 +89,13 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
     return report, written
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
     report, written = run_bench(args.scenario, out=args.out, quick=args.quick,
                                 repeats=args.repeats)
-    if args.json:
-        print(json.dumps(report, indent=2, allow_nan=False))
-    else:
-        print_summary(report, written, sys.stdout)
-    return 0
+    # the report is always indented, and strict JSON (no NaN)
+    emit(report, lambda r, o: print_summary(r, written, o), out=out, as_json=args.json,
+         pretty=True, allow_nan=False)
+    return EXIT_OK
 
 
 def add_bench_command(sub: Any) -> None:

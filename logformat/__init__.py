@@ -29,6 +29,7 @@ from .constants import (
 )
 from .delete_content import DeleteContent, DeleteRecord, OrderingValue
 from .errors import (
+    ChecksumError,
     ContentError,
     FormatError,
     HeaderEncodingError,
@@ -36,9 +37,12 @@ from .errors import (
     LengthError,
     LogFileExistsError,
     MorlogError,
+    MorlogWarning,
     TruncatedError,
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
+    UnknownKeyWarning,
+    UnknownSectionWarning,
     UnsupportedVersionError,
     UsageError,
     WriteError,
@@ -47,7 +51,6 @@ from .framing import (
     BlockFrame,
     BlockHead,
     MetadataMap,
-    UnknownKeyWarning,
     decode_block,
     encode_block,
 )
@@ -55,11 +58,13 @@ from .naming import BaseFileName, LogFileName
 
 __all__ = [
     "MAGIC", "META_FIELDS", "RECORD_KEY_FIELD",
-    "BaseFileName", "BlockFrame", "BlockHead", "BlockType", "CommandType", "ContentError",
+    "BaseFileName", "BlockFrame", "BlockHead", "BlockType", "ChecksumError", "CommandType",
+    "ContentError",
     "ContentVersion", "DeleteContent", "DeleteRecord", "FooterKey", "FormatError",
     "HeaderEncodingError", "HeaderKey", "InvalidMagicError", "LengthError", "LogFileExistsError",
-    "LogFileName", "LogFormatVersion", "MetadataMap", "MorlogError", "OrderingValue",
-    "TruncatedError", "UnknownBlockTypeError", "UnknownHeaderKeyError", "UnknownKeyWarning",
+    "LogFileName", "LogFormatVersion", "MetadataMap", "MorlogError", "MorlogWarning",
+    "OrderingValue", "TruncatedError", "UnknownBlockTypeError", "UnknownHeaderKeyError",
+    "UnknownKeyWarning", "UnknownSectionWarning",
     "UnsupportedVersionError", "UsageError", "WriteError",
     "avro_data_block", "avro_data_block_from_arrow", "block_keys", "cdc_data_block",
     "decode_avro_records", "decode_block", "decode_data_table", "delete_block", "encode_block",

@@ -1,13 +1,20 @@
 """The exception hierarchy of morlog.
 
-Every error the library raises on bad input or misuse is a :class:`MorlogError`. Errors about
-bytes carry where they happened (``path`` and ``offset``) and, where it makes sense, what was
-expected and what was found, so that a message reads like::
+Every error the library raises on bad input or misuse is a :class:`MorlogError`; every
+warning it emits is a :class:`MorlogWarning`. Import them from ``morlog.logformat.errors`` (or
+``morlog.logformat``). Errors about bytes carry where they happened (``path`` and ``offset``)
+and, where it makes sense, what was expected and what was found, so that a message reads
+like::
 
     /t/p/.f1_20250101.log.1_0-1-1@1234: invalid block magic: expected b'#HUDI#', got b'\\x00\\x00'
 
 ``path`` is whatever name the caller gave the bytes (a file path, a URI, ``"<bytes>"``); a
 URI's credentials (``s3://key:secret@bucket/...``) never reach a message or ``path``.
+
+Branches: :class:`FormatError` (the bytes are wrong: corrupt, truncated or foreign input;
+:class:`ChecksumError` a CRC-32 mismatch, with the stored and computed values),
+:class:`UnsupportedVersionError` (the bytes are a valid version this reader does not support:
+not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`.
 """
 
 from __future__ import annotations
@@ -105,8 +112,26 @@ class ContentError(FormatError):
     """A block's content cannot be decoded (bad Avro, bad Parquet, bad delete list...)."""
 
 
-class UnsupportedVersionError(FormatError):
-    """A log format or content version that is known to exist but is not supported."""
+class ChecksumError(ContentError):
+    """Bytes do not match the CRC-32 stored for them; ``expected`` is the stored CRC,
+    ``actual`` the CRC of the bytes read (both as ``0x%08x`` text)."""
+
+    def __init__(self, message: str, *, expected: int, actual: int, path: str | None = None,
+                 offset: int | None = None) -> None:
+        super().__init__(message, path=path, offset=offset, expected=f"0x{expected:08x}",
+                         actual=f"0x{actual:08x}")
+
+
+class UnsupportedVersionError(MorlogError):
+    """A valid log format, content or index trailer version that this reader does not
+    support. Not corruption: the bytes may well be right, written by a newer (or much older)
+    writer. Scans stop on it rather than treating the block as CORRUPT; a stored index of an
+    unsupported version is not used (keys are recomputed from the records)."""
+
+
+#: errors meaning "this stored structure cannot be used" (damaged or of a version this reader
+#: does not support): readers fall back to recomputing what it would have given
+UNUSABLE = (FormatError, UnsupportedVersionError)
 
 
 class UsageError(MorlogError):
@@ -119,3 +144,23 @@ class LogFileExistsError(MorlogError, FileExistsError):
 
 class WriteError(MorlogError):
     """A write failed; the file was restored to its state before the write."""
+
+
+# --- warnings ------------------------------------------------------------------------------
+
+
+class MorlogWarning(UserWarning):
+    """Base class of every warning morlog emits (filter them all with
+    ``warnings.simplefilter("ignore", MorlogWarning)``)."""
+
+
+class UnknownKeyWarning(MorlogWarning):
+    """A header or footer key that this version of morlog does not know was skipped."""
+
+
+class UnknownSectionWarning(MorlogWarning):
+    """An index section this version of morlog does not know was skipped."""
+
+
+class UnusableIndexWarning(MorlogWarning):
+    """A block's stored index could not be used; its keys were recomputed from its records."""

@@ -38,6 +38,7 @@ from .errors import (
     TruncatedError,
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
+    UnknownKeyWarning,
     UnsupportedVersionError,
     UsageError,
 )
@@ -45,10 +46,6 @@ from .errors import (
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _II = struct.Struct(">ii")
-
-
-class UnknownKeyWarning(UserWarning):
-    """A header or footer key that this version of morlog does not know was skipped."""
 
 
 @dataclass(frozen=True)

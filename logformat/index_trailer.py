@@ -35,9 +35,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import (
+    ChecksumError,
     ContentError,
     InvalidMagicError,
     LengthError,
+    UnknownSectionWarning,
     UnsupportedVersionError,
     UsageError,
 )
@@ -79,10 +81,6 @@ class Carrier(enum.IntEnum):
     NONE = 0  # no stored index: recompute from the records (compatibility reader)
     AVRO = 1  # trailer after the records: sections readable by byte range
     PARQUET = 2  # trailer Base64-encoded in the Parquet footer: read the block's footer
-
-
-class UnknownSectionWarning(UserWarning):
-    """An index section this version of morlog does not know was skipped."""
 
 
 # --- primitive writers/readers -----------------------------------------------------------
@@ -553,9 +551,11 @@ def parse_layout(buf: bytes | memoryview, *, base: int = 0, path: str | None = N
         raise LengthError("index section table not in the buffer", path=path,
                           offset=base + tail_at, expected=table_len, actual=tail_at)
     table = bytes(buf[tail_at - table_len : tail_at])
-    if zlib.crc32(table + bytes(buf[tail_at : tail_at + 16])) != crc:
-        raise ContentError("index section table checksum mismatch", path=path,
-                           offset=base + tail_at - table_len)
+    actual_crc = zlib.crc32(table + bytes(buf[tail_at : tail_at + 16]))
+    if actual_crc != crc:
+        raise ChecksumError("index section table checksum mismatch", path=path,
+                            offset=base + tail_at - table_len, expected=crc,
+                            actual=actual_crc)
     body_len = length - TAIL_LEN - table_len
     entries = []
     for i in range(count):
@@ -580,7 +580,8 @@ def section_bytes(buf: bytes | memoryview, trailer_start_in_buf: int, entry: Sec
     if lo < 0 or lo + entry.length > len(buf):
         raise LengthError("index section not in the buffer", path=path, offset=base + lo)
     view = memoryview(buf)[lo : lo + entry.length]
-    if zlib.crc32(view) != entry.crc32:
-        raise ContentError(f"index section {entry.id} checksum mismatch", path=path,
-                           offset=base + lo)
+    actual_crc = zlib.crc32(view)
+    if actual_crc != entry.crc32:
+        raise ChecksumError(f"index section {entry.id} checksum mismatch", path=path,
+                            offset=base + lo, expected=entry.crc32, actual=actual_crc)
     return view

@@ -1,4 +1,5 @@
-"""Reading the index of data blocks: stored (index trailer) or recomputed (compat).
+"""Reading the index of data blocks (``morlog.readers.index``): stored (index trailer) or
+recomputed (``morlog.compat``).
 
 - :func:`read_stored_index` finds a block's index trailer (after the Avro records, or in the
   Parquet footer) and returns a lazy :class:`StoredIndex`: sections are fetched by byte range
@@ -7,6 +8,10 @@
 - :func:`find_tail_index` walks back from the end of a log file, inside one prefetched tail
   window, to the newest data block, and returns its stored index (None when the newest data
   block carries none).
+
+The slice-level chain (tail -> checkpoint -> directory) is read by
+``morlog.readers.slice_index``; the ``morlog index`` report is computed by
+``morlog.readers.index_report``.
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ import pyarrow.parquet as pq
 from morlog.compat.recompute import recompute_block_keys
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import MAGIC_LEN, TRAILER_LEN, BlockType
-from morlog.logformat.errors import ContentError, FormatError, MorlogError
+from morlog.logformat.errors import (
+    UNUSABLE,
+    ContentError,
+    MorlogError,
+)
+from morlog.logformat.errors import UnusableIndexWarning as UnusableIndexWarning  # re-export
 from morlog.logformat.index_trailer import (
     PARQUET_KEY,
     TAIL_LEN,
     TRAILER_MAGIC,
     Carrier,
     Cumulative,
-    CumulativeKind,
     Directory,
     KeyRange,
     Section,
@@ -131,6 +140,18 @@ class StoredIndex:
             return None
         return BlockKeys(keys, None, bloom, rng)
 
+    def region(self) -> tuple[int, int, int, int, int]:
+        """(offset, filter length, filter CRC, keys length, keys CRC) of the block's region
+        as a DIRECTORY entry records it (AVRO carrier: one read of the three sections);
+        zeros unless BLOOM, RANGE and KEYS sit back to back in that order."""
+        b, r, k = (self.section_range(s) for s in (Section.BLOOM, Section.RANGE, Section.KEYS))
+        if (self.carrier != Carrier.AVRO or self.source is None or b is None or r is None
+                or k is None or b[0] + b[1] != r[0] or r[0] + r[1] != k[0]):
+            return (0, 0, 0, 0, 0)
+        raw = self.source.read(b[0], b[1] + r[1] + k[1])
+        flen = b[1] + r[1]
+        return (b[0], flen, zlib.crc32(raw[:flen]), k[1], zlib.crc32(raw[flen:]))
+
 
 def read_stored_index(source: RangedSource, block_offset: int, block_size: int,
                       block_type: int) -> StoredIndex | None:
@@ -155,11 +176,11 @@ def read_stored_index(source: RangedSource, block_offset: int, block_size: int,
                               available_before=available)
         return StoredIndex(Carrier.AVRO, layout, source, trailer_end - layout.length)
     if block_type == BlockType.PARQUET_DATA:
-        return _parquet_index(source, end - _FOOTER_AND_POINTER, block_offset)
+        return read_parquet_index(source, end - _FOOTER_AND_POINTER, block_offset)
     return None
 
 
-def _parquet_index(source: RangedSource, content_end: int, block_offset: int
+def read_parquet_index(source: RangedSource, content_end: int, block_offset: int
                    ) -> StoredIndex | None:
     if content_end - block_offset < 12 + 8:
         return None
@@ -195,17 +216,12 @@ def _parquet_index(source: RangedSource, content_end: int, block_offset: int
     return StoredIndex(Carrier.PARQUET, layout, source, 0, data)
 
 
-class UnusableIndexWarning(UserWarning):
-    """A block's stored index could not be used; its keys were recomputed from its records."""
-
-
 def block_index(block: LogBlock, *, key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01
                 ) -> tuple[BlockKeys | None, StoredIndex | None]:
     """A data or delete block's per-block index: stored when it has a usable one, else
     recomputed from its records (a damaged or unknown stored index never hides keys)."""
-    assert block._source is not None
     try:
-        stored = read_stored_index(block._source, block.offset, block.size, block.block_type)
+        stored = read_stored_index(block.source, block.offset, block.size, block.block_type)
         keys = stored.block_keys() if stored is not None else None
     except MorlogError as exc:
         warnings.warn(f"{block.path}@{block.offset}: stored index unusable ({exc}); keys "
@@ -231,7 +247,7 @@ class TailIndex:
     index: StoredIndex
 
 
-def _trusted_by_trailer(source: RangedSource, start: int, end: int) -> StoredIndex | None:
+def _index_trusted_from_end(source: RangedSource, start: int, end: int) -> StoredIndex | None:
     """The stored index of the block ``[start, end)`` judged from its end alone: an empty
     footer map, then a CRC-checked index trailer (Avro) or a Parquet footer carrying one."""
     if end - start < 64 or source.read(end - _FOOTER_AND_POINTER, 4) != b"\0\0\0\0":
@@ -242,7 +258,7 @@ def _trusted_by_trailer(source: RangedSource, start: int, end: int) -> StoredInd
             return read_stored_index(source, start, end - start, BlockType.AVRO_DATA)
         if tail[4:] == PARQUET_MAGIC:
             return read_stored_index(source, start, end - start, BlockType.PARQUET_DATA)
-    except FormatError:
+    except UNUSABLE:
         return None
     return None
 
@@ -266,7 +282,7 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
             reverse = struct.unpack(">q", cached.read(end - TRAILER_LEN, TRAILER_LEN))[0]
             start = end - TRAILER_LEN - reverse
             if 0 <= start < window_start:
-                stored = _trusted_by_trailer(cached, start, end)
+                stored = _index_trusted_from_end(cached, start, end)
                 if stored is not None:
                     return TailIndex(start, end - start, stored)
         try:
@@ -278,7 +294,7 @@ def find_tail_index(source: RangedSource, window: int = TAIL_WINDOW) -> TailInde
         if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
             try:
                 stored = read_stored_index(cached, block.offset, block.size, block.block_type)
-            except FormatError:
+            except UNUSABLE:
                 return None
             return None if stored is None else TailIndex(block.offset, block.size, stored)
         if block.block_type in (BlockType.COMMAND, BlockType.DELETE):
@@ -295,40 +311,3 @@ def has_keyed_block(source: RangedSource) -> bool:
         return any(b.block_type.is_keyed for b in LogFileReader(source).reversed_blocks())
     except MorlogError:
         return True
-
-
-def read_checkpoint(source: Callable[[str], RangedSource], cum: Cumulative,
-                    directory: Directory) -> tuple[Cumulative, Directory]:
-    """The full checkpoint a delta cumulative points at: its cumulative and directory
-    (``source`` opens a log file of the slice by name). One ranged read for the AVRO carrier,
-    CRC-checked; the checkpoint block's trailer for the PARQUET carrier."""
-    cp = cum.checkpoint
-    if cp is None:
-        raise ContentError("a delta cumulative without a checkpoint reference")
-    if not 0 <= cp.file < len(directory.files):
-        raise ContentError("checkpoint reference names an unknown file",
-                           expected=f"< {len(directory.files)}", actual=cp.file)
-    src = source(directory.files[cp.file])
-    if cp.carrier == Carrier.AVRO:
-        region = src.read(cp.region_offset, cp.region_length)
-        if zlib.crc32(region) != cp.region_crc32:
-            raise ContentError("checkpoint region checksum mismatch", path=src.name,
-                               offset=cp.region_offset)
-        n = cp.cumulative_length
-        full = Cumulative.decode(region[:n], base=cp.region_offset, path=src.name)
-        d = Directory.decode(region[n:], base=cp.region_offset + n, path=src.name)
-    else:
-        stored = _parquet_index(src, cp.region_offset + cp.region_length - 12,
-                                cp.region_offset)
-        if stored is None:
-            raise ContentError("checkpoint block has no index", path=src.name,
-                               offset=cp.region_offset)
-        c, d2 = stored.cumulative(), stored.directory()
-        if c is None or d2 is None:
-            raise ContentError("checkpoint block lacks cumulative sections", path=src.name,
-                               offset=cp.region_offset)
-        full, d = c, d2
-    if full.kind != CumulativeKind.FULL:
-        raise ContentError("checkpoint reference does not lead to a full checkpoint",
-                           path=src.name, offset=cp.region_offset)
-    return full, d

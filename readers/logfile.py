@@ -1,4 +1,5 @@
-"""Reading a log file: lazy block iteration, both directions, with corrupt-block recovery.
+"""Reading a log file (``morlog.readers.logfile``): lazy block iteration, both directions,
+with corrupt-block recovery.
 
 The scan follows Hudi's Java reader (spec §6): a block whose framing does not add up (length
 past the end of the file, reverse pointer mismatch, no magic right after it, inconsistent
@@ -6,7 +7,11 @@ inner lengths) becomes a CORRUPT block that covers everything up to the next ``#
 the scan resumes there. A file that does not start with the magic, an unknown block type or an
 unsupported log format version raise the library's typed errors, as Java throws on them.
 
-Content bytes are read only when asked for (:meth:`LogBlock.content`).
+An unsupported version is not corruption (``UnsupportedVersionError`` is not a
+``FormatError``): it stops the scan instead of becoming a CORRUPT block.
+
+Content bytes are read only when asked for (:meth:`LogBlock.content`); other parts of a block
+(its index trailer, say) by ranged reads of :attr:`LogBlock.source`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from morlog.logformat.errors import (
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
     UnsupportedVersionError,
+    UsageError,
 )
 from morlog.logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
 
@@ -48,7 +54,7 @@ HEAD_WINDOW = 64 * 1024
 SCAN_WINDOW = 1024 * 1024
 
 #: errors that stop a scan instead of becoming a CORRUPT block (Java throws on them too)
-_FATAL = (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError)
+_STOPS_SCAN = (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError)
 
 
 @dataclass
@@ -76,6 +82,14 @@ class LogBlock:
     @property
     def path(self) -> str | None:
         return self._source.name if self._source is not None else None
+
+    @property
+    def source(self) -> RangedSource:
+        """The file the block was read from, for ranged reads of its parts (its index
+        trailer, say) without reading the whole block."""
+        if self._source is None:
+            raise UsageError("this block was not read from a file")
+        return self._source
 
     @property
     def instant(self) -> str | None:
@@ -109,8 +123,7 @@ class LogBlock:
 
     def raw(self) -> bytes:
         """The whole block as on disk (for CORRUPT blocks: the bytes it covers)."""
-        assert self._source is not None
-        return self._source.read(self.offset, self.size)
+        return self.source.read(self.offset, self.size)
 
     def frame(self) -> BlockFrame:
         return BlockFrame(int(self.block_type), self.header, self.content(), self.footer,
@@ -118,30 +131,30 @@ class LogBlock:
 
     # --- typed content ------------------------------------------------------------------
 
-    def _kw(self) -> dict[str, Any]:
+    def _where(self) -> dict[str, Any]:
         return {"base": self.content_offset, "path": self.path}
 
     def record_count(self) -> int | None:
         """Records (data) or keys (delete); None for HFile and CORRUPT blocks."""
         if self.is_corrupt:
             return None
-        return _blocks.record_count(self.block_type, self.content(), **self._kw())
+        return _blocks.record_count(self.block_type, self.content(), **self._where())
 
     def keys(self, key_field: str = _blocks.RECORD_KEY_FIELD) -> list[str | None]:
         return _blocks.block_keys(self.block_type, self.header, self.content(),
-                                  key_field=key_field, **self._kw())
+                                  key_field=key_field, **self._where())
 
     def records(self) -> list[dict[str, Any]]:
         """Decoded records of an Avro or CDC data block, as dicts."""
-        return _blocks.decode_avro_records(self.header, self.content(), **self._kw())
+        return _blocks.decode_avro_records(self.header, self.content(), **self._where())
 
     def to_arrow(self) -> pa.Table:
         """Records of an Avro, CDC or Parquet data block as an Arrow table."""
         return _blocks.decode_data_table(self.block_type, self.header, self.content(),
-                                         **self._kw())
+                                         **self._where())
 
     def delete_records(self) -> tuple[DeleteRecord, ...]:
-        return decode_delete_content(self.content(), **self._kw()).records
+        return decode_delete_content(self.content(), **self._where()).records
 
 
 def _head_to_block(head: BlockHead, source: RangedSource) -> LogBlock:
@@ -187,7 +200,7 @@ class LogFileReader:
                                         expected=MAGIC, actual=first[:MAGIC_LEN])
             try:
                 block = self._read_block(pos, end, first)
-            except _FATAL:
+            except _STOPS_SCAN:
                 raise
             except FormatError as exc:
                 nxt = self._next_magic(pos + MAGIC_LEN, end)
@@ -238,7 +251,7 @@ class LogFileReader:
         footer_buf = self.source.read(pos + total - tail_len, tail_len)
         try:
             return decode_block_head(first, footer_buf=footer_buf, **kw)
-        except _FATAL:
+        except _STOPS_SCAN:
             raise
         except Exception:
             # a header or footer larger than the windows: read the block whole (its size
@@ -291,7 +304,7 @@ class LogFileReader:
             return None
         try:
             block = self._read_block(start, self.source.size, first)
-        except _FATAL:
+        except _STOPS_SCAN:
             raise
         except FormatError:
             return None

@@ -1,11 +1,13 @@
 """Which blocks of a file slice's logs may hold, and do hold, each key (spec/index.md §7).
 
-``probe(keys)`` reads the newest log file's tail (one ranged read), tests each key against the
-slice's cumulative range and filter (delta plus, when the tail is a delta, the checkpoint:
-a second read), then narrows to blocks by their own ranges and filters, and confirms
-candidates against the sorted key lists of only those blocks. Slices whose newest data block
-carries no index are answered by the compatibility path: every block's keys are recomputed,
-with the same per-block answers.
+``morlog.readers.probe.SliceProbe.probe(keys)`` reads the slice's cumulative index through
+``morlog.readers.slice_index.read_slice_index`` (the newest log file's tail: one ranged read;
+when the tail is a delta, the checkpoint: a second read), tests each key against the slice's
+cumulative range and filter (delta plus checkpoint), then narrows to blocks by their own
+ranges and filters, and confirms candidates against the sorted key lists of only those
+blocks. Slices whose newest data block carries no index are answered by the compatibility
+path (``morlog.compat.recompute``): every block's keys are recomputed, with the same per-block
+answers.
 
 Invariant (tested): every key live in the slice's logs is confirmed in the block that holds
 it; deleted or rolled-back keys may still be reported (a false positive costs a key-list
@@ -26,12 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.errors import ContentError, MorlogError
+from morlog.logformat.errors import ChecksumError, MorlogError, UnusableIndexWarning
 from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
     Cumulative,
-    CumulativeKind,
     Directory,
     KeyRange,
     decode_filter_part,
@@ -43,17 +44,9 @@ from morlog.logformat.sbbf import SplitBlockBloom, word_masks
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
-from .index import (
-    StoredIndex,
-    TailIndex,
-    UnusableIndexWarning,
-    _parquet_index,
-    block_index,
-    find_tail_index,
-    has_keyed_block,
-    read_checkpoint,
-)
+from .index import StoredIndex, block_index, read_parquet_index
 from .logfile import LogFileReader
+from .slice_index import read_slice_index
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
 Opener = Callable[[str], RangedSource]
@@ -78,7 +71,10 @@ class KeyHits:
 
 
 @dataclass
-class _Block:
+class ProbedBlock:
+    """A block of the slice as the probe tests it: its id, its DIRECTORY entry (stored
+    index) and whatever of its index has been read so far."""
+
     id: BlockId
     ref: BlockRef | None
     #: per-block index when already at hand (compat path, or the tail block)
@@ -107,7 +103,7 @@ class ProbeResult:
     #: True when the slice's cumulative index was read from a stored trailer
     stored: bool
     cumulative: Cumulative | None
-    blocks: list[_Block]
+    blocks: list[ProbedBlock]
     reads: int
     bytes_read: int
     #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
@@ -225,23 +221,6 @@ class SliceProbe:
         return (sum(s.stats.reads for s in self._sources.values()),
                 sum(s.stats.bytes_read for s in self._sources.values()))
 
-    # --- locating the index --------------------------------------------------------------
-
-    def _tail(self) -> tuple[str, TailIndex] | None:
-        """The newest data block's stored index, skipping files of command/delete blocks."""
-        for name in reversed(self.log_files):
-            src = self.source(name)
-            tail = find_tail_index(src)
-            if tail is not None:
-                return name, tail
-            if has_keyed_block(src):
-                return None  # newest data block has no index: compat path
-        return None
-
-    def _checkpoint(self, cum: Cumulative, directory: Directory
-                    ) -> tuple[Cumulative, Directory]:
-        return read_checkpoint(self.source, cum, directory)
-
     # --- probing --------------------------------------------------------------------------
 
     def probe(self, keys: Sequence[str] | pa.Array,
@@ -254,23 +233,16 @@ class SliceProbe:
         if hashes is None:
             hashes = xxh64_batch(KeyBatch.of(arr))
         self._ranges = ranges if ranges is not None else _RangeTester(arr)
-        located = self._tail()
-        if located is None:
+        index = read_slice_index(self.log_files, self.source)
+        if index is None:  # the newest data block has no stored index: compat path
             return self._probe_compat(arr, hashes)
-        tail_file, tail = located
-        cum = tail.index.cumulative()
-        directory = tail.index.directory()
-        if cum is None or directory is None:
-            return self._probe_compat(arr, hashes)
-        blocks = _blocks_of(directory)
+        cum = index.cumulative
+        blocks = [b for d in index.directories for b in _blocks_of(d)]
         in_range = self._ranges.test(cum.min_key, cum.max_key)
         maybe = in_range & cum.bloom.check_hashes(hashes)
-        covered_files = set(directory.files)
-        if cum.kind == CumulativeKind.DELTA:
-            full, cp_dir = self._checkpoint(cum, directory)
-            maybe |= in_range & full.bloom.check_hashes(hashes)
-            blocks = _blocks_of(cp_dir) + blocks
-            covered_files |= set(cp_dir.files)
+        if index.checkpoint is not None:  # a delta: keys before it are in the checkpoint
+            maybe |= in_range & index.checkpoint.bloom.check_hashes(hashes)
+        covered_files = index.files
         # log files of the slice that the stored index does not know of (table version 8+
         # writes one log file per delta commit; another writer may have added one):
         # their blocks are recomputed and tested without the cumulative filter
@@ -283,14 +255,14 @@ class SliceProbe:
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes)
 
-    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[_Block]:
+    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[ProbedBlock]:
         out = []
         for block in LogFileReader(self.source(name)).blocks():
             if block.is_corrupt or not block.block_type.is_keyed:
                 continue
             keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
             if keys is not None:
-                out.append(_Block(BlockId(name, block.offset), None, keys, block.instant or "",
+                out.append(ProbedBlock(BlockId(name, block.offset), None, keys, block.instant or "",
                                   covered=covered))
         return out
 
@@ -302,14 +274,16 @@ class SliceProbe:
         return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
                            nbytes)
 
-    def _read_part(self, b: _Block, offset: int, length: int, crc: int) -> bytes:
+    def _read_part(self, b: ProbedBlock, offset: int, length: int, crc: int) -> bytes:
         src = self.source(b.id.file)
         raw = src.read(offset, length)
-        if zlib.crc32(raw) != crc:
-            raise ContentError("index region checksum mismatch", path=src.name, offset=offset)
+        actual = zlib.crc32(raw)
+        if actual != crc:
+            raise ChecksumError("index region checksum mismatch", path=src.name, offset=offset,
+                                expected=crc, actual=actual)
         return raw
 
-    def _recompute(self, b: _Block, why: MorlogError) -> BlockKeys | None:
+    def _recompute(self, b: ProbedBlock, why: MorlogError) -> BlockKeys | None:
         """The block's keys from its records, when its stored index cannot be used."""
         assert b.ref is not None
         src = self.source(b.id.file)
@@ -320,7 +294,7 @@ class SliceProbe:
         b.keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
         return b.keys
 
-    def _block_filter(self, b: _Block) -> SplitBlockBloom | None:
+    def _block_filter(self, b: ProbedBlock) -> SplitBlockBloom | None:
         """The block's own filter; for the AVRO carrier without reading its key list."""
         if b.keys is not None:
             return b.keys.bloom
@@ -340,7 +314,7 @@ class SliceProbe:
                 return None if keys is None else keys.bloom
         return b.bloom
 
-    def _block_keys(self, b: _Block) -> BlockKeys | None:
+    def _block_keys(self, b: ProbedBlock) -> BlockKeys | None:
         if b.keys is not None:
             return b.keys
         try:
@@ -348,7 +322,7 @@ class SliceProbe:
         except MorlogError as exc:
             return self._recompute(b, exc)
 
-    def _stored_block_keys(self, b: _Block) -> BlockKeys | None:
+    def _stored_block_keys(self, b: ProbedBlock) -> BlockKeys | None:
         ref = b.ref
         assert ref is not None
         src = self.source(b.id.file)
@@ -356,10 +330,13 @@ class SliceProbe:
             if b.bloom is None:  # both parts in one read
                 raw = src.read(ref.region_offset, ref.region_length)
                 fpart, kpart = raw[: ref.filter_length], raw[ref.filter_length :]
-                if (zlib.crc32(fpart), zlib.crc32(kpart)) != (ref.filter_crc32,
-                                                              ref.keys_crc32):
-                    raise ContentError("index region checksum mismatch", path=src.name,
-                                       offset=ref.region_offset)
+                for part, at, crc in ((fpart, ref.region_offset, ref.filter_crc32),
+                                      (kpart, ref.region_offset + ref.filter_length,
+                                       ref.keys_crc32)):
+                    actual = zlib.crc32(part)
+                    if actual != crc:
+                        raise ChecksumError("index region checksum mismatch", path=src.name,
+                                            offset=at, expected=crc, actual=actual)
                 b.bloom, rng = decode_filter_part(fpart, base=ref.region_offset, path=src.name)
             else:
                 kpart = self._read_part(b, ref.region_offset + ref.filter_length,
@@ -369,7 +346,7 @@ class SliceProbe:
                                path=src.name)
             b.keys = BlockKeys(keys, None, b.bloom, rng)
         elif ref.carrier == Carrier.PARQUET:
-            stored = _parquet_index(src, ref.block_offset + ref.block_size - 12,
+            stored = read_parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
             b.keys = stored.block_keys() if stored is not None else None
         else:
@@ -379,7 +356,7 @@ class SliceProbe:
         return b.keys
 
     def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
-                blocks: list[_Block]) -> Masks:
+                blocks: list[ProbedBlock]) -> Masks:
         """Per-block range and filter tests, then exact confirmation.
 
         With many candidate keys per block (more than ``JOIN_RATIO`` on average), every
@@ -434,7 +411,7 @@ class SliceProbe:
                                                     dtype=bool)
         return masks
 
-    def _prefetch(self, blocks: list[_Block], which: list[int], *, filters: bool) -> None:
+    def _prefetch(self, blocks: list[ProbedBlock], which: list[int], *, filters: bool) -> None:
         """Fetch the filter parts (or key parts) of ``blocks[which]`` that are still to be
         read, coalesced per file where the storage wants it (object stores)."""
         per_file: dict[str, list[tuple[int, int]]] = {}
@@ -456,7 +433,7 @@ class SliceProbe:
             if isinstance(src, CachedSource) and len(ranges) > 1:
                 src.prefetch_ranges(ranges)
 
-    def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[_Block],
+    def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[ProbedBlock],
               masks: Masks) -> None:
         """Exact confirmation of many candidates: one hash join against the key lists."""
         lists, owners = [], []
@@ -484,8 +461,8 @@ class SliceProbe:
         masks.confirmed[j[keep], i[keep]] = True
 
 
-def _blocks_of(directory: Directory) -> list[_Block]:
-    return [_Block(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
+def _blocks_of(directory: Directory) -> list[ProbedBlock]:
+    return [ProbedBlock(BlockId(directory.files[r.file], r.block_offset), r, None, r.instant)
             for r in directory.blocks]
 
 
@@ -501,5 +478,5 @@ def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
         return p.probe(keys)
 
 
-__all__ = ["BlockId", "KeyHits", "Masks", "ProbeResult", "SliceProbe", "StoredIndex",
-           "probe_log_file"]
+__all__ = ["BlockId", "KeyHits", "Masks", "ProbeResult", "ProbedBlock", "SliceProbe",
+           "StoredIndex", "probe_log_file"]

@@ -1,4 +1,6 @@
-"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot`` and ``tag``.
+"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot`` and ``tag``
+(``morlog.readers.table_cli``; errors through ``morlog.readers.command.run_guarded``, results
+through ``morlog.readers.command.emit``).
 
 ``morlog slices TABLE --json``: one object per latest file slice with ``partition``,
 ``file_id``, ``base_instant``, ``base_file``, ``log_files`` and ``instants`` (first and last
@@ -21,19 +23,10 @@ import pyarrow.parquet as pq
 
 from morlog.logformat.errors import UsageError
 
-from .cli import EXIT_ERROR, EXIT_OK, _guarded
+from .command import EXIT_OK, add_output_options, emit_for, read_keys_file
 from .logfile import LogFileReader
-from .lookup import KeyTagger
+from .lookup import KeyTagger, TagResult
 from .table import Table
-
-
-def _guard(fn: Any) -> Any:
-    """A command that prints the library's and I/O errors in one line (readers.cli)."""
-    def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-        result = _guarded(args.table, lambda: int(fn(args, out if out is not None
-                                                     else sys.stdout)))
-        return EXIT_ERROR if result is None else result
-    return run
 
 
 def _slice_instants(table: Table, partition: str, names: list[str]) -> list[str]:
@@ -45,8 +38,7 @@ def _slice_instants(table: Table, partition: str, names: list[str]) -> list[str]
     return sorted(set(instants))
 
 
-@_guard
-def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
+def cmd_slices(args: argparse.Namespace, out: TextIO | None = None) -> int:
     table = Table(args.table)
     rows: list[dict[str, Any]] = []
     for s in table.file_slices(table.resolve_instant(args.as_of)):
@@ -57,16 +49,16 @@ def cmd_slices(args: argparse.Namespace, out: TextIO) -> int:
                      "instants": {"first": instants[0] if instants else None,
                                   "last": instants[-1] if instants else None,
                                   "all": instants}})
-    if args.json:
-        json.dump(rows, out, indent=2 if args.pretty else None)
-        out.write("\n")
-    else:
+
+    def text(rows: list[dict[str, Any]], o: TextIO) -> None:
         print(f"{table.config.name} (table version {table.version}, "
-              f"{table.config.merge_mode})", file=out)
+              f"{table.config.merge_mode})", file=o)
         for r in rows:
             print(f"{r['partition'] or '.'} {r['file_id']} base {r['base_file'] or '-'} "
                   f"logs {len(r['log_files'])} instants {r['instants']['first'] or '-'}.."
-                  f"{r['instants']['last'] or '-'}", file=out)
+                  f"{r['instants']['last'] or '-'}", file=o)
+
+    emit_for(args, rows, text, out)
     return EXIT_OK
 
 
@@ -84,8 +76,10 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-@_guard
-def cmd_snapshot(args: argparse.Namespace, out: TextIO) -> int:
+def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Rows stream out as they are merged (one file slice at a time): JSON lines, or a
+    Parquet file; this command has no --json form."""
+    out = out if out is not None else sys.stdout
     table = Table(args.table)
     columns = [c for c in args.columns.split(",") if c] if args.columns else None
     parts = table.snapshot(args.as_of, columns)
@@ -114,21 +108,19 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-@_guard
-def cmd_tag(args: argparse.Namespace, out: TextIO) -> int:
-    with open(args.keys, encoding="utf-8") as f:
-        keys = [line.rstrip("\n") for line in f if line.strip()]
+def _print_tags(result: TagResult, out: TextIO) -> None:
+    for k, loc in zip(result.keys, result.locations, strict=True):
+        print(f"{k}\t{'new' if loc is None else (loc[0] or '.') + '/' + loc[1]}", file=out)
+    st = result.stats
+    print(f"{st.slices} slices, {st.base_footers} base footers, {st.log_probes} log "
+          f"probes, {st.reads} ranged reads, {st.bytes_read} bytes", file=sys.stderr)
+
+
+def cmd_tag(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    keys = read_keys_file(args.keys)
     table = Table(args.table)
     result = KeyTagger(table, args.as_of).tag(keys)
-    if args.json:
-        json.dump(result.as_dict(), out, indent=2 if args.pretty else None)
-        out.write("\n")
-    else:
-        for k, loc in zip(result.keys, result.locations, strict=True):
-            print(f"{k}\t{'new' if loc is None else (loc[0] or '.') + '/' + loc[1]}", file=out)
-        st = result.stats
-        print(f"{st.slices} slices, {st.base_footers} base footers, {st.log_probes} log "
-              f"probes, {st.reads} ranged reads, {st.bytes_read} bytes", file=sys.stderr)
+    emit_for(args, result, _print_tags, out, to_json=TagResult.as_dict)
     return EXIT_OK
 
 
@@ -136,32 +128,39 @@ def add_table_commands(sub: Any) -> None:
     p = sub.add_parser("slices", help="list a table's latest file slices",
                        description="List the latest file slice of every file group: "
                        "partition, file id, base file, log files (in Hudi's order) and the "
-                       "range of instants in the logs.")
-    p.add_argument("table", help="table base path")
-    p.add_argument("--as-of", help="instant to read the table at (time travel)")
-    p.add_argument("--json", action="store_true", help="print a JSON array")
-    p.add_argument("--pretty", action="store_true", help="indent the JSON")
+                       "range of instants in the logs. With --json: one object per slice "
+                       "(partition, file_id, base_instant, base_file, log_files, instants).")
+    p.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    p.add_argument("--as-of", metavar="INSTANT",
+                   help="instant to read the table at (time travel; default: latest)")
+    add_output_options(p, "print a JSON array, one object per file slice")
     p.set_defaults(func=cmd_slices)
 
     s = sub.add_parser("snapshot", help="read a table's merged snapshot",
                        description="Read the merged snapshot (base files merged with their "
                        "logs, Hudi's merge semantics) at the latest or a given instant, one "
-                       "file slice at a time.")
-    s.add_argument("table", help="table base path")
-    s.add_argument("--as-of", help="instant to read the table at (time travel)")
-    s.add_argument("--columns", help="comma-separated columns (default: all, meta included)")
+                       "file slice at a time, and write it as JSON lines (one object per row; "
+                       "dates and times ISO 8601, decimals as strings, bytes Base64) or as a "
+                       "Parquet file. Hudi's meta columns are included.")
+    s.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    s.add_argument("--as-of", metavar="INSTANT",
+                   help="instant to read the table at (time travel; default: latest)")
+    s.add_argument("--columns", metavar="A,B",
+                   help="comma-separated columns (default: all, meta included)")
     s.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                    help="output format (default jsonl: one JSON object per row)")
-    s.add_argument("--out", help="output file (required for parquet; default stdout)")
+    s.add_argument("--out", metavar="FILE",
+                   help="output file (required for parquet; default stdout)")
     s.set_defaults(func=cmd_snapshot)
 
     t = sub.add_parser("tag", help="find the file group of keys",
                        description="For each key (one per line in FILE): its partition and "
-                       "file group, or null when the key is not in the table. Uses base-file "
-                       "footers and the logs' indexes (stored or recomputed).")
-    t.add_argument("table", help="table base path")
+                       "file group, or 'new' (null with --json) when the key is not in the "
+                       "table. Uses base-file footers and the logs' indexes (stored or "
+                       "recomputed); the number of reads goes to standard error.")
+    t.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
     t.add_argument("--keys", required=True, metavar="FILE", help="file with one key per line")
-    t.add_argument("--as-of", help="instant to read the table at")
-    t.add_argument("--json", action="store_true", help="print a JSON object key -> location")
-    t.add_argument("--pretty", action="store_true", help="indent the JSON")
+    t.add_argument("--as-of", metavar="INSTANT",
+                   help="instant to read the table at (default: latest)")
+    add_output_options(t, "print a JSON object: key -> {partition, file_id} or null")
     t.set_defaults(func=cmd_tag)

@@ -1,4 +1,5 @@
-"""``morlog demo``: write sample log files with every block kind the writers make, show them.
+"""``morlog demo`` (``morlog.writers.demo``): write sample log files with every block kind the
+writers make, show them with the read commands of ``morlog.readers.cli``.
 
 First the log of one file group of a trips table: two commits of Avro data, one of Parquet
 data, a delete, a commit that fails and its rollback command block, printed the way
@@ -224,7 +225,10 @@ def add_demo_command(sub: Any) -> None:
         "demo",
         help="write a sample log file and show its blocks",
         description="Write a sample Hudi log file with Avro, Parquet, delete and rollback "
-        "blocks (append mode), then list and verify it.",
+        "blocks (append mode), then list and verify it; write a file slice of indexed blocks "
+        "(both carriers) and show its index and a key lookup; then upsert batches into a "
+        "sample table through the write client and read it back. Exit status 0, or 1 when "
+        "the sample does not verify.",
     )
     p.add_argument("--out", default=os.path.join("out", "demo"),
                    help="directory for the sample (default: out/demo); earlier demo logs "

@@ -1,4 +1,5 @@
-"""Writing indexed data blocks into a file slice's logs (spec/index.md §6).
+"""Writing indexed data blocks into a file slice's logs (spec/index.md §6):
+``morlog.writers.indexed``.
 
 :class:`IndexedLogWriter` appends Avro-carrier or Parquet-carrier data blocks whose trailer
 holds the per-block index and the slice's cumulative index. The cumulative part is a *full
@@ -9,7 +10,8 @@ checkpoint, directory of those blocks) and a pointer to the checkpoint. A probe 
 the file's tail and, at most, the checkpoint: two ranged reads.
 
 The writer keeps the slice's key hashes in memory between appends. When it starts on a slice
-that already has logs, it first reads the newest block's stored index (and its checkpoint):
+that already has logs, it first reads the newest block's stored index (and its checkpoint)
+through ``morlog.readers.slice_index.read_slice_index``, the reader the probe uses too:
 their directories list every data block of the slice, so the state is rebuilt from two reads,
 and a block's key hashes are read only when a filter needs them (the blocks since the
 checkpoint for a delta; all of them, once per ``checkpoint_every`` blocks, for a full
@@ -43,7 +45,6 @@ from morlog.logformat.index_trailer import (
     Cumulative,
     CumulativeKind,
     Directory,
-    Section,
     decode_keys,
 )
 from morlog.logformat.indexed_block import (
@@ -58,14 +59,9 @@ from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from morlog.logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
-from morlog.readers.index import (
-    StoredIndex,
-    block_index,
-    find_tail_index,
-    has_keyed_block,
-    read_checkpoint,
-)
-from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.index import block_index, find_tail_index, has_keyed_block
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.slice_index import checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
 
 from .logwriter import LogFileWriter, Mode, WriteResult
@@ -76,7 +72,9 @@ DEFAULT_DELTA_MAX_KEYS = 16_384
 
 
 @dataclass
-class _Entry:
+class _SliceBlock:
+    """A data block of the slice as the writer's state knows it."""
+
     ref: BlockRef
     file_name: str
     #: the block's key hashes; None until read (state rebuilt from a stored directory)
@@ -86,7 +84,7 @@ class _Entry:
 
 
 #: reads the key hashes of a block the state knows only by its directory entry
-HashLoader = Callable[[_Entry], U64]
+HashLoader = Callable[[_SliceBlock], U64]
 
 
 @dataclass
@@ -94,7 +92,7 @@ class SliceIndexState:
     """What the next indexed block of a file slice needs to know about the earlier ones."""
 
     scope: str
-    entries: list[_Entry] = field(default_factory=list)
+    entries: list[_SliceBlock] = field(default_factory=list)
     checkpoint_at: int | None = None
     min_key: str | None = None
     max_key: str | None = None
@@ -103,10 +101,10 @@ class SliceIndexState:
     _merged: U64 = field(default_factory=lambda: np.zeros(0, np.uint64))
     _unmerged: list[U64] = field(default_factory=list)
     #: entries whose hashes are not read yet, and how to read them
-    _lazy: list[_Entry] = field(default_factory=list)
+    _lazy: list[_SliceBlock] = field(default_factory=list)
     loader: HashLoader | None = None
 
-    def hashes_of(self, entry: _Entry) -> U64:
+    def hashes_of(self, entry: _SliceBlock) -> U64:
         if entry.hashes is None:
             if self.loader is None:
                 raise UsageError("slice state has a block without key hashes")
@@ -147,7 +145,7 @@ class SliceIndexState:
         """``all_hashes`` merged with ``hashes``, without changing state."""
         return self._merge(self.all_hashes, hashes)
 
-    def add(self, entry: _Entry) -> None:
+    def add(self, entry: _SliceBlock) -> None:
         if entry.hashes is None:
             self._lazy.append(entry)
         else:
@@ -160,12 +158,12 @@ class SliceIndexState:
             if self.max_key is None or hi.encode() > self.max_key.encode():
                 self.max_key = hi
 
-    def since_checkpoint(self) -> list[_Entry]:
+    def since_checkpoint(self) -> list[_SliceBlock]:
         return self.entries if self.checkpoint_at is None else self.entries[
             self.checkpoint_at + 1 :]
 
 
-def _bloom_of(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
+def _filter_of_blocks(hashes: Sequence[U64], fpp: float) -> SplitBlockBloom:
     """A filter of the keys of a few blocks, sized for the sum of their (per-block unique)
     counts: an overestimate only when a key repeats inside the delta window."""
     allh = np.concatenate(list(hashes)) if hashes else np.zeros(0, np.uint64)
@@ -260,7 +258,7 @@ class IndexedLogWriter:
         result = self.log.append_built(build, sync=sync)
         placement: Placement = built["placement"]
         ref = self._own_ref(state, own, prepared.instant, built["file"], carrier, placement)
-        entry = _Entry(ref, built["file"], own.hashes)
+        entry = _SliceBlock(ref, built["file"], own.hashes)
         if full:
             entry.checkpoint = self._checkpoint_ref(state, built["file"], carrier, placement,
                                                     built["probe"])
@@ -298,13 +296,13 @@ class IndexedLogWriter:
                 blooms.append(SplitBlockBloom.for_hashes(state.with_hashes(own.hashes),
                                                          self.fpp))
             bloom = blooms[0]
-            directory = Directory(tuple(files), tuple([_reindex(e, files) for e in
+            directory = Directory(tuple(files), tuple([_ref_among(e, files) for e in
                                                        state.entries] + [own_ref]))
             return Cumulative(CumulativeKind.FULL, self.scope, nblocks, nkeys, lo, hi,
                               bloom), directory
         pending = state.since_checkpoint()
         if not blooms:
-            blooms.append(_bloom_of([state.hashes_of(e) for e in pending] + [own.hashes],
+            blooms.append(_filter_of_blocks([state.hashes_of(e) for e in pending] + [own.hashes],
                                     self.fpp))
         bloom = blooms[0]
         assert state.checkpoint_at is not None
@@ -313,7 +311,7 @@ class IndexedLogWriter:
         cp = cp_entry.checkpoint
         cp = CheckpointRef(files.index(cp_entry.file_name), cp.carrier, cp.region_offset,
                            cp.region_length, cp.region_crc32, cp.cumulative_length)
-        directory = Directory(tuple(files), tuple([_reindex(e, files) for e in pending] +
+        directory = Directory(tuple(files), tuple([_ref_among(e, files) for e in pending] +
                                                   [own_ref]))
         return Cumulative(CumulativeKind.DELTA, self.scope, nblocks, nkeys, lo, hi, bloom,
                           cp), directory
@@ -327,7 +325,7 @@ class IndexedLogWriter:
         return CheckpointRef(files.index(file_name), carrier, p.block_offset, p.block_size, 0)
 
 
-def _reindex(e: _Entry, files: list[str]) -> BlockRef:
+def _ref_among(e: _SliceBlock, files: list[str]) -> BlockRef:
     r = e.ref
     return BlockRef(files.index(e.file_name), r.carrier, r.block_offset, r.block_size,
                     r.region_offset, r.filter_length, r.filter_crc32, r.keys_length,
@@ -359,25 +357,24 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 carrier = stored.carrier if stored is not None else Carrier.NONE
                 region = (0, 0, 0, 0, 0)
                 if stored is not None and stored.carrier == Carrier.AVRO:
-                    region = _region_of(stored, block)
+                    region = stored.region()
                     if region[1] == 0:  # sections not laid out as a region: recompute later
                         carrier = Carrier.NONE
                 if stored is not None:
-                    assert block._source is not None
-                    cp = _checkpoint_of(stored, block.offset, block.size, block._source)
+                    cp = checkpoint_location(stored, block.offset, block.size)
                     if cp is not None:
                         full_blocks[(str(name), block.offset)] = cp
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
                                keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
-                state.add(_Entry(ref, str(name), keys.hashes,
+                state.add(_SliceBlock(ref, str(name), keys.hashes,
                                  full_blocks.get((str(name), block.offset))))
-    _continue_checkpoint(state, st, directory, log_files)
+    _adopt_newest_checkpoint(state, st, directory, log_files)
     return state
 
 
 def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -> HashLoader:
-    def load(entry: _Entry) -> U64:
+    def load(entry: _SliceBlock) -> U64:
         ref = entry.ref
         src = storage.source(storage.join(directory, entry.file_name))
         try:
@@ -407,42 +404,27 @@ def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -
 
 def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFileName],
                      scope: str, loader: HashLoader) -> SliceIndexState | None:
-    """The state from the newest data block's stored index (and its checkpoint), without
-    reading the other blocks; None when that index cannot stand for the whole slice."""
+    """The state from the slice's stored cumulative index (the newest data block's, and its
+    checkpoint: ``morlog.readers.slice_index``), without reading the other blocks; None when
+    that index cannot stand for the whole slice."""
     names = [str(n) for n in log_files]
-    sources: dict[str, Any] = {}
+    sources: dict[str, RangedSource] = {}
 
-    def source(name: str) -> Any:
+    def source(name: str) -> RangedSource:
         if name not in sources:
             sources[name] = CachedSource(storage.source(storage.join(directory, name)))
         return sources[name]
 
     try:
-        tail_file = None
-        for name in reversed(names):  # skip files holding only command or delete blocks
-            tail = find_tail_index(source(name))
-            if tail is not None:
-                tail_file = name
-                break
-            if has_keyed_block(source(name)):
-                return None  # the newest data block has no stored index
-        if tail_file is None or tail is None:
+        index = read_slice_index(names, source)
+        if index is None or index.cumulative.scope != scope:
             return None
-        cum, tail_dir = tail.index.cumulative(), tail.index.directory()
-        if cum is None or tail_dir is None or cum.scope != scope:
+        cp_ref = index.checkpoint_ref()
+        if cp_ref is None:
             return None
-        if cum.kind == CumulativeKind.FULL:
-            parts = [tail_dir]
-            cp_ref = _checkpoint_of(tail.index, tail.offset, tail.size, source(tail_file))
-            if cp_ref is None:
-                return None
-        else:
-            _, cp_dir = read_checkpoint(source, cum, tail_dir)
-            parts = [cp_dir, tail_dir]
-            cp_ref = cum.checkpoint
-        refs = [(d.files[r.file], r) for d in parts for r in d.blocks]
-        if len(refs) != cum.blocks or refs[-1][0] != tail_file or (
-                refs[-1][1].block_offset != tail.offset):
+        refs = index.block_refs()
+        if len(refs) != index.cumulative.blocks or refs[-1][0] != index.tail_file or (
+                refs[-1][1].block_offset != index.tail.offset):
             return None
         known = {f for f, _ in refs}
         if not known <= set(names):
@@ -457,46 +439,13 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
             src.close()
     state = SliceIndexState(scope, loader=loader)
     for f, ref in refs:
-        state.add(_Entry(ref, f, None))
-    checkpoint_at = len(parts[0].blocks) - 1
-    state.entries[checkpoint_at].checkpoint = cp_ref
-    state.checkpoint_at = checkpoint_at
+        state.add(_SliceBlock(ref, f, None))
+    state.entries[index.checkpoint_at].checkpoint = cp_ref
+    state.checkpoint_at = index.checkpoint_at
     return state
 
 
-def _checkpoint_of(stored: StoredIndex, block_offset: int, block_size: int,
-                   src: RangedSource) -> CheckpointRef | None:
-    """Where a block's full checkpoint lies, as a later delta points at it (file index 0:
-    writers re-index by name); None when the block holds no full checkpoint."""
-    cum = stored.cumulative()
-    if cum is None or cum.kind != CumulativeKind.FULL:
-        return None
-    if stored.carrier == Carrier.PARQUET:
-        return CheckpointRef(0, Carrier.PARQUET, block_offset, block_size, 0)
-    if stored.carrier != Carrier.AVRO:
-        return None
-    cr = stored.section_range(Section.CUMULATIVE)
-    dr = stored.section_range(Section.DIRECTORY)
-    if cr is None or dr is None or cr[0] + cr[1] != dr[0]:
-        return None  # not laid out as one region
-    length = dr[0] + dr[1] - cr[0]
-    raw = src.read(cr[0], length)
-    return CheckpointRef(0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
-
-
-def _region_of(stored: StoredIndex, block: LogBlock) -> tuple[int, int, int, int, int]:
-    """(offset, filter length, filter CRC, keys length, keys CRC) of a stored block's region;
-    zeros unless BLOOM, RANGE and KEYS sit back to back in that order."""
-    b, r, k = (stored.section_range(s) for s in (Section.BLOOM, Section.RANGE, Section.KEYS))
-    if b is None or r is None or k is None or b[0] + b[1] != r[0] or r[0] + r[1] != k[0]:
-        return (0, 0, 0, 0, 0)
-    assert block._source is not None
-    raw = block._source.read(b[0], b[1] + r[1] + k[1])
-    flen = b[1] + r[1]
-    return (b[0], flen, zlib.crc32(raw[:flen]), k[1], zlib.crc32(raw[flen:]))
-
-
-def _continue_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
+def _adopt_newest_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
                          log_files: Sequence[LogFileName]) -> None:
     """Adopt the newest stored checkpoint when everything after it was scanned as well."""
     if not state.entries or not log_files:

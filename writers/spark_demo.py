@@ -1,5 +1,6 @@
-"""``morlog spark-demo``: the main job. Upsert batches into a table from Spark, report each
-commit, read the table back; ``--master`` runs the same pipeline on a cluster."""
+"""``morlog spark-demo`` (``morlog.writers.spark_demo``): the main job. Upsert batches into a
+table from Spark, report each commit, read the table back; ``--master`` runs the same pipeline
+on a cluster."""
 
 from __future__ import annotations
 
@@ -88,7 +89,9 @@ def add_spark_demo_command(sub: Any) -> None:
         help="the demo pipeline on Spark: upsert batches, report each commit, read back",
         description="Create a table and upsert batches into it with "
         "df.write.format('morlog') (70 %% inserts, routed into small file groups), print "
-        "what each commit did, then read the table back with spark.read.format('morlog').",
+        "what each commit did, then read the table back with spark.read.format('morlog'). "
+        "Needs pyspark. Exit status 0, or 1 when the rows read back are not the rows "
+        "written.",
     )
     p.add_argument("--master", default="local[2]",
                    help="Spark master (default local[2]; a cluster URL runs the same job)")
