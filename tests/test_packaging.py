@@ -155,6 +155,8 @@ def test_the_wheel_holds_morlog_only_and_every_source_file(installed: Installed)
     got = {n for n in names if n.endswith(".py") or n.endswith("/py.typed")}
     assert not want - got, f"missing from the wheel: {sorted(want - got)} (not git-added?)"
     assert not got - want, f"in the wheel but not in the checkout: {sorted(got - want)}"
+    # PEP 561: type checkers look for the marker in the top-level package
+    assert "morlog/py.typed" in got, "api/py.typed is missing: morlog would install untyped"
 
     entry_points = zipfile.ZipFile(installed.wheel).read(
         f"morlog-{VERSION}.dist-info/entry_points.txt").decode()
