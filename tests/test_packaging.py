@@ -239,6 +239,19 @@ def test_read_commands_on_a_real_hudi_log(installed: Installed) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_demo_and_table_commands_from_the_wheel(installed: Installed) -> None:
+    out = installed.cwd / "demo"
+    r = installed.run(installed.morlog, "demo", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    table = out / "trips_table"
+    r = installed.run(installed.morlog, "slices", str(table), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout), "the demo table has file slices"
+    r = installed.run(installed.morlog, "snapshot", str(table), "--format", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) > 0
+
+
 def test_bench_without_the_extra_says_which_extra(installed: Installed) -> None:
     r = installed.run(installed.python, "-c", "import pybloom_live")
     assert r.returncode != 0, "the bench extra is already installed: run this test before it"
