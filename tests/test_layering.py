@@ -62,6 +62,42 @@ def test_layers_import_only_lower_layers(layer: str) -> None:
             assert not _imports(py) & FOREIGN_HEAVY, f"{py.relative_to(REPO)} imports pyspark"
 
 
+#: what the extras bring (pyproject.toml): imported only inside the functions that need them,
+#: so that ``pip install morlog`` gives a working library and command without them. The Spark
+#: data source itself is pyspark code through and through; nothing imports it at module level
+#: (``tests/test_packaging.py`` runs every command's help without pyspark)
+OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspark", "boto3"}
+EAGER_ALLOWED = {"writers/spark.py": {"pyspark", "pandas"}}
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level packages a file imports when it is imported (not inside functions)."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                out.update(a.name.split(".")[0] for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                out.add(child.module.split(".")[0])
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return out
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_optional_dependencies_are_imported_lazily(folder: str) -> None:
+    for py in sorted((REPO / folder).rglob("*.py")):
+        allowed = EAGER_ALLOWED.get(py.relative_to(REPO).as_posix(), set())
+        eager = (_module_level_imports(py) & OPTIONAL) - allowed
+        assert not eager, f"{py.relative_to(REPO)} imports {sorted(eager)} when imported"
+
+
 def test_logformat_has_no_file_io() -> None:
     for py in sorted((REPO / "logformat").rglob("*.py")):
         src = py.read_text()
