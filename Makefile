@@ -38,4 +38,4 @@ pytest: setup
 test: lint typecheck pytest
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out build dist bench-results *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

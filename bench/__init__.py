@@ -1,7 +1,11 @@
-"""``morlog bench``: benchmarks of morlog's index (filters, lookups, appends).
+"""``morlog bench``: the measured claims (filters, lookups, appends, tagging, Spark upserts).
 
-Scenarios live in :mod:`.probe`, :mod:`.lookup` and :mod:`.append`; :mod:`.common` holds the
-test data generator, timing and the report; :mod:`.cli` the command.
+Scenarios live in :mod:`.probe`, :mod:`.lookup`, :mod:`.append`, :mod:`.tag` and
+:mod:`.spark_upsert`; :mod:`.common` holds the test data generator, timing and the report;
+:mod:`.cli` the command. What the scenarios compare against and plot with (pybloom-live,
+pyspark, matplotlib) is the ``bench`` extra, ``pip install 'morlog[bench]'``; those modules
+are imported only inside the scenario that needs them (:func:`.common.require`), so that the
+command and its help work without the extra.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import fastavro
 
 from morlog.logformat.blocks import META_FIELDS, avro_data_block
 from morlog.logformat.constants import BlockType
-from morlog.logformat.errors import MorlogError
+from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.index_trailer import CumulativeKind
 from morlog.readers.index import read_stored_index
 from morlog.readers.logfile import LogFileReader
@@ -72,6 +72,24 @@ SCHEMA_TEXT = json.dumps(SCHEMA, separators=(",", ":"))
 
 class BenchError(MorlogError):
     """A benchmark's own correctness check failed: its numbers would be meaningless."""
+
+
+#: how to get what the benchmarks need beyond morlog itself (plots, baselines, Spark)
+BENCH_EXTRA = "pip install 'morlog[bench]'"
+
+
+def require(module: str, scenario: str, dist: str | None = None) -> Any:
+    """Import ``module``, an optional dependency of a scenario (the ``bench`` extra).
+
+    Benchmark modules import their extra dependencies only here, inside the scenario that
+    needs them, so that ``morlog --help`` and ``morlog bench --help`` work without the extra.
+    A missing one is a :class:`UsageError` naming the extra (one line, no traceback).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UsageError(f"bench {scenario} needs {dist or module}, which is not installed "
+                         f"({BENCH_EXTRA})") from None
 
 
 # --- test data ------------------------------------------------------------------------------
@@ -349,8 +367,8 @@ def write_outputs(report: dict[str, Any], out_dir: str, plot: Plotter) -> list[s
         warnings.simplefilter("ignore")  # a plotting library's deprecations are not ours
         plt = _pyplot()
         if plt is None:
-            print(f"morlog bench: warning: matplotlib is not installed; {png} not written",
-                  file=sys.stderr)
+            print(f"morlog bench: warning: matplotlib is not installed; {png} not written "
+                  f"({BENCH_EXTRA})", file=sys.stderr)
             return written
         fig = plot(plt, report)
         try:

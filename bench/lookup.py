@@ -58,7 +58,7 @@ QUICK = LookupSizes(25, 200, 5_000)
 
 def _probe(directory: str, file: str, keys: pa.Array, coalesce_gap: int = 0) -> ProbeResult:
     """A fresh probe; ``coalesce_gap`` > 0 reads as on an object store (nearby index parts
-    fetched together, readers/cache.py)."""
+    fetched together, morlog.readers.cache)."""
     def opener(name: str) -> LocalFileSource:
         src = LocalFileSource(os.path.join(directory, name))
         src.coalesce_gap = coalesce_gap

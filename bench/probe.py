@@ -16,7 +16,6 @@ Measured false-positive rates come from the absent keys of each test.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,6 +40,7 @@ from .common import (
     progress,
     rate,
     ratio,
+    require,
 )
 
 HUDI_NUM_ENTRIES = hudi_bloom.DEFAULT_NUM_ENTRIES
@@ -63,6 +63,7 @@ QUICK = ProbeSizes(50_000, 0.01, 5_000, 3_000, 50_000)
 
 def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
     s = QUICK if quick else FULL
+    bloom_filter = require("pybloom_live", "probe", "pybloom-live").BloomFilter  # fail first
     rng = make_rng(1)
     half = s.probe_keys // 2
     progress(f"probe: generating {s.probe_keys:,} keys")
@@ -88,7 +89,6 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
 
     # --- pybloom-live ----------------------------------------------------------------------
     progress("probe: pybloom-live")
-    bloom_filter = importlib.import_module("pybloom_live").BloomFilter
 
     def build_pybloom() -> Any:
         bf = bloom_filter(capacity=half, error_rate=s.fpp)

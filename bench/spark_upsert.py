@@ -43,7 +43,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.readers.table import Table
 
@@ -58,6 +57,7 @@ from .common import (
     progress,
     rate,
     ratio,
+    require,
 )
 
 MASTER = "local[2]"
@@ -109,6 +109,13 @@ QUICK = UpsertSizes(3, 2_000, 0.7, 2)
 def available() -> bool:
     """Whether pyspark can be imported (the scenario needs it; ``all`` skips it otherwise)."""
     return importlib.util.find_spec("pyspark") is not None
+
+
+def require_spark() -> None:
+    """Fail with a ``UsageError`` naming the ``bench`` extra unless Spark's Python side
+    (pyspark, and pandas for Arrow conversions) is installed."""
+    require("pyspark", "upsert")
+    require("pandas", "upsert")
 
 
 # --- the data -------------------------------------------------------------------------------
@@ -191,8 +198,7 @@ class Session:
 
 def start_spark() -> Session:
     """The active Spark session (kept running) or a new ``local[2]`` one (stopped after)."""
-    if not available():
-        raise UsageError("bench upsert needs pyspark (pip install '.[spark]')")
+    require_spark()
     from morlog.writers.spark import session
 
     t0 = time.perf_counter()
@@ -350,6 +356,7 @@ def _warm_up(session: Session, dfs: list[Any], root: str) -> float:
 
 def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
     s = QUICK if quick else FULL
+    require_spark()  # before generating the data
     progress(f"upsert: generating {s.batches} batches x {s.rows_per_batch:,} rows "
              f"({s.partitions} partitions)")
     data = make_batches(s)

@@ -1,7 +1,7 @@
 """Typed views of block contents and pure builders of the blocks morlog writes.
 
-Builders return :class:`~logformat.framing.BlockFrame` values; ``encode_block`` turns them into
-bytes. Decoders take a block's type, header and content bytes and return records, keys or
+Builders return :class:`~morlog.logformat.framing.BlockFrame` values; ``encode_block`` turns
+them into bytes. Decoders take a block's type, header and content bytes and return records, keys or
 counts; they never touch files.
 """
 

@@ -2,6 +2,8 @@
 
 Every folder is imported as ``morlog.<folder>``; a bare ``import readers`` would only work from
 a source checkout (and collide with other projects' top-level packages), so it is rejected.
+Nor does any module use another object's private members (``obj._x`` outside the class that
+defines ``_x``, ``from m import _x``): see :func:`private_reach_ins`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,42 @@ def test_layers_import_only_lower_layers(layer: str) -> None:
             assert not _imports(py) & FOREIGN_HEAVY, f"{py.relative_to(REPO)} imports pyspark"
 
 
+#: what the extras bring (pyproject.toml): imported only inside the functions that need them,
+#: so that ``pip install morlog`` gives a working library and command without them. The Spark
+#: data source itself is pyspark code through and through; nothing imports it at module level
+#: (``tests/test_packaging.py`` runs every command's help without pyspark)
+OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspark", "boto3"}
+EAGER_ALLOWED = {"writers/spark.py": {"pyspark", "pandas"}}
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level packages a file imports when it is imported (not inside functions)."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                out.update(a.name.split(".")[0] for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                out.add(child.module.split(".")[0])
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return out
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_optional_dependencies_are_imported_lazily(folder: str) -> None:
+    for py in sorted((REPO / folder).rglob("*.py")):
+        allowed = EAGER_ALLOWED.get(py.relative_to(REPO).as_posix(), set())
+        eager = (_module_level_imports(py) & OPTIONAL) - allowed
+        assert not eager, f"{py.relative_to(REPO)} imports {sorted(eager)} when imported"
+
+
 def test_logformat_has_no_file_io() -> None:
     for py in sorted((REPO / "logformat").rglob("*.py")):
         src = py.read_text()
@@ -80,3 +118,120 @@ def test_import_morlog_loads_no_jvm_and_no_bench_dependencies() -> None:
             "sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- encapsulation: no module reaches into another's private members --------------------------
+
+
+def _is_private(name: str) -> bool:
+    """``_x``, ``__x``; not dunders (``__x__``) nor enum's reserved sunders (``_x_``)."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    """The names a class defines: methods, class attributes, ``self.x = ``/``cls.x = `` stores."""
+    out: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            out.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+    for node in ast.walk(cls):
+        if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+            out.add(node.attr)
+    return out
+
+
+def _is_own(value: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``: an object's access to its own members."""
+    if isinstance(value, ast.Name):
+        return value.id in {"self", "cls"}
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == "super")
+
+
+def private_reach_ins(path: Path, root: Path = REPO) -> list[str]:
+    """Where a file uses another object's or module's private member (``file:line: code``).
+
+    ``obj._x`` is allowed on ``self``/``cls``/``super()`` and inside a class that defines
+    ``_x`` itself (``other._x`` in ``__eq__``); anywhere else, even elsewhere in the same
+    file, it reaches into another object's internals: give the owner a public method or
+    attribute instead. ``from m import _x``, ``import m._x`` and ``getattr(o, "_x")`` count
+    too. No type inference, so no guessing: the rule needs only the class the code is in.
+    """
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(root).as_posix()
+    found: list[str] = []
+
+    def visit(node: ast.AST, members: frozenset[str]) -> None:
+        if isinstance(node, ast.ClassDef):
+            members = members | _class_members(node)
+        if (isinstance(node, ast.Attribute) and _is_private(node.attr)
+                and not _is_own(node.value) and node.attr not in members):
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names if _is_private(a.name)]
+            if names:
+                found.append(f"{where}:{node.lineno}: from {'.' * node.level}"
+                             f"{node.module or ''} import {', '.join(names)}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if any(_is_private(p) for p in a.name.split(".")):
+                    found.append(f"{where}:{node.lineno}: import {a.name}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in {"getattr", "setattr", "hasattr", "delattr"}
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and _is_private(node.args[1].value)
+              and not _is_own(node.args[0]) and node.args[1].value not in members):
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, members)
+
+    visit(tree, frozenset())
+    return found
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_reach_ins_to_private_members(folder: str) -> None:
+    found = [f for py in sorted((REPO / folder).rglob("*.py")) for f in private_reach_ins(py)]
+    assert not found, "private members used outside the class that defines them:\n" + "\n".join(
+        found)
+
+
+def test_the_reach_in_rule_flags_what_it_should(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    src = '''
+from .storage import _SourceBase, public
+import pkg._impl
+class Block:
+    _cache: dict = {}
+    def __init__(self, raw):
+        self._raw = raw
+        self.__dict__.update({})
+    def _decode(self):
+        return self._raw
+    def __eq__(self, other):
+        return other._raw == self._raw and other._decode() == super()._decode()
+    def copy(self, other):
+        return Block(other._raw)
+class Reader:
+    def read(self, block, enum_cls):
+        enum_cls._value2member_map_
+        getattr(block, "_raw")
+        return block._raw, block._decode(), self._state, block.__class__
+def helper(block):
+    return block._decode()
+'''
+    probe.write_text(src)
+    found = [f.split(": ", 1)[1] for f in private_reach_ins(probe, tmp_path)]
+    assert found == [
+        "from .storage import _SourceBase",
+        "import pkg._impl",
+        "getattr(block, '_raw')",
+        "block._raw",
+        "block._decode",
+        "block._decode",
+    ], found
