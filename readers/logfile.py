@@ -157,10 +157,12 @@ class LogBlock:
         return decode_delete_content(self.content(), **self._where()).records
 
 
-def _head_to_block(head: BlockHead, source: RangedSource) -> LogBlock:
+def _head_to_block(head: BlockHead, source: RangedSource, raw: bytes | None = None) -> LogBlock:
+    """The block of a decoded head; ``raw``: the whole block when the caller holds it already
+    (then ``content()`` needs no second read)."""
     return LogBlock(head.offset, head.size, BlockType(head.block_type), head.header,
                     head.footer, head.content_offset, head.content_length, head.format_version,
-                    None, source)
+                    None, source, raw)
 
 
 class LogFileReader:
@@ -238,10 +240,8 @@ class LogFileReader:
                               f"{block_length}", path=path, offset=block_end - TRAILER_LEN)
         if after == MAGIC_LEN and tail[TRAILER_LEN:] != MAGIC:
             raise FormatError("no block magic after the block", path=path, offset=block_end)
-        block = _head_to_block(self._decode_head(pos, total, first), self.source)
-        if len(first) >= total:
-            block._raw = first[:total]  # content() needs no second read
-        return block
+        raw = first[:total] if len(first) >= total else None
+        return _head_to_block(self._decode_head(pos, total, first), self.source, raw)
 
     def _decode_head(self, pos: int, total: int, first: bytes) -> BlockHead:
         kw: dict[str, Any] = {"base": pos, "path": self.path, "strict": self.strict}

@@ -25,7 +25,7 @@ from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.xxh64 import xxh64_batch
 
-from .probe import SliceProbe, _RangeTester
+from .probe import RangeTester, SliceProbe
 from .storage import RangedSource, Storage
 from .table import FileSlice, Table
 
@@ -213,7 +213,7 @@ class PreparedKeys:
         self.batch = KeyBatch.of(arr)
         self.chain = HashChain(self.batch)
         self._xxh64: npt.NDArray[np.uint64] | None = None
-        self.ranges = _RangeTester(arr)
+        self.ranges = RangeTester(arr)
         # byte order equals Java's UTF-16 order unless a key holds a character beyond U+FFFF
         # (4-byte UTF-8 sequences start with 0xF0..0xF4)
         buf = arr.cast(pa.large_string()).buffers()[2]

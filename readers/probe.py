@@ -153,17 +153,17 @@ def _prefix_u64(data: bytes | pa.Array) -> npt.NDArray[np.uint64]:
     return np.ascontiguousarray(mat).view(">u8")[:, 0].astype(np.uint64)
 
 
-class _RangeTester:
+class RangeTester:
     """Vectorized ``lo <= key <= hi`` for one batch of keys against many ranges."""
 
     def __init__(self, keys: pa.Array, prefix: npt.NDArray[np.uint64] | None = None) -> None:
         self.binary = keys if pa.types.is_binary(keys.type) else keys.cast(pa.binary())
         self.prefix = _prefix_u64(self.binary) if prefix is None else prefix
 
-    def subset(self, idx: npt.NDArray[np.int64]) -> _RangeTester:
+    def subset(self, idx: npt.NDArray[np.int64]) -> RangeTester:
         if idx.size == len(self.prefix):
             return self
-        return _RangeTester(self.binary.take(pa.array(idx)), self.prefix[idx])
+        return RangeTester(self.binary.take(pa.array(idx)), self.prefix[idx])
 
     def test(self, lo: str, hi: str) -> BoolArray:
         lo_b, hi_b = lo.encode(), hi.encode()
@@ -199,7 +199,7 @@ class SliceProbe:
         self.fpp = fpp
         self._opener = opener or (lambda name: LocalFileSource(os.path.join(directory, name)))
         self._sources: dict[str, RangedSource] = {}
-        self._ranges: _RangeTester | None = None
+        self._ranges: RangeTester | None = None
 
     def source(self, name: str) -> RangedSource:
         if name not in self._sources:
@@ -225,14 +225,14 @@ class SliceProbe:
 
     def probe(self, keys: Sequence[str] | pa.Array,
               hashes: npt.NDArray[np.uint64] | None = None,
-              ranges: _RangeTester | None = None) -> ProbeResult:
+              ranges: RangeTester | None = None) -> ProbeResult:
         """``hashes`` (XXH64 of the keys) and ``ranges`` may be passed in when the same keys
         are probed against many slices."""
         arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
         arr = arr.cast(pa.string())
         if hashes is None:
             hashes = xxh64_batch(KeyBatch.of(arr))
-        self._ranges = ranges if ranges is not None else _RangeTester(arr)
+        self._ranges = ranges if ranges is not None else RangeTester(arr)
         index = read_slice_index(self.log_files, self.source)
         if index is None:  # the newest data block has no stored index: compat path
             return self._probe_compat(arr, hashes)
@@ -369,7 +369,7 @@ class SliceProbe:
         # per-block ranges matter only for keys some block may hold: those the cumulative
         # index lets through, or all keys when a block is not covered by it
         tested = np.arange(len(arr)) if not covered.all() else np.flatnonzero(maybe)
-        ranges = self._ranges if self._ranges is not None else _RangeTester(arr)
+        ranges = self._ranges if self._ranges is not None else RangeTester(arr)
         sub = ranges.subset(tested)
         for j, b in enumerate(blocks):
             if b.ref is not None:

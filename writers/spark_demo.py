@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -13,6 +14,7 @@ import time
 import uuid
 from typing import Any, TextIO
 
+from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
 
@@ -22,6 +24,9 @@ def _key(i: int) -> str:
 
 
 def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
+    if importlib.util.find_spec("pyspark") is None:
+        raise UsageError("spark-demo needs pyspark, which is not installed "
+                         "(pip install 'morlog[spark]')")
     from .spark import session
 
     t0 = time.perf_counter()
