@@ -51,10 +51,10 @@ from morlog.compat.recompute import block_keys
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.logformat.table_files import format_properties
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_hits
 from morlog.readers.probe import SliceProbe
-from morlog.readers.properties import format_properties
 from morlog.readers.storage import LocalFileSource
 from morlog.readers.table import FileSlice, Table
 from morlog.writers.indexed import IndexedLogWriter

@@ -25,7 +25,7 @@ from morlog.logformat import DeleteRecord, HeaderKey, OrderingValue
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
-from morlog.readers.properties import format_properties
+from morlog.logformat.table_files import format_properties
 from morlog.writers.indexed import IndexedLogWriter
 
 SCHEMA: dict[str, Any] = {

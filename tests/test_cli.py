@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from morlog.logformat import BlockType
 from morlog.cli import main
+from morlog.logformat import BlockType
 
 from .samples import sample_file, sample_frames
 

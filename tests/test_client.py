@@ -13,6 +13,7 @@ import pytest
 from morlog.logformat import UsageError
 from morlog.readers.table import Table
 from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig
+from morlog.writers.commit import TimelineWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])
@@ -168,10 +169,10 @@ def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
                         ordering_field="ts", config=cfg)
     t.upsert(_batch(list(range(40)), 1))
     before = _rows(tmp_path)
-    real_timeline = MorTable._timeline
+    real_timeline = TimelineWriter.write
     real_log_writer = MorTable._log_writer
 
-    def timeline(self: MorTable, instant: str, state: str, meta: dict[str, Any],
+    def timeline(self: TimelineWriter, instant: str, state: str, meta: dict[str, Any],
                  action: str = "deltacommit") -> None:
         if action == "deltacommit" and state == step:
             raise Crash(step)
@@ -185,7 +186,7 @@ def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
             raise Crash(step)  # dies after writing one file group's blocks
         return real_log_writer(self, partition, fid, base)
 
-    monkeypatch.setattr(MorTable, "_timeline", timeline)
+    monkeypatch.setattr(TimelineWriter, "write", timeline)
     monkeypatch.setattr(MorTable, "_log_writer", log_writer)
     with pytest.raises(Crash):
         MorTable(str(tmp_path), cfg).upsert(_batch(list(range(20, 80)), 2))

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from morlog.cli import main
 from morlog.logformat import BlockType, CommandType, HeaderKey, OrderingValue
 from morlog.logformat.avro_content import decode_avro_content, encode_avro_content, encode_records
 from morlog.logformat.delete_content import (
@@ -37,7 +38,6 @@ from morlog.logformat.delete_content import (
 from morlog.logformat.framing import decode_blocks, encode_block
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.readers import LogFileReader
-from morlog.cli import main
 
 from . import hudi_fixtures as hf
 from .hudi_rs import read_properties

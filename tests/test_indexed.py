@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from morlog.cli import main
 from morlog.logformat import BlockType, DeleteRecord, OrderingValue
 from morlog.logformat.blocks import avro_data_block
 from morlog.logformat.index_trailer import Carrier, CumulativeKind
@@ -21,7 +22,6 @@ from morlog.readers import LocalFileSource, LogFileReader
 from morlog.readers.index import find_tail_index, read_stored_index
 from morlog.readers.probe import SliceProbe, probe_log_file
 from morlog.writers import LogFileWriter
-from morlog.cli import main
 from morlog.writers.indexed import IndexedLogWriter
 from morlog.writers.logwriter import list_log_files
 

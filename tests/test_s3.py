@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("moto", reason="moto is not installed (pip install .[test])")
 
+from morlog.cli import main  # noqa: E402
 from morlog.readers import LogFileReader  # noqa: E402
 from morlog.readers.lookup import KeyTagger  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.cli import main  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, standalone_log_files, tables  # noqa: E402
 

@@ -233,8 +233,8 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
 
 
 def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from morlog.logformat.errors import redact
     from morlog.cli import main
+    from morlog.logformat.errors import redact
 
     uri = _uri(s3).replace("test:test@", "AKIDSECRET:s3cr%2Fet@")
     MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from morlog.cli import main
 from morlog.readers.lookup import tag_keys
 from morlog.readers.table import Table
-from morlog.cli import main
 
 from .hudi_fixtures import requires_fixtures, tables
 
