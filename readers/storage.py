@@ -373,11 +373,11 @@ class TableLocation:
     @property
     def storage(self) -> Storage:
         """Directory-level access to the table's place, built once per process."""
-        st = self._cache.get("storage")
+        st: Storage | None = self._cache.get("storage")
         if st is None:
             st = self._cache["storage"] = (LocalStorage() if self.kind == "local"
                                            else ArrowStorage(self.filesystem))
-        return st  # type: ignore[no-any-return]
+        return st
 
     def join(self, *parts: str) -> str:
         """A path under the table (in the storage's form)."""

@@ -154,7 +154,7 @@ class MorTable:
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
         if table.version != 6:
-            raise UsageError("morlog writes table version 6 layouts", path=path,
+            raise UsageError("morlog writes table version 6 layouts", path=self.uri,
                              expected=6, actual=table.version)
         self.props = table.config.props
         self.key_field = table.config.record_key_fields[0]
@@ -164,7 +164,7 @@ class MorTable:
         self.ordering_field = ordering[0] if ordering else None
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
-            raise UsageError("table has no hoodie.table.create.schema", path=path)
+            raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
         self.avro_schema = json.loads(schema_json)
         self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
         self.data_schema = pa.schema([f for f in self.arrow_schema
