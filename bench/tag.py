@@ -13,13 +13,14 @@ holds) and half inserts, each with its partition (an upsert batch knows it), is 
 - the baseline, which is all Hudi's bloom index can do on a MOR table whose logs carry no
   index: per slice of the key's partition, base-file min/max + bloom and the base key column
   as above, then every data block of every log of the slice read and its keys decoded (only
-  the key field: :func:`compat.recompute.block_keys`) to confirm; a slice is a candidate when
-  the batch has any key in its partition, as the logs hold inserts no base footer knows of.
+  the key field: :func:`morlog.compat.recompute.block_keys`) to confirm; a slice is a
+  candidate when the batch has any key in its partition, as the logs hold inserts no base
+  footer knows of.
 
 Both open the table themselves (timeline, listing) inside the timed call, fresh per repeat
 (no caching across repeats; local files, warm OS page cache). Both must agree on every key's
 location, find every update key in its file group and no insert: else the benchmark stops.
-The base-file half is the same code in both (:func:`readers.lookup.base_file_hits`, keys
+The base-file half is the same code in both (:func:`morlog.readers.lookup.base_file_hits`, keys
 prepared once per partition); to see what the log index buys, the log half
 is also timed on its own: the baseline's share of its run, and morlog's slice probes
 (:class:`SliceProbe`, as ``tag`` runs them) in a separate timed pass, which must confirm the
@@ -346,7 +347,7 @@ def morlog_tag(path: str, keys: pa.Array, partitions: pa.Array) -> TagResult:
 def _base_hits(path: str, key_field: str, keys: PreparedKeys, out: Tagged
                ) -> npt.NDArray[np.int64]:
     """Indices of ``keys`` in the base file at ``path``: the very step morlog's lookup runs
-    (:func:`readers.lookup.base_file_hits`), so that the base-file half is the same code."""
+    (:func:`morlog.readers.lookup.base_file_hits`), so the base-file half is the same code."""
     src = LocalFileSource(path)
     try:
         out.base_footers += 1

@@ -14,8 +14,12 @@ Every file a writer creates is published whole and never overwrites another (spe
   Data goes through ``pyarrow.fs`` for reads; conditional PUTs need ``boto3`` (the ``s3``
   extra), as ``pyarrow.fs`` has no conditional write.
 
-Other ``pyarrow.fs`` filesystems have no atomic exclusive create: :func:`store_for` refuses
+Other ``pyarrow.fs`` filesystems have no atomic exclusive create: :func:`store_at` refuses
 them unless the caller promises a single writer (``single_writer=True``).
+
+:func:`store_at` makes the store for a ``morlog.readers.storage.TableLocation`` (resolved
+once per operation, never re-parsed here; an S3 store's boto3 client is built from what the
+location recorded); :func:`store_for` resolves a path or URI first.
 """
 
 from __future__ import annotations
