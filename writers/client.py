@@ -18,8 +18,9 @@ One commit, step by step (each step leaves a table that reads exactly as before 
    bin-packed by estimated record size; new file groups only when no capacity is left.
 6. Write ``<instant>.deltacommit.requested`` and ``.inflight`` (the inflight file lists the file
    groups the commit will write, so that a rollback knows where to put its command blocks),
-   then the indexed blocks and new base files (footer: ``morlog.compat.base_footer``),
-7. then the completed ``<instant>.deltacommit`` with commit metadata that stock readers parse.
+   then the indexed blocks and new base files (footer: ``morlog.compat.base_footer``).
+7. Write the completed ``<instant>.deltacommit`` with commit metadata that stock readers
+   parse.
 
 Tables live on the local file system (logs appended, as Hudi 0.x does) or on S3 (every write
 a new log version, as on any object store): ``MorTable("s3://bucket/table?...")``. The path
