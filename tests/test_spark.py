@@ -307,3 +307,22 @@ def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_ta
     assert driver == [path]  # once, on the driver
     tasks = [int(f.read_text()) for f in counts.iterdir()]
     assert tasks and set(tasks) == {0}  # tagging and writing tasks never parse it again
+
+
+def test_the_read_source_lives_in_readers_and_the_writer_extends_it(tmp_path: Path) -> None:
+    from morlog.logformat.errors import UsageError
+    from morlog.readers.spark_source import MorlogReader, MorlogReadSource
+    from morlog.writers.spark import MorlogDataSource
+
+    assert issubclass(MorlogDataSource, MorlogReadSource)
+    assert MorlogReadSource.name() == MorlogDataSource.name() == "morlog"
+    assert not hasattr(MorlogReadSource, "writer") or (
+        MorlogReadSource.writer is not MorlogDataSource.writer)
+    with pytest.raises(UsageError, match="unknown read option 'bogus'"):
+        MorlogReadSource({"path": str(tmp_path), "bogus": "1"}).schema()
+    with pytest.raises(UsageError, match="needs a path"):
+        MorlogReadSource({}).schema()
+    from pyspark.sql.types import StructType
+
+    reader = MorlogReadSource({"path": str(tmp_path)}).reader(StructType([]))
+    assert isinstance(reader, MorlogReader) and reader.path == str(tmp_path)
