@@ -48,14 +48,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog import readers
+from morlog.compat.base_footer import encode_base_footer
 from morlog.compat.recompute import block_keys
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS
-from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, TimelineFileName
+from morlog.logformat.table_files import (
+    PARTITION_METADATA_FILE,
+    PROPERTIES_FILE,
+    format_partition_metadata,
+    format_properties,
+    new_table_properties,
+    partition_depth,
+)
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_hits
 from morlog.readers.probe import SliceProbe
-from morlog.readers.properties import format_properties
 from morlog.readers.storage import LocalFileSource
 from morlog.readers.table import FileSlice, Table
 from morlog.writers.indexed import IndexedLogWriter
@@ -138,10 +146,12 @@ class GeneratedTable:
 
 def _timeline(path: str, instant: str, meta: dict[str, Any]) -> None:
     hoodie = os.path.join(path, ".hoodie")
-    for suffix in (".deltacommit.requested", ".deltacommit.inflight"):
-        with open(os.path.join(hoodie, instant + suffix), "w", encoding="utf-8") as f:
+    for state in (REQUESTED, INFLIGHT):
+        name = str(TimelineFileName(instant, "deltacommit", state))
+        with open(os.path.join(hoodie, name), "w", encoding="utf-8") as f:
             f.write("{}")
-    with open(os.path.join(hoodie, instant + ".deltacommit"), "w", encoding="utf-8") as f:
+    name = str(TimelineFileName(instant, "deltacommit", COMPLETED))
+    with open(os.path.join(hoodie, name), "w", encoding="utf-8") as f:
         json.dump(meta, f)
 
 
@@ -156,21 +166,10 @@ def _commit_meta(written: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
 
 def _write_properties(path: str) -> None:
     os.makedirs(os.path.join(path, ".hoodie"), exist_ok=True)
-    props = {
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": "6",
-        "hoodie.table.name": "bench_tag",
-        "hoodie.table.recordkey.fields": "uuid",
-        "hoodie.table.partition.fields": "city",
-        "hoodie.table.precombine.field": "ts",
-        "hoodie.compaction.payload.class":
-            "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.table.create.schema": SCHEMA_TEXT,
-        "hoodie.datasource.write.hive_style_partitioning": "false",
-    }
-    with open(os.path.join(path, ".hoodie", "hoodie.properties"), "w",
+    props = new_table_properties(name="bench_tag", key_field="uuid", partition_field="city",
+                                 ordering_field="ts", create_schema=SCHEMA_TEXT,
+                                 event_time_ordering=False, archive_folder=None)
+    with open(os.path.join(path, ".hoodie", PROPERTIES_FILE), "w",
               encoding="utf-8") as f:
         f.write(format_properties(props))
 
@@ -227,19 +226,14 @@ def build_table(path: str, s: TagSizes, salt: int = 7) -> GeneratedTable:
     for part in partitions:
         d = os.path.join(path, part)
         os.makedirs(d)
-        with open(os.path.join(d, ".hoodie_partition_metadata"), "w", encoding="utf-8") as f:
-            f.write("#partition metadata\ncommitTime=0\npartitionDepth=1\n")
+        with open(os.path.join(d, PARTITION_METADATA_FILE), "w", encoding="utf-8") as f:
+            f.write(format_partition_metadata(0, partition_depth(part)))
         for _ in range(s.groups_per_partition):
             fid = f"{make_keys(1, rng)[0]}-0"
             keys = make_keys(s.base_rows, rng)
             table = _base_table(keys, part, fid, BASE_INSTANT, nprng)
-            bloom = DynamicBloomV0(BLOOM_ENTRIES)
-            bloom.add(table.column("_hoodie_record_key").combine_chunks())
-            md = {"org.apache.hudi.bloomfilter": bloom.to_base64(),
-                  "hoodie_bloom_filter_type_code": "DYNAMIC_V0",
-                  "hoodie_min_record_key": min(keys),
-                  "hoodie_max_record_key": max(keys)}
-            name = f"{fid}_{WRITE_TOKEN}_{BASE_INSTANT}.parquet"
+            md = encode_base_footer(table.column("_hoodie_record_key"), BLOOM_ENTRIES)
+            name = str(BaseFileName(fid, WRITE_TOKEN, BASE_INSTANT))
             # the footer as parquet-mr writes it: Hudi's keys, no ARROW:schema copy of them
             with pq.ParquetWriter(os.path.join(d, name), table.schema,
                                   store_schema=False) as w:

@@ -1,7 +1,10 @@
 """Hudi's index in base Parquet files' footers (facts §9): bloom filter and min/max key.
 
-Pure: takes the Parquet key/value metadata (``pyarrow.parquet.read_metadata(...).metadata``)
-and returns what Hudi stored there. Readers fetch the footer; this only interprets it.
+Pure: :func:`parse_base_footer` takes the Parquet key/value metadata
+(``pyarrow.parquet.read_metadata(...).metadata``) and returns what Hudi stored there;
+:func:`encode_base_footer` makes that metadata for a base file's record keys (as Hudi's
+writers do: a DYNAMIC_V0 bloom filter, min and max key). ``morlog.readers`` fetches footers,
+``morlog.writers.client`` and ``morlog.bench.tag`` write them; this only encodes and interprets.
 """
 
 from __future__ import annotations
@@ -9,8 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from morlog.logformat.errors import ContentError
-from morlog.logformat.hudi_bloom import HudiBloom, parse_hudi_bloom
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.hudi_bloom import (
+    DEFAULT_NUM_ENTRIES,
+    DynamicBloomV0,
+    HudiBloom,
+    parse_hudi_bloom,
+)
 
 BLOOM_KEY = b"org.apache.hudi.bloomfilter"
 LEGACY_BLOOM_KEY = b"com.uber.hoodie.bloomfilter"
@@ -61,3 +72,21 @@ def parse_base_footer(md: Mapping[bytes, bytes] | None) -> BaseFileIndex:
     bloom = parse_hudi_bloom(text, type_code) if text else None
     return BaseFileIndex(bloom, type_code or ("SIMPLE" if bloom is not None else None),
                          _text(md, MIN_KEY), _text(md, MAX_KEY))
+
+
+def encode_base_footer(keys: pa.Array | pa.ChunkedArray,
+                       num_entries: int = DEFAULT_NUM_ENTRIES) -> dict[bytes, bytes]:
+    """The key/value metadata Hudi keeps in a base file's footer for its record ``keys``: a
+    DYNAMIC_V0 bloom filter of ``num_entries`` entries and the min/max key (byte order, which
+    is Java's order too unless a key holds a character beyond U+FFFF)."""
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    arr = arr.cast(pa.string())
+    if len(arr) == 0 or arr.null_count:
+        raise UsageError("a base file footer needs at least one key and no null keys")
+    bloom = DynamicBloomV0(num_entries)
+    bloom.add(arr)
+    order = pc.sort_indices(arr.cast(pa.binary()))
+    lo = arr[order[0].as_py()].as_py()
+    hi = arr[order[-1].as_py()].as_py()
+    return {BLOOM_KEY: bloom.to_base64().encode(), TYPE_CODE_KEY: b"DYNAMIC_V0",
+            MIN_KEY: lo.encode(), MAX_KEY: hi.encode()}

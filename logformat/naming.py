@@ -115,3 +115,70 @@ class BaseFileName:
 
     def __str__(self) -> str:
         return f"{self.file_id}_{self.write_token}_{self.instant}.{self.ext}"
+
+
+# --- timeline files -------------------------------------------------------------------------
+
+REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
+#: the state of an instant as its file name's suffix says it
+_STATE_SUFFIX = {REQUESTED: "requested", INFLIGHT: "inflight"}
+
+_TL_PENDING = re.compile(r"^(\d+)\.([a-z_]+)\.(requested|inflight)$")
+_TL_COMPLETED_V2 = re.compile(r"^(\d+)_(\d+)\.([a-z_]+)$")
+_TL_COMPLETED_V1 = re.compile(r"^(\d+)\.([a-z_]+)$")
+_TL_COMMIT_INFLIGHT_V1 = re.compile(r"^(\d+)\.inflight$")
+
+
+@dataclass(frozen=True)
+class TimelineFileName:
+    """The name of a timeline file (``.hoodie/`` in layout 1, ``.hoodie/timeline/`` in 2).
+
+    Layout 1 (table version <= 6): ``<instant>.<action>`` when completed, else
+    ``<instant>.<action>.requested`` / ``.inflight`` (a ``commit`` in flight is
+    ``<instant>.inflight``). Layout 2 (table version 8+): pending instants the same, completed
+    ones ``<requested>_<completed>.<action>``.
+    """
+
+    requested: str
+    action: str
+    state: str = COMPLETED
+    #: completion time (layout 2 completed instants only)
+    completed: str | None = None
+    layout: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.requested.isdigit():
+            raise UsageError("an instant is a string of digits", actual=self.requested)
+        if self.state not in (REQUESTED, INFLIGHT, COMPLETED):
+            raise UsageError("invalid instant state", expected=[REQUESTED, INFLIGHT, COMPLETED],
+                             actual=self.state)
+        if self.layout not in (1, 2):
+            raise UsageError("invalid timeline layout", expected=[1, 2], actual=self.layout)
+        if self.layout == 2 and self.state == COMPLETED and not self.completed:
+            raise UsageError("a completed instant of layout 2 needs its completion time")
+
+    @classmethod
+    def parse(cls, name: str, layout: int = 1) -> TimelineFileName | None:
+        """The timeline file a name denotes, or None when it is not one (of ``layout``)."""
+        m = _TL_PENDING.match(name)
+        if m:
+            return cls(m[1], m[2], REQUESTED if m[3] == "requested" else INFLIGHT, None, layout)
+        if layout == 2:
+            m = _TL_COMPLETED_V2.match(name)
+            return cls(m[1], m[3], COMPLETED, m[2], 2) if m else None
+        m = _TL_COMMIT_INFLIGHT_V1.match(name)
+        if m:
+            return cls(m[1], "commit", INFLIGHT, None, 1)
+        m = _TL_COMPLETED_V1.match(name)
+        if m:
+            return cls(m[1], m[2], COMPLETED, None, 1)
+        return None
+
+    def __str__(self) -> str:
+        if self.state != COMPLETED:
+            if self.layout == 1 and self.action == "commit" and self.state == INFLIGHT:
+                return f"{self.requested}.inflight"
+            return f"{self.requested}.{self.action}.{_STATE_SUFFIX[self.state]}"
+        if self.layout == 2:
+            return f"{self.requested}_{self.completed}.{self.action}"
+        return f"{self.requested}.{self.action}"

@@ -3,9 +3,14 @@
 For each candidate file slice (the key's own partition when the caller knows it, else every
 partition): the base file's Hudi footer (min/max key and bloom filter) prunes, then the key
 column confirms; the slice's logs are probed through their index (stored or recomputed,
-readers/probe.py), which Hudi's bloom index on MOR tables cannot do. Blocks of instants that
-failed, were rolled back or come after the snapshot instant do not count. A key that is live
-in the table is never missed: every step only removes keys that provably are not there.
+``morlog.readers.probe``), which Hudi's bloom index on MOR tables cannot do. Blocks of
+instants that failed, were rolled back or come after the snapshot instant do not count. A key
+that is live in the table is never missed: every step only removes keys that provably are not
+there.
+
+A :class:`KeyTagger` works on an open :class:`~morlog.readers.table.Table` (or opens one at a
+:class:`~morlog.readers.storage.TableLocation`): Spark's tagging tasks hand it the location
+resolved on the driver.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .probe import RangeTester, SliceProbe
-from .storage import RangedSource, Storage
+from .storage import RangedSource, Storage, TableLocation
 from .table import FileSlice, Table
 
 
@@ -69,7 +74,9 @@ class _CountingOpener:
 class KeyTagger:
     """Finds the file group of keys across a table, as of an instant."""
 
-    def __init__(self, table: Table, as_of: str | None = None) -> None:
+    def __init__(self, table: Table | TableLocation | str, as_of: str | None = None) -> None:
+        """``table``: an open table, or its location or path (opened here)."""
+        table = table if isinstance(table, Table) else Table(table)
         self.table = table
         self.as_of = table.resolve_instant(as_of)
         self.slices = table.file_slices(self.as_of)
@@ -227,7 +234,7 @@ class PreparedKeys:
         return self._xxh64
 
     def in_range(self, lo: str, hi: str) -> npt.NDArray[np.bool_]:
-        """Hudi's min/max test (both orders, see compat.base_footer), vectorized."""
+        """Hudi's min/max test (both orders, see morlog.compat.base_footer), vectorized."""
         if self.bmp_only and not _beyond_bmp(lo) and not _beyond_bmp(hi):
             return self.ranges.test(lo, hi)
         from morlog.compat.base_footer import BaseFileIndex
@@ -277,6 +284,6 @@ class _SourceFile:
         self.closed = True
 
 
-def tag_keys(table_path: str, keys: Sequence[str], partitions: Sequence[str] | None = None,
-             as_of: str | None = None) -> TagResult:
+def tag_keys(table_path: str | TableLocation, keys: Sequence[str],
+             partitions: Sequence[str] | None = None, as_of: str | None = None) -> TagResult:
     return KeyTagger(Table(table_path), as_of).tag(keys, partitions)

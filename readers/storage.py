@@ -1,4 +1,9 @@
-"""Ranged-read sources: the only way readers touch bytes.
+"""Where tables live and ranged-read sources: the only way readers touch bytes.
+
+:class:`TableLocation` is a table's place, resolved once per operation from the user's path or
+URI (:meth:`TableLocation.of`) and handed down to tables, taggers, write stores, log writers
+and Spark tasks (it pickles; its filesystem is rebuilt lazily, never pickled, and its ``repr``
+never shows a URI's credentials). :class:`Storage` is directory-level access to that place.
 
 A source knows its size and answers ``read(offset, length)``; every request is checked against
 the size before anything is allocated, and every read is counted (``stats``), so that tests and
@@ -12,10 +17,11 @@ benchmarks can prove how much of a file a lookup touched.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from morlog.logformat.errors import LengthError, TruncatedError, UsageError
+from morlog.logformat.errors import LengthError, TruncatedError, UsageError, redact
 
 
 @dataclass
@@ -272,13 +278,142 @@ class ArrowStorage(Storage):
         return self.fs.open_input_file(path)
 
 
-def storage_for(path: str, filesystem: Any = None) -> tuple[Storage, str]:
-    """The storage a table path lives on, and the path in that storage's form."""
-    if filesystem is not None:
-        return ArrowStorage(filesystem), path
-    if "://" in path:
+def _rebuild(fs: Any) -> Any:
+    return fs
+
+
+@dataclass(frozen=True, eq=True)
+class TableLocation:
+    """A table's place, resolved once from a local path or a URI (``s3://bucket/t?...``).
+
+    Picklable (Spark ships it to executors): it holds the user's URI, the path in the
+    storage's own form and what rebuilds the ``pyarrow.fs`` filesystem; the filesystem and
+    the :class:`Storage` are built on first use in each process and never pickled. Its
+    ``repr`` redacts a URI's credentials.
+    """
+
+    #: the path or URI as the user gave it (may hold credentials: never print it unredacted)
+    uri: str = field(repr=False)
+    #: the table's path in the storage's own form (a local path, or ``bucket/key``)
+    path: str
+    #: ``local``: the local file system through ``os``; ``arrow``: a ``pyarrow.fs`` filesystem
+    kind: Literal["local", "arrow"] = "local"
+    #: the pyarrow filesystem's ``type_name`` ("s3", "gcs", ...; "" when local)
+    fs_type: str = ""
+    #: the caller passed the filesystem (it was not resolved from the URI)
+    explicit_fs: bool = False
+    #: rebuilds the filesystem in another process (the filesystem's own ``__reduce__``)
+    fs_factory: tuple[Any, tuple[Any, ...]] | None = field(default=None, repr=False,
+                                                           compare=False)
+    #: boto3 client arguments for S3 conditional writes (endpoint, region, credentials)
+    s3_client_args: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
+                                   compare=False)
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str] | TableLocation,
+           filesystem: Any = None) -> TableLocation:
+        """``path`` itself when it is a location already, else :meth:`resolve` of it."""
+        if isinstance(path, TableLocation):
+            if filesystem is not None:
+                raise UsageError("pass a filesystem with a path, not with a location")
+            return path
+        return cls.resolve(os.fspath(path), filesystem)
+
+    @classmethod
+    def resolve(cls, path: str, filesystem: Any = None) -> TableLocation:
+        """Parse a path or URI (the only place one is parsed). ``filesystem``: a
+        ``pyarrow.fs`` filesystem that ``path`` is a path of."""
+        if filesystem is not None:
+            loc = cls(path, path, "arrow", str(getattr(filesystem, "type_name", "")), True,
+                      _reduce(filesystem))
+            loc._cache["fs"] = filesystem
+            return loc
+        if "://" not in path:
+            return cls(path, path)
         import pyarrow.fs as pafs
 
         fs, inner = pafs.FileSystem.from_uri(path)
-        return ArrowStorage(fs), inner
-    return LocalStorage(), path
+        fs_type = str(getattr(fs, "type_name", ""))
+        if fs_type == "local":
+            return cls(path, inner)
+        client_args = _s3_client_args(path, getattr(fs, "region", None)) if (
+            fs_type == "s3") else ()
+        loc = cls(path, inner, "arrow", fs_type, False, _reduce(fs), client_args)
+        loc._cache["fs"] = fs
+        return loc
+
+    def __repr__(self) -> str:
+        return f"TableLocation({redact(self.uri)!r}, path={self.path!r})"
+
+    def __str__(self) -> str:
+        return redact(self.uri)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    @property
+    def filesystem(self) -> Any:
+        """The ``pyarrow.fs`` filesystem (None for a local path), built once per process."""
+        if self.kind == "local":
+            return None
+        fs = self._cache.get("fs")
+        if fs is None:
+            assert self.fs_factory is not None
+            make, args = self.fs_factory
+            fs = self._cache["fs"] = make(*args)
+        return fs
+
+    @property
+    def storage(self) -> Storage:
+        """Directory-level access to the table's place, built once per process."""
+        st: Storage | None = self._cache.get("storage")
+        if st is None:
+            st = self._cache["storage"] = (LocalStorage() if self.kind == "local"
+                                           else ArrowStorage(self.filesystem))
+        return st
+
+    def join(self, *parts: str) -> str:
+        """A path under the table (in the storage's form)."""
+        return self.storage.join(self.path, *parts)
+
+    def partition_path(self, partition: str) -> str:
+        """The directory of a partition ("" : the table's own directory)."""
+        return self.join(partition) if partition else self.path
+
+
+def _reduce(fs: Any) -> tuple[Any, tuple[Any, ...]]:
+    try:
+        make, args = fs.__reduce__()[:2]
+        return make, tuple(args)
+    except (TypeError, AttributeError, ValueError):
+        return _rebuild, (fs,)
+
+
+def _s3_client_args(uri: str, region: str | None) -> tuple[tuple[str, str], ...]:
+    """boto3 client arguments for the endpoint, region and credentials a pyarrow S3 URI names
+    (``region``: the one pyarrow resolved, when the URI names none)."""
+    parts = urllib.parse.urlsplit(uri)
+    q = dict(urllib.parse.parse_qsl(parts.query))
+    kwargs: dict[str, str] = {}
+    if q.get("endpoint_override"):
+        ep = q["endpoint_override"]
+        kwargs["endpoint_url"] = ep if "://" in ep else f"{q.get('scheme', 'https')}://{ep}"
+    if q.get("region") or region:
+        kwargs["region_name"] = q.get("region") or region or ""
+    if parts.username:
+        kwargs["aws_access_key_id"] = urllib.parse.unquote(parts.username)
+        kwargs["aws_secret_access_key"] = urllib.parse.unquote(parts.password or "")
+    return tuple(kwargs.items())
+
+
+def storage_for(path: str | TableLocation, filesystem: Any = None) -> tuple[Storage, str]:
+    """The storage a table path lives on, and the path in that storage's form."""
+    loc = TableLocation.of(path, filesystem)
+    return loc.storage, loc.path

@@ -18,13 +18,17 @@ import pyarrow as pa
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.errors import UnsupportedVersionError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
+from morlog.logformat.table_files import (
+    PARTITION_METADATA_FILE,
+    PROPERTIES_FILE,
+    parse_properties,
+)
 
 from .merge import MergeSpec, read_slice
-from .properties import parse_properties
-from .storage import storage_for
+from .storage import TableLocation
 from .timeline import Timeline
 
-PARTITION_METADATA = ".hoodie_partition_metadata"
+PARTITION_METADATA = PARTITION_METADATA_FILE
 #: layout 1 (Hudi 0.x, versions 4-6) and layout 2 (Hudi 1.x, versions 8-9)
 SUPPORTED_TABLE_VERSIONS = frozenset({4, 5, 6, 8, 9})
 __all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig"]
@@ -110,13 +114,16 @@ class FileSlice:
 
 
 class Table:
-    """A merge-on-read table on the local file system."""
+    """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem."""
 
-    def __init__(self, path: str, filesystem: Any = None) -> None:
-        """``path``: a local path, or a URI (``s3://bucket/table``) read through pyarrow.fs;
-        ``filesystem``: a ``pyarrow.fs`` filesystem for ``path``."""
-        self.storage, path = storage_for(path, filesystem)
-        props_path = self.storage.join(path, ".hoodie", "hoodie.properties")
+    def __init__(self, path: str | TableLocation, filesystem: Any = None) -> None:
+        """``path``: a local path, a URI (``s3://bucket/table``) read through pyarrow.fs, or a
+        :class:`~morlog.readers.storage.TableLocation` resolved already; ``filesystem``: a
+        ``pyarrow.fs`` filesystem for ``path``."""
+        self.location = TableLocation.of(path, filesystem)
+        self.storage = self.location.storage
+        path = self.location.path
+        props_path = self.storage.join(path, ".hoodie", PROPERTIES_FILE)
         if not self.storage.isfile(props_path):
             raise UsageError("not a Hudi table (no .hoodie/hoodie.properties)", path=path)
         self.path = path

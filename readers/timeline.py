@@ -3,7 +3,8 @@
 Layout 1 (table version <= 6): ``.hoodie/<instant>.<action>`` when completed,
 ``<instant>.<action>.inflight`` / ``.requested`` before (a ``commit`` in flight is
 ``<instant>.inflight``). Layout 2 (table version 8+): ``.hoodie/timeline/`` with completed
-instants named ``<requested>_<completed>.<action>``. A compaction completes as a ``commit``, a
+instants named ``<requested>_<completed>.<action>``. The names are encoded and decoded by
+``morlog.logformat.naming.TimelineFileName``. A compaction completes as a ``commit``, a
 clustering as a ``replacecommit``. Commit metadata is JSON in layout 1 and an Avro container
 file in layout 2.
 """
@@ -12,17 +13,16 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
 
 from morlog.logformat.errors import ContentError
+from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED, TimelineFileName
 
 from .storage import LocalStorage, Storage
 
-REQUESTED, INFLIGHT, COMPLETED = "REQUESTED", "INFLIGHT", "COMPLETED"
 _RANK = {REQUESTED: 0, INFLIGHT: 1, COMPLETED: 2}
 #: actions whose completed instants write data files
 WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit", "compaction",
@@ -31,10 +31,6 @@ WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit", "compaction
 _COMPLETES_AS = {"compaction": "commit", "clustering": "replacecommit",
                  "logcompaction": "deltacommit"}
 
-_COMPLETED_V2 = re.compile(r"^(\d+)_(\d+)\.([a-z_]+)$")
-_PENDING = re.compile(r"^(\d+)\.([a-z_]+)\.(requested|inflight)$")
-_V1_COMPLETED = re.compile(r"^(\d+)\.([a-z_]+)$")
-_V1_COMMIT_INFLIGHT = re.compile(r"^(\d+)\.inflight$")
 
 
 @dataclass(frozen=True)
@@ -157,22 +153,10 @@ class Timeline:
 
 
 def _parse(name: str, layout: int) -> Instant | None:
-    m = _PENDING.match(name)
-    if m:
-        state = REQUESTED if m[3] == "requested" else INFLIGHT
-        return Instant(m[1], m[2], state, None, name)
-    if layout == 2:
-        m = _COMPLETED_V2.match(name)
-        if m:
-            return Instant(m[1], m[3], COMPLETED, m[2], name)
+    tf = TimelineFileName.parse(name, layout)
+    if tf is None:
         return None
-    m = _V1_COMMIT_INFLIGHT.match(name)
-    if m:
-        return Instant(m[1], "commit", INFLIGHT, None, name)
-    m = _V1_COMPLETED.match(name)
-    if m:
-        return Instant(m[1], m[2], COMPLETED, None, name)
-    return None
+    return Instant(tf.requested, tf.action, tf.state, tf.completed, name)
 
 
 def completes_as(action: str) -> str:

@@ -21,11 +21,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat import DeleteRecord, HeaderKey, OrderingValue
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS
-from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
-from morlog.readers.properties import format_properties
+from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
+from morlog.logformat.naming import TimelineFileName
+from morlog.logformat.table_files import (
+    PARTITION_METADATA_FILE,
+    format_partition_metadata,
+    format_properties,
+    partition_depth,
+)
 from morlog.writers.indexed import IndexedLogWriter
 
 SCHEMA: dict[str, Any] = {
@@ -84,9 +91,8 @@ class TableBuilder:
     # --- timeline -------------------------------------------------------------------------
 
     def _timeline(self, inst: str, action: str, state: str, meta: dict[str, Any]) -> None:
-        suffix = {"requested": f".{action}.requested", "inflight": f".{action}.inflight",
-                  "completed": f".{action}"}[state]
-        with open(os.path.join(self.path, ".hoodie", inst + suffix), "w") as f:
+        name = str(TimelineFileName(inst, action, state.upper()))
+        with open(os.path.join(self.path, ".hoodie", name), "w") as f:
             json.dump(meta, f)
 
     def begin(self, inst: str, action: str = "deltacommit") -> None:
@@ -113,8 +119,8 @@ class TableBuilder:
         d = os.path.join(self.path, partition) if partition else self.path
         if not os.path.isdir(d):
             os.makedirs(d)
-            with open(os.path.join(d, ".hoodie_partition_metadata"), "w") as f:
-                f.write("#partition metadata\ncommitTime=0\npartitionDepth=1\n")
+            with open(os.path.join(d, PARTITION_METADATA_FILE), "w") as f:
+                f.write(format_partition_metadata(0, partition_depth(partition)))
         return d
 
     def _rows(self, puts: Sequence[Put], inst: str, fid: str) -> list[dict[str, Any]]:
@@ -128,14 +134,8 @@ class TableBuilder:
         fid = f"{uuid.uuid4()}-0"
         rows = self._rows(puts, inst, fid)
         table = pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
-        keys = table.column("_hoodie_record_key").combine_chunks()
-        bloom = DynamicBloomV0(DEFAULT_NUM_ENTRIES)
-        bloom.add(keys)
-        md = {"org.apache.hudi.bloomfilter": bloom.to_base64(),
-              "hoodie_bloom_filter_type_code": "DYNAMIC_V0",
-              "hoodie_min_record_key": min(keys.to_pylist()),
-              "hoodie_max_record_key": max(keys.to_pylist())}
-        table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in md.items()})
+        md = encode_base_footer(table.column("_hoodie_record_key"), DEFAULT_NUM_ENTRIES)
+        table = table.replace_schema_metadata(md)
         name = f"{fid}_0-1-1_{inst}.parquet"
         pq.write_table(table, os.path.join(self._dir(partition), name))
         self.written.setdefault(inst, []).append(

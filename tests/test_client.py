@@ -13,6 +13,7 @@ import pytest
 from morlog.logformat import UsageError
 from morlog.readers.table import Table
 from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig
+from morlog.writers.commit import TimelineWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])
@@ -168,10 +169,10 @@ def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
                         ordering_field="ts", config=cfg)
     t.upsert(_batch(list(range(40)), 1))
     before = _rows(tmp_path)
-    real_timeline = MorTable._timeline
+    real_timeline = TimelineWriter.write
     real_log_writer = MorTable._log_writer
 
-    def timeline(self: MorTable, instant: str, state: str, meta: dict[str, Any],
+    def timeline(self: TimelineWriter, instant: str, state: str, meta: dict[str, Any],
                  action: str = "deltacommit") -> None:
         if action == "deltacommit" and state == step:
             raise Crash(step)
@@ -185,7 +186,7 @@ def test_a_writer_dying_at_any_step_leaves_the_table_as_before(
             raise Crash(step)  # dies after writing one file group's blocks
         return real_log_writer(self, partition, fid, base)
 
-    monkeypatch.setattr(MorTable, "_timeline", timeline)
+    monkeypatch.setattr(TimelineWriter, "write", timeline)
     monkeypatch.setattr(MorTable, "_log_writer", log_writer)
     with pytest.raises(Crash):
         MorTable(str(tmp_path), cfg).upsert(_batch(list(range(20, 80)), 2))
@@ -213,3 +214,33 @@ def test_insert_skips_the_lookup_like_hudi(tmp_path: Path) -> None:
     assert r.inserts_routed_to_existing == 2 and not r.new_groups
     rows = {row["id"]: row["ts"] for row in Table(str(tmp_path)).read().to_pylist()}
     assert rows == {"k0001": 1, "k0002": 2, "k0003": 2}
+
+
+def _count_resolutions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every resolution of a path or URI into a TableLocation, from now on."""
+    from morlog.readers.storage import TableLocation
+
+    real = TableLocation.resolve.__func__  # type: ignore[attr-defined]
+    calls: list[str] = []
+
+    def counting(cls: type[TableLocation], path: str, filesystem: Any = None
+                 ) -> TableLocation:
+        calls.append(path)
+        return real(cls, path, filesystem)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(TableLocation, "resolve", classmethod(counting))
+    return calls
+
+
+def test_an_upsert_resolves_the_table_path_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="region",
+                    ordering_field="ts", config=WriteConfig(**SMALL)).upsert(
+        _batch(list(range(40)), 1))
+    calls = _count_resolutions(monkeypatch)
+    t = MorTable(str(tmp_path), WriteConfig(**SMALL))
+    r = t.upsert(_batch(list(range(20, 80)), 2))  # tags, routes, writes logs and base files
+    assert r.updates == 20 and r.inserts == 40
+    assert calls == [str(tmp_path)]  # once, by the constructor
+    t.delete(_batch([1, 2], 3))
+    assert calls == [str(tmp_path)]  # an open table never parses its path again

@@ -245,3 +245,84 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
     names = [i.path for i in fs.get_file_info(pafs.FileSelector(f"{bucket}/t/.hoodie",
                                                                 recursive=True))]
     assert not [n for n in names if "/.temp/" in n and n.endswith(".arrow")]
+
+
+def _counting_task(inner: Any, out_dir: str) -> Any:
+    """A Spark task function running ``inner`` and recording, in a file of ``out_dir``, how
+    many times the task resolved a path or URI into a TableLocation (a closure, so that
+    Spark ships it by value)."""
+
+    def run(batches: Any) -> Any:
+        import os
+        import uuid
+
+        from morlog.readers.storage import TableLocation
+
+        real = TableLocation.__dict__["resolve"]
+        calls: list[str] = []
+
+        def counting(cls: Any, path: str, filesystem: Any = None) -> Any:
+            calls.append(path)
+            return real.__func__(cls, path, filesystem)
+
+        TableLocation.resolve = classmethod(counting)  # type: ignore[assignment,method-assign]
+        try:
+            yield from inner(batches)
+        finally:
+            TableLocation.resolve = real  # type: ignore[method-assign]
+            with open(os.path.join(out_dir, uuid.uuid4().hex), "w") as f:
+                f.write(str(len(calls)))
+
+    return run
+
+
+def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_tasks(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import morlog.writers.spark as spark_mod
+    from morlog.readers.storage import TableLocation
+    from morlog.writers.client import WriteConfig
+
+    path = str(tmp_path / "c")
+    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                      record_size=100)
+    kw = dict(key="id", partition="region", ordering="ts", config=cfg)
+    spark_mod.upsert(spark, _df(spark, range(100), 1), path, **kw)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    real_tagger, real_writer = spark_mod._tagger, spark_mod._group_writer
+    monkeypatch.setattr(spark_mod, "_tagger", lambda *a: _counting_task(
+        real_tagger(*a), str(counts)))
+    monkeypatch.setattr(spark_mod, "_group_writer", lambda *a: _counting_task(
+        real_writer(*a), str(counts)))
+    real = TableLocation.resolve.__func__  # type: ignore[attr-defined]
+    driver: list[str] = []
+
+    def counting(cls: Any, p: str, filesystem: Any = None) -> Any:
+        driver.append(p)
+        return real(cls, p, filesystem)
+
+    monkeypatch.setattr(TableLocation, "resolve", classmethod(counting))
+    r = spark_mod.upsert(spark, _df(spark, range(50, 150), 2), path, **kw)
+    assert r["morlog.inserts"] == "50"
+    assert driver == [path]  # once, on the driver
+    tasks = [int(f.read_text()) for f in counts.iterdir()]
+    assert tasks and set(tasks) == {0}  # tagging and writing tasks never parse it again
+
+
+def test_the_read_source_lives_in_readers_and_the_writer_extends_it(tmp_path: Path) -> None:
+    from morlog.logformat.errors import UsageError
+    from morlog.readers.spark_source import MorlogReader, MorlogReadSource
+    from morlog.writers.spark import MorlogDataSource
+
+    assert issubclass(MorlogDataSource, MorlogReadSource)
+    assert MorlogReadSource.name() == MorlogDataSource.name() == "morlog"
+    assert not hasattr(MorlogReadSource, "writer") or (
+        MorlogReadSource.writer is not MorlogDataSource.writer)
+    with pytest.raises(UsageError, match="unknown read option 'bogus'"):
+        MorlogReadSource({"path": str(tmp_path), "bogus": "1"}).schema()
+    with pytest.raises(UsageError, match="needs a path"):
+        MorlogReadSource({}).schema()
+    from pyspark.sql.types import StructType
+
+    reader = MorlogReadSource({"path": str(tmp_path)}).reader(StructType([]))
+    assert isinstance(reader, MorlogReader) and reader.path == str(tmp_path)

@@ -13,10 +13,11 @@ import pytest
 
 from morlog.compat.base_footer import parse_base_footer
 from morlog.logformat import BlockType
+from morlog.logformat.table_files import parse_properties
 from morlog.readers import LogFileReader
-from morlog.readers.properties import parse_properties
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable, WriteConfig, new_instant
+from morlog.writers.commit import TimelineWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
                     ("note", pa.string())])
@@ -117,15 +118,15 @@ def test_base_files_carry_hudis_footer(table: tuple[Path, MorTable]) -> None:
 def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.MonkeyPatch) -> None:
     path, t = table
     t.upsert(_batch(range(10), 1))
-    real = MorTable._timeline
+    real = TimelineWriter.write
 
-    def die_before_completion(self: MorTable, instant: str, state: str, meta: dict[str, Any],
-                              action: str = "deltacommit") -> None:
+    def die_before_completion(self: TimelineWriter, instant: str, state: str,
+                              meta: dict[str, Any], action: str = "deltacommit") -> None:
         if state == "completed" and action == "deltacommit":
             raise RuntimeError("writer died")
         real(self, instant, state, meta, action)
 
-    monkeypatch.setattr(MorTable, "_timeline", die_before_completion)
+    monkeypatch.setattr(TimelineWriter, "write", die_before_completion)
     with pytest.raises(RuntimeError):
         t.upsert(_batch(range(5, 15), 2))
     monkeypatch.undo()

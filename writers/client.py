@@ -1,32 +1,34 @@
 """The write client: upserts, inserts and deletes into a merge-on-read table (table version 6).
 
-One commit, step by step (each step leaves a table that reads exactly as before it):
+One commit, step by step (each step leaves a table that reads exactly as before it; steps 2,
+3 and 7 are the commit protocol of ``morlog.writers.commit``, shared with Spark):
 
-1. Take the table's writer lock (``.hoodie/morlog.lock``: an exclusive ``flock`` locally, a
-   lock object created by a conditional PUT on S3, see writers/store.py): a second concurrent
-   writer gets :class:`ConcurrentWriterError` and writes nothing.
-2. Roll back instants that a dead writer left pending: a ROLLBACK command block in every log
+1. Validate the batch before anything is written: key field present and non-null, schema
+   compatible with the table's, duplicate keys combined by the ordering field.
+2. Take the table's writer lock (``.hoodie/morlog.lock``: an exclusive ``flock`` locally, a
+   lock object created by a conditional PUT on S3, see ``morlog.writers.store``): a second
+   concurrent writer gets :class:`ConcurrentWriterError` and writes nothing.
+3. Roll back instants that a dead writer left pending: a ROLLBACK command block in every log
    it wrote to, its new base files deleted, a completed rollback instant, its timeline files
    removed. Readers ignored its blocks already (they skip uncompleted instants).
-3. Validate the batch before anything is written: key field present and non-null, schema
-   compatible with the table's, duplicate keys combined by the ordering field.
-4. Tag keys with the table lookup (readers/lookup.py): updates go to the file group that holds
-   the key.
+4. Tag keys with the table lookup (``morlog.readers.lookup``): updates go to the file group
+   that holds the key.
 5. Route inserts into small file groups: every latest slice smaller than the small-file limit
    (its logs counted at ``log_to_parquet_ratio``) takes inserts up to the maximum file size,
    bin-packed by estimated record size; new file groups only when no capacity is left.
 6. Write ``<instant>.deltacommit.requested`` and ``.inflight`` (the inflight file lists the file
    groups the commit will write, so that a rollback knows where to put its command blocks),
-   then the indexed blocks and new base files, then the completed ``<instant>.deltacommit``
-   with commit metadata that stock readers parse.
+   then the indexed blocks and new base files (footer: ``morlog.compat.base_footer``).
+7. Write the completed ``<instant>.deltacommit`` with commit metadata that stock readers
+   parse.
 
 Tables live on the local file system (logs appended, as Hudi 0.x does) or on S3 (every write
-a new log version, as on any object store): ``MorTable("s3://bucket/table?...")``.
+a new log version, as on any object store): ``MorTable("s3://bucket/table?...")``. The path
+or URI is resolved once (``morlog.readers.storage.TableLocation``) and handed down.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import io
 import json
 import os
@@ -41,30 +43,41 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
-from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES, DynamicBloomV0
+from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.naming import LogFileName
+from morlog.logformat.table_files import (
+    PAYLOAD_COMMIT_TIME,
+    PAYLOAD_EVENT_TIME,
+    PROPERTIES_FILE,
+    format_properties,
+    new_table_properties,
+)
 from morlog.readers.lookup import KeyTagger
-from morlog.readers.properties import format_properties
+from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
+from .commit import (
+    WRITE_TOKEN,
+    Commit,
+    base_file_name,
+    ensure_partition,
+    new_instant,
+    rollback_pending,
+)
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
 from .store import (
     DEFAULT_LEASE_SECONDS,
-    ArrowStore,
     ConcurrentWriterError,
     WriterLock,
     WriteStore,
-    store_for,
+    store_at,
 )
-
-PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-WRITE_TOKEN = "0-1-1"
 
 
 @dataclass
@@ -125,30 +138,24 @@ class CommitResult:
                 "morlog.seconds": f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}
 
 
-def new_instant(after: str | None = None) -> str:
-    """A fresh instant (yyyyMMddHHmmssSSS, UTC), later than ``after``."""
-    now = _dt.datetime.now(_dt.UTC)
-    inst = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
-    if after is not None and inst <= after:
-        inst = str(int(after) + 1).zfill(17)
-    return inst
-
-
 class MorTable:
     """A merge-on-read table opened for writing."""
 
-    def __init__(self, path: str, config: WriteConfig | None = None) -> None:
-        """``path``: a local path or a URI (``s3://bucket/table?endpoint_override=...``)."""
-        self.uri = path
+    def __init__(self, path: str | TableLocation, config: WriteConfig | None = None) -> None:
+        """``path``: a local path, a URI (``s3://bucket/table?endpoint_override=...``) or a
+        :class:`~morlog.readers.storage.TableLocation` resolved already."""
+        self.location = TableLocation.of(path)
+        self.uri = self.location.uri
         self.config = config or WriteConfig()
-        self.store, self.path = _open_store(path, self.config)
+        self.store = _open_store(self.location, self.config)
+        self.path = self.location.path
         self.mode: Mode = self.config.mode or ("append" if self.store.can_append
                                                else "rollover")
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
         if table.version != 6:
-            raise UsageError("morlog writes table version 6 layouts", path=path,
+            raise UsageError("morlog writes table version 6 layouts", path=self.uri,
                              expected=6, actual=table.version)
         self.props = table.config.props
         self.key_field = table.config.record_key_fields[0]
@@ -158,7 +165,7 @@ class MorTable:
         self.ordering_field = ordering[0] if ordering else None
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
-            raise UsageError("table has no hoodie.table.create.schema", path=path)
+            raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
         self.avro_schema = json.loads(schema_json)
         self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
         self.data_schema = pa.schema([f for f in self.arrow_schema
@@ -166,19 +173,20 @@ class MorTable:
 
     def table(self) -> Table:
         """The table as it is now, for reading."""
-        fs = self.store.fs if isinstance(self.store, ArrowStore) else None
-        return Table(self.path, fs)
+        return Table(self.location)
 
     # --- creating ----------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: str, schema: pa.Schema, *, key_field: str,
+    def create(cls, path: str | TableLocation, schema: pa.Schema, *, key_field: str,
                partition_field: str | None = None, ordering_field: str | None = None,
                name: str | None = None, event_time_ordering: bool | None = None,
                config: WriteConfig | None = None) -> MorTable:
         """Create an empty table (``hoodie.properties``, timeline directory)."""
-        store, inner = _open_store(path, config or WriteConfig())
-        props_path = store.join(inner, ".hoodie", "hoodie.properties")
+        location = TableLocation.of(path)
+        path = location.uri
+        store, inner = _open_store(location, config or WriteConfig()), location.path
+        props_path = store.join(inner, ".hoodie", PROPERTIES_FILE)
         if store.exists(props_path):
             raise UsageError("a table exists already", path=path)
         for fname, what in ((key_field, "key"), (partition_field, "partition"),
@@ -195,32 +203,25 @@ class MorTable:
         avro = arrow_to_avro_schema(full, f"{table_name}_record", f"hoodie.{table_name}")
         event = ordering_field is not None if event_time_ordering is None else (
             event_time_ordering)
-        props = {
-            "hoodie.table.type": "MERGE_ON_READ",
-            "hoodie.table.version": "6",
-            "hoodie.table.name": table_name,
-            "hoodie.table.recordkey.fields": key_field,
-            "hoodie.table.partition.fields": partition_field or "",
-            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
-            if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.table.create.schema": json.dumps(avro, separators=(",", ":")),
-            "hoodie.datasource.write.hive_style_partitioning": "false",
-            "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event
-            else PAYLOAD_COMMIT_TIME,
-            "hoodie.archivelog.folder": "archived",
-        }
-        if ordering_field:
-            props["hoodie.table.precombine.field"] = ordering_field
+        props = new_table_properties(
+            name=table_name, key_field=key_field, partition_field=partition_field,
+            ordering_field=ordering_field,
+            create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event)
         store.makedirs(store.join(inner, ".hoodie"))
         if not store.create(props_path, format_properties(props).encode("utf-8")):
             raise UsageError("a table was created here concurrently", path=path)
-        return cls(path, config)
+        return cls(location, config)
 
-    # --- the lock ----------------------------------------------------------------------
+    # --- the lock and the commit protocol ----------------------------------------------
 
     def _lock(self) -> WriterLock:
         return self.store.lock(self.path)
+
+    def commit(self, operation: str) -> Commit:
+        """A new commit of this table (enter it to lock, roll back dead writers and get the
+        instant; see ``morlog.writers.commit``)."""
+        return Commit(self.store, self.location, mode=self.mode, operation=operation,
+                      schema=self.avro_schema, fsync=self.config.fsync)
 
     # --- public operations -------------------------------------------------------------
 
@@ -239,37 +240,25 @@ class MorTable:
     def _write(self, batch: pa.Table | pa.RecordBatch, operation: str) -> CommitResult:
         t0 = time.perf_counter()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        table = self._validate(table, operation)
-        lock = self._lock()
-        self._sizes = {}
-        try:
-            rolled = self.rollback_pending()
-            tl_table = self.table()
-            last = tl_table.timeline.instants[-1].requested if tl_table.timeline.instants \
-                else None
-            instant = new_instant(last)
-            result = CommitResult(instant, operation, rolled_back=rolled)
-            plan = self._plan(tl_table, table, operation, result)
+        table = self.validate(table, operation)
+        with self.commit(operation) as c:
+            self._sizes = {}
+            instant = c.instant
+            result = CommitResult(instant, operation, rolled_back=c.rolled_back)
+            plan = self._plan(c.table(), table, operation, result)
             result.seconds["plan"] = time.perf_counter() - t0
-            self._timeline(instant, "requested", {})
-            self._timeline(instant, "inflight", {"morlogFileGroups": [
-                {"partition": p, "fileId": f} for p, f in plan.groups()]})
+            c.start(plan.groups())
             t1 = time.perf_counter()
             stats = self._execute(plan, instant, result)
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
-            lock.check()  # a writer whose lease ran out must not complete the instant
-            self._timeline(instant, "completed", {
-                "partitionToWriteStats": stats, "compacted": False,
-                "extraMetadata": {"schema": json.dumps(self.avro_schema,
-                                                       separators=(",", ":")),
-                                  **result.summary()},
-                "operationType": operation.upper()})
+            c.complete(stats, result.summary())
             return result
-        finally:
-            lock.release()
 
-    def _validate(self, table: pa.Table, operation: str) -> pa.Table:
+    def validate(self, table: pa.Table, operation: str) -> pa.Table:
+        """The batch checked and converted to the table's data schema (duplicate keys
+        combined; for deletes: key, partition and ordering columns); raises
+        :class:`UsageError` when it does not fit. Writes nothing."""
         names = table.column_names
         if self.key_field not in names:
             raise UsageError(f"the batch has no key field {self.key_field!r}", path=self.path,
@@ -375,7 +364,7 @@ class MorTable:
         sizes = self._sizes.get(s.partition)
         if sizes is None:
             sizes = self._sizes[s.partition] = self.store.storage.sizes(
-                self._path_of(s.partition))
+                self.partition_path(s.partition))
         base = sizes.get(s.base_file, 0) if s.base_file else 0
         logs = sum(sizes.get(n, 0) for n in s.log_files)
         return base + int(logs * self.config.log_to_parquet_ratio)
@@ -433,20 +422,13 @@ class MorTable:
 
     # --- executing ----------------------------------------------------------------------
 
-    def _path_of(self, partition: str) -> str:
-        return self.store.join(self.path, partition) if partition else self.path
+    def partition_path(self, partition: str) -> str:
+        """The directory of a partition ("": the table's own directory)."""
+        return self.location.partition_path(partition)
 
     def _dir(self, partition: str) -> str:
         """The partition's directory, made (with Hudi's partition metadata) if missing."""
-        d = self._path_of(partition)
-        meta = self.store.join(d, ".hoodie_partition_metadata")
-        if partition and not self.store.exists(meta):
-            self.store.makedirs(d)
-            # a concurrent task may have written it: either copy is right
-            self.store.create(meta, (f"#partition metadata\ncommitTime={int(time.time())}\n"
-                                     f"partitionDepth={partition.count('/') + 1}\n").encode(),
-                              sync=self.config.fsync)
-        return d
+        return ensure_partition(self.store, self.location, partition, fsync=self.config.fsync)
 
     def _with_meta(self, batch: pa.Table, rows: Sequence[int] | None, instant: str, fid: str,
                    partition: str) -> pa.Table:
@@ -533,17 +515,9 @@ class MorTable:
 
     def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base Parquet file with Hudi's footer: DYNAMIC_V0 bloom filter, min/max key."""
-        keys = records.column(RECORD_KEY_FIELD).combine_chunks()
-        bloom = DynamicBloomV0(DEFAULT_NUM_ENTRIES)
-        bloom.add(keys)
-        sorted_keys = pc.sort_indices(keys.cast(pa.binary()))
-        lo = keys[sorted_keys[0].as_py()].as_py()
-        hi = keys[sorted_keys[-1].as_py()].as_py()
-        md = {b"org.apache.hudi.bloomfilter": bloom.to_base64().encode(),
-              b"hoodie_bloom_filter_type_code": b"DYNAMIC_V0",
-              b"hoodie_min_record_key": lo.encode(), b"hoodie_max_record_key": hi.encode()}
+        md = encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
         d = self._dir(partition)
-        final = self.store.join(d, f"{fid}_{WRITE_TOKEN}_{instant}.parquet")
+        final = self.store.join(d, base_file_name(fid, instant))
         buf = io.BytesIO()
         with pq.ParquetWriter(buf, records.schema, compression="gzip",
                               store_schema=False) as w:
@@ -553,67 +527,22 @@ class MorTable:
             raise UsageError("a base file of this name exists already", path=final)
         return final
 
-    # --- timeline and rollback ---------------------------------------------------------
-
-    def _timeline(self, instant: str, state: str, meta: dict[str, Any],
-                  action: str = "deltacommit") -> None:
-        suffix = {"requested": f".{action}.requested", "inflight": f".{action}.inflight",
-                  "completed": f".{action}"}[state]
-        final = self.store.join(self.path, ".hoodie", instant + suffix)
-        data = json.dumps(meta, indent=2).encode("utf-8")
-        if not self.store.create(final, data, sync=self.config.fsync):
-            raise UsageError("timeline file exists already", path=final)
+    # --- rollback ---------------------------------------------------------------------
 
     def rollback_pending(self) -> list[str]:
-        """Roll back delta commits a dead writer left requested or inflight."""
-        table = self.table()
-        done = []
-        for inst in table.timeline.pending():
-            if inst.action != "deltacommit":
-                continue
-            self._rollback(table, inst.requested)
-            done.append(inst.requested)
-        return done
-
-    def _rollback(self, table: Table, failed: str) -> None:
-        st = self.store
-        hoodie = st.join(self.path, ".hoodie")
-        groups: list[dict[str, str]] = []
-        inflight = st.join(hoodie, f"{failed}.deltacommit.inflight")
-        if st.exists(inflight):
-            text = st.read(inflight).decode("utf-8", errors="replace")
-            try:
-                groups = json.loads(text).get("morlogFileGroups", []) if text.strip() else []
-            except ValueError:
-                groups = []
-        last = table.timeline.instants[-1].requested if table.timeline.instants else None
-        rb = new_instant(max(x for x in (last, failed) if x is not None))
-        self._timeline(rb, "requested", {}, "rollback")
-        self._timeline(rb, "inflight", {}, "rollback")
-        slices = {(s.partition, s.file_id): s for s in table.file_slices()}
-        for g in groups:
-            key = (g["partition"], g["fileId"])
-            d = self._path_of(key[0])
-            # base files the failed instant created go away
-            for name in st.listdir(d):
-                if name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet"):
-                    st.delete(st.join(d, name))
-            s = slices.get(key)
-            if s is not None and _has_logs(st, d, key[1]):
-                self._log_writer(key[0], key[1], s.base_instant).append_rollback(rb, failed)
-        self._timeline(rb, "completed", {"commitsRollback": [failed],
-                                         "startRollbackTime": rb, "totalFilesDeleted": 0},
-                       "rollback")
-        for suffix in (".deltacommit.requested", ".deltacommit.inflight"):
-            st.delete(st.join(hoodie, failed + suffix))
+        """Roll back delta commits a dead writer left requested or inflight (the caller
+        holds the writer lock; a :class:`Commit` does this on entering)."""
+        return rollback_pending(self.store, self.location, mode=self.mode,
+                                fsync=self.config.fsync)
 
 
-def _open_store(path: str, config: WriteConfig) -> tuple[WriteStore, str]:
-    store, inner = store_for(path, single_writer=config.single_writer,
-                             lease_seconds=config.lock_lease_seconds)
+def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
+    store = store_at(location, single_writer=config.single_writer,
+                     lease_seconds=config.lock_lease_seconds)
     if config.mode == "append" and not store.can_append:
-        raise UsageError("this storage cannot append to files: use mode='rollover'", path=path)
-    return store, inner
+        raise UsageError("this storage cannot append to files: use mode='rollover'",
+                         path=location.uri)
+    return store
 
 
 def _group_exists(store: WriteStore, directory: str, fid: str, instant: str) -> bool:
@@ -626,11 +555,6 @@ def _group_exists(store: WriteStore, directory: str, fid: str, instant: str) -> 
             if ln.file_id == fid and ln.instant != instant:
                 return True
     return False
-
-
-def _has_logs(store: WriteStore, directory: str, fid: str) -> bool:
-    return any(LogFileName.matches(n) and LogFileName.parse(n).file_id == fid
-               for n in store.listdir(directory))
 
 
 @dataclass(frozen=True)
@@ -663,4 +587,5 @@ class _Plan:
         return out
 
 
-__all__ = ["CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant"]
+__all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "WRITE_TOKEN", "CommitResult",
+           "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant"]

@@ -1,14 +1,14 @@
-"""PySpark integration: ``spark.read.format("morlog")`` and ``df.write.format("morlog")``.
+"""PySpark integration: ``df.write.format("morlog")``, the distributed :func:`upsert`.
 
-Spark 4's Python Data Source API. Reading gives the merged snapshot with one Spark partition
-per file slice (each task merges its slice's base file and logs and yields Arrow batches);
-columns are pruned to the schema the reader is given (``.schema(...)``) or to the ``columns``
-option. (Filter pushdown is not used: Spark 4 disables it for Python sources by default.)
+Spark 4's Python Data Source API. :class:`MorlogDataSource` is the read source of
+``morlog.readers.spark_source`` (``spark.read.format("morlog")``: one Spark partition per file
+slice) with the writer added; :func:`register` installs it.
 
 Writing stages each task attempt's rows as an Arrow file under ``.hoodie/.temp/``; the driver
 then commits the batch once through the write client (tagging, insert routing, indexed blocks,
-the commit protocol). A retried task stages under a new attempt id and only the attempts Spark
-reports as successful are committed, so retries never duplicate records.
+the commit protocol of ``morlog.writers.commit``). A retried task stages under a new attempt
+id and only the attempts Spark reports as successful are committed, so retries never
+duplicate records.
 
 Options use Hudi's names (short aliases in brackets); any other option is an error naming it:
 
@@ -20,40 +20,44 @@ Options use Hudi's names (short aliases in brackets); any other option is an err
   ``morlog.carrier`` (avro, parquet), ``morlog.new.groups`` (base, log),
   ``morlog.max.file.size``, ``morlog.small.file.limit``, ``morlog.route.inserts`` (true).
 
-pyspark is imported here only; nothing else in morlog needs a JVM.
+The table's path is resolved once on the driver (``morlog.readers.storage.TableLocation``)
+and shipped to the tasks, which never parse it again.
+
+pyspark is imported only by modules whose name contains "spark"; nothing else needs a JVM.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.ipc as ipc
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceArrowWriter,
-    DataSourceReader,
-    InputPartition,
-    WriterCommitMessage,
-)
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from morlog.logformat.errors import UsageError
-from morlog.readers.table import FileSlice, Table
+from morlog.logformat.table_files import PROPERTIES_FILE
+from morlog.readers.spark_source import (
+    READ_OPTIONS,
+    MorlogReader,
+    MorlogReadSource,
+    SlicePartition,
+    parse_options,
+)
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
 
-from .client import MorTable, WriteConfig, new_instant
-from .store import WriteStore, store_for
+from .client import MorTable, WriteConfig
+from .commit import base_file_name
+from .store import WriteStore, store_at
 
-READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
-                "columns": "columns"}
 WRITE_OPTIONS = {
     "path": "path",
     "hoodie.table.name": "table", "table": "table",
@@ -67,61 +71,6 @@ WRITE_OPTIONS = {
 }
 
 
-def _options(options: dict[str, str], known: dict[str, str], what: str) -> dict[str, str]:
-    out = {}
-    for k, v in options.items():
-        name = known.get(k) or known.get(k.lower())
-        if name is None:
-            raise UsageError(f"unknown {what} option {k!r}", expected=sorted(known), actual=k)
-        out[name] = v
-    return out
-
-
-@dataclass
-class SlicePartition(InputPartition):
-    partition: str
-    file_id: str
-    base_instant: str
-    base_file: str | None
-    log_files: list[str]
-
-    def __init__(self, s: FileSlice) -> None:
-        self.partition = s.partition
-        self.file_id = s.file_id
-        self.base_instant = s.base_instant
-        self.base_file = s.base_file
-        self.log_files = list(s.log_files)
-        super().__init__(f"{s.partition}/{s.file_id}")
-
-
-class MorlogReader(DataSourceReader):
-    def __init__(self, path: str, schema: StructType, as_of: str | None,
-                 columns: list[str] | None) -> None:
-        self.path = path
-        self.schema = schema
-        self.as_of = as_of
-        self.columns = columns or list(schema.fieldNames())
-
-    def partitions(self) -> Sequence[InputPartition]:
-        table = Table(self.path)
-        slices = table.file_slices(table.resolve_instant(self.as_of))
-        return [SlicePartition(s) for s in slices] or [InputPartition(None)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        target = to_arrow_schema(self.schema, timezone="UTC")
-        if not isinstance(partition, SlicePartition):
-            return iter(())
-        table = Table(self.path)
-        s = FileSlice(partition.partition, partition.file_id, partition.base_instant,
-                      partition.base_file, partition.log_files)
-        data = table.read_slice(s, self.as_of, list(self.columns))
-        if data.num_rows == 0:
-            return iter(())
-        cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
-                else pa.nulls(data.num_rows, f.type) for f in target]
-        return iter(pa.Table.from_arrays(cols, schema=target).to_batches())
-
-
 @dataclass
 class StagedFile(WriterCommitMessage):
     path: str
@@ -129,17 +78,23 @@ class StagedFile(WriterCommitMessage):
 
 
 class MorlogWriter(DataSourceArrowWriter):
-    def __init__(self, path: str, options: dict[str, str], schema: StructType,
+    def __init__(self, path: str | TableLocation, options: dict[str, str], schema: StructType,
                  overwrite: bool) -> None:
+        self.location = TableLocation.of(path)
         if overwrite:
             raise UsageError("mode('overwrite') is not supported; use append (upserts)",
-                             path=path)
-        self.path = path
+                             path=self.location.uri)
         self.options = options
         self.schema = schema
         self.run = uuid.uuid4().hex
-        store, inner = store_for(path, single_writer=True)
-        self.stage = store.join(inner, ".hoodie", ".temp", f"spark-{self.run}")
+        self.stage = self.location.join(".hoodie", ".temp", f"spark-{self.run}")
+
+    @property
+    def path(self) -> str:
+        return self.location.uri
+
+    def _store(self) -> WriteStore:
+        return store_at(self.location, single_writer=True)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
         from pyspark import TaskContext
@@ -147,7 +102,7 @@ class MorlogWriter(DataSourceArrowWriter):
         ctx = TaskContext.get()
         attempt = (f"{ctx.partitionId()}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"
                    if ctx is not None else uuid.uuid4().hex)
-        store, _ = store_for(self.path, single_writer=True)
+        store = self._store()
         final = store.join(self.stage, f"part-{attempt}.arrow")
         rows = 0
         schema = to_arrow_schema(self.schema, timezone="UTC")
@@ -162,7 +117,7 @@ class MorlogWriter(DataSourceArrowWriter):
         return StagedFile(final, rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        store, _ = store_for(self.path, single_writer=True)
+        store = self._store()
         try:
             parts = []
             for m in messages:
@@ -171,12 +126,12 @@ class MorlogWriter(DataSourceArrowWriter):
                 parts.append(ipc.open_file(pa.py_buffer(store.read(m.path))).read_all())
             if parts:
                 batch = pa.concat_tables(parts)
-                _commit(self.path, self.options, batch)
+                _commit(self.location, self.options, batch)
         finally:
             self._clean(store)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        self._clean(store_for(self.path, single_writer=True)[0])
+        self._clean(self._store())
 
     def _clean(self, store: WriteStore) -> None:
         """Remove the stage (every task attempt's file, failed attempts' too)."""
@@ -186,7 +141,7 @@ class MorlogWriter(DataSourceArrowWriter):
             shutil.rmtree(self.stage, ignore_errors=True)
 
 
-def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
+def _commit(location: TableLocation, options: dict[str, str], batch: pa.Table) -> None:
     cfg = WriteConfig()
     if "carrier" in options:
         cfg.carrier = options["carrier"]  # type: ignore[assignment]
@@ -198,15 +153,15 @@ def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
         cfg.small_file_limit = int(options["small_file_limit"])
     if "route_inserts" in options:
         cfg.route_inserts = options["route_inserts"].lower() in ("true", "1", "yes")
-    store, inner = store_for(path, single_writer=True)
-    if store.exists(store.join(inner, ".hoodie", "hoodie.properties")):
-        table = MorTable(path, cfg)
+    store = store_at(location, single_writer=True)
+    if store.exists(location.join(".hoodie", PROPERTIES_FILE)):
+        table = MorTable(location, cfg)
     else:
         key = options.get("key")
         if not key:
             raise UsageError("creating a table needs hoodie.datasource.write.recordkey.field",
-                             path=path)
-        table = MorTable.create(path, batch.schema, key_field=key,
+                             path=location.uri)
+        table = MorTable.create(location, batch.schema, key_field=key,
                                 partition_field=options.get("partition"),
                                 ordering_field=options.get("ordering"),
                                 name=options.get("table"), config=cfg)
@@ -222,32 +177,12 @@ def _commit(path: str, options: dict[str, str], batch: pa.Table) -> None:
                          actual=operation)
 
 
-class MorlogDataSource(DataSource):
-    """``format("morlog")``: Hudi merge-on-read tables with indexable logs."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "morlog"
-
-    def _path(self) -> str:
-        path = self.options.get("path")
-        if not path:
-            raise UsageError("a morlog table needs a path: .load(path) or .save(path)")
-        return str(path)
-
-    def schema(self) -> StructType:
-        _options(dict(self.options), READ_OPTIONS, "read")
-        table = Table(self._path())
-        return from_arrow_schema(table.arrow_schema())
-
-    def reader(self, schema: StructType) -> MorlogReader:
-        opts = _options(dict(self.options), READ_OPTIONS, "read")
-        columns = [c for c in opts.get("columns", "").split(",") if c] or None
-        return MorlogReader(self._path(), schema, opts.get("as_of"), columns)
+class MorlogDataSource(MorlogReadSource):
+    """``format("morlog")``: Hudi merge-on-read tables with indexable logs, read and written."""
 
     def writer(self, schema: StructType, overwrite: bool) -> MorlogWriter:
-        opts = _options(dict(self.options), WRITE_OPTIONS, "write")
-        return MorlogWriter(self._path(), opts, schema, overwrite)
+        opts = parse_options(dict(self.options), WRITE_OPTIONS, "write")
+        return MorlogWriter(self.location(), opts, schema, overwrite)
 
 
 def register(spark: Any) -> None:
@@ -287,30 +222,28 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
         raise UsageError("morlog's distributed upsert needs spark.speculation=false")
     cfg = config or WriteConfig()
     arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
-    store, inner = store_for(path, single_writer=True)
-    if not store.exists(store.join(inner, ".hoodie", "hoodie.properties")):
+    location = TableLocation.of(path)  # the only time the path is parsed
+    store = store_at(location, single_writer=True)
+    if not store.exists(location.join(".hoodie", PROPERTIES_FILE)):
         if operation == "delete":
-            raise UsageError("nothing to delete: no table here", path=path)
-        MorTable.create(path, arrow_schema, key_field=key, partition_field=partition,
+            raise UsageError("nothing to delete: no table here", path=location.uri)
+        MorTable.create(location, arrow_schema, key_field=key, partition_field=partition,
                         ordering_field=ordering, name=table_name, config=cfg)
-    table = MorTable(path, cfg)
+    table = MorTable(location, cfg)
     if table.key_field != key or (table.partition_field or None) != (partition or None):
-        raise UsageError("key or partition field differs from the table's", path=path,
-                         expected=(table.key_field, table.partition_field),
+        raise UsageError("key or partition field differs from the table's",
+                         path=location.uri, expected=(table.key_field, table.partition_field),
                          actual=(key, partition))
-    table._validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
-    lock = table._lock()
-    try:
-        rolled = table.rollback_pending()
-        view = table.table()
-        last = view.timeline.instants[-1].requested if view.timeline.instants else None
-        instant = new_instant(last)
+    table.validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
+    with table.commit(operation) as commit:
+        view = commit.table()
+        instant = commit.instant
         data = df
         if operation != "delete":
             data = _combine_duplicates(data, key, ordering, F, Window)
         tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
                                    [(_PART, "string"), (_FID, "string"), (_BASE, "string")])
-        tagged = data.mapInArrow(_tagger(path, key, partition), tag_schema).cache()
+        tagged = data.mapInArrow(_tagger(location, key, partition), tag_schema).cache()
         # routing: inserts per partition -> bins (driver)
         slices = {(s.partition, s.file_id): s for s in view.file_slices()}
         bins: dict[str, list[tuple[str, int, bool]]] = {}
@@ -323,14 +256,12 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
         groups = _assign(tagged, bins, key, operation, F, Window)
         touched = [(r[_PART], r[_FID]) for r in groups.select(_PART, _FID).distinct()
                    .collect()]
-        table._timeline(instant, "requested", {})
-        table._timeline(instant, "inflight", {"morlogFileGroups": [
-            {"partition": p, "fileId": f} for p, f in sorted(touched)]})
+        commit.start(sorted(touched))
         n_tasks = max(1, min(len(touched), spark.sparkContext.defaultParallelism * 4))
         stats_schema = ("partition string, file_id string, path string, num_writes long, "
                         "created boolean")
         stats_rows = (groups.repartition(n_tasks, _FID)
-                      .mapInArrow(_group_writer(path, cfg, instant, operation, task_hook),
+                      .mapInArrow(_group_writer(location, cfg, instant, operation, task_hook),
                                   stats_schema)
                       .collect())
         stats: dict[str, list[dict[str, Any]]] = {}
@@ -338,7 +269,6 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
             stats.setdefault(r["partition"], []).append(
                 {"fileId": r["file_id"], "path": r["path"], "numWrites": r["num_writes"],
                  "partitionPath": r["partition"]})
-        lock.check()
         inserts = sum(n for b in bins.values() for _, n, _ in b)
         routed = sum(n for b in bins.values() for _, n, new in b if not new)
         summary = {"morlog.inserts": str(inserts),
@@ -347,15 +277,9 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
                    "morlog.groups.new": str(sum(1 for b in bins.values() for x in b if x[2])),
                    "morlog.files.created": str(sum(1 for r in stats_rows if r["created"])),
                    "morlog.rows.written": str(sum(r["num_writes"] for r in stats_rows))}
-        table._timeline(instant, "completed", {
-            "partitionToWriteStats": stats, "compacted": False,
-            "extraMetadata": {"schema": json.dumps(table.avro_schema, separators=(",", ":")),
-                              **summary},
-            "operationType": operation.upper()})
+        commit.complete(stats, summary)
         tagged.unpersist()
-        return {"instant": instant, "rolled_back": rolled, **summary}
-    finally:
-        lock.release()
+        return {"instant": instant, "rolled_back": commit.rolled_back, **summary}
 
 
 def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructType:
@@ -382,7 +306,7 @@ def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window:
             .filter(F.col("__morlog_rank") == 1).drop("__morlog_rank", seq))
 
 
-def _tagger(path: str, key: str, partition: str | None) -> Any:
+def _tagger(location: TableLocation, key: str, partition: str | None) -> Any:
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.readers.lookup import KeyTagger
 
@@ -394,12 +318,12 @@ def _tagger(path: str, key: str, partition: str | None) -> Any:
         data = pa.Table.from_batches(rows)
         keys = data.column(key).combine_chunks()
         if keys.null_count:
-            raise UsageError("record keys must not be null", path=path)
+            raise UsageError("record keys must not be null", path=location.uri)
         parts = (data.column(partition).combine_chunks().cast(pa.string()) if partition
                  else pa.array([""] * data.num_rows, pa.string()))
         if parts.null_count:
-            raise UsageError("partition values must not be null", path=path)
-        index = KeyTagger(Table(path))
+            raise UsageError("partition values must not be null", path=location.uri)
+        index = KeyTagger(Table(location))
         locs = index.tag(keys.cast(pa.string()), parts).locations
         slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
         fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
@@ -444,12 +368,12 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
     return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
 
 
-def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
+def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, operation: str,
                   hook: Callable[[str], None] | None) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from .logwriter import discard_uncommitted
 
-        table = MorTable(path, cfg)
+        table = MorTable(location, cfg)
         parts = [b for b in batches if b.num_rows]
         if not parts:
             return
@@ -468,22 +392,22 @@ def _group_writer(path: str, cfg: WriteConfig, instant: str, operation: str,
             if not new:
                 base = latest.get((partition, fid))
                 if base is None:
-                    raise UsageError("file group vanished during the upsert", path=path,
-                                     actual=(partition, fid))
-            directory = table._path_of(partition)
+                    raise UsageError("file group vanished during the upsert",
+                                     path=location.uri, actual=(partition, fid))
+            directory = table.partition_path(partition)
             # a retried task: drop what an earlier attempt wrote for this instant
             discard_uncommitted(directory, fid, instant if base is None else base, instant,
                                 st)
-            st.delete(st.join(directory, f"{fid}_0-1-1_{instant}.parquet"))
+            st.delete(st.join(directory, base_file_name(fid, instant)))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
                 writes = table.write_group(instant, partition, fid, base, None, rows)
             else:
-                rows = table._validate(rows, operation)
+                rows = table.validate(rows, operation)
                 writes = table.write_group(instant, partition, fid, base, rows, None)
             out += [{"partition": w.partition, "file_id": w.file_id,
-                     "path": st.relpath(w.path, table.path), "num_writes": w.num_writes,
+                     "path": st.relpath(w.path, location.path), "num_writes": w.num_writes,
                      "created": w.created} for w in writes]
             if hook is not None:
                 hook(fid)
@@ -516,3 +440,7 @@ def session(master: str, app: str) -> tuple[Any, bool]:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark, existing is None
+
+
+__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "MorlogDataSource", "MorlogReader",
+           "MorlogWriter", "SlicePartition", "register", "session", "upsert"]

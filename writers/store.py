@@ -14,8 +14,12 @@ Every file a writer creates is published whole and never overwrites another (spe
   Data goes through ``pyarrow.fs`` for reads; conditional PUTs need ``boto3`` (the ``s3``
   extra), as ``pyarrow.fs`` has no conditional write.
 
-Other ``pyarrow.fs`` filesystems have no atomic exclusive create: :func:`store_for` refuses
+Other ``pyarrow.fs`` filesystems have no atomic exclusive create: :func:`store_at` refuses
 them unless the caller promises a single writer (``single_writer=True``).
+
+:func:`store_at` makes the store for a ``morlog.readers.storage.TableLocation`` (resolved
+once per operation, never re-parsed here; an S3 store's boto3 client is built from what the
+location recorded); :func:`store_for` resolves a path or URI first.
 """
 
 from __future__ import annotations
@@ -26,13 +30,12 @@ import json
 import os
 import socket
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
-from morlog.readers.storage import ArrowStorage, LocalStorage, Storage, storage_for
+from morlog.readers.storage import ArrowStorage, LocalStorage, Storage, TableLocation
 
 
 class ConcurrentWriterError(MorlogError):
@@ -273,6 +276,12 @@ class _NoLock(WriterLock):
 DEFAULT_LEASE_SECONDS = 3600.0
 
 
+def precondition_failed(exc: Exception) -> bool:
+    """Whether an S3 request failed on its condition (``If-None-Match``/``If-Match``)."""
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    return code in ("PreconditionFailed", "ConditionalRequestConflict", "412")
+
+
 class S3Store(ArrowStore):
     """S3 (or an S3-compatible server): conditional PUTs publish files and hold the lock."""
 
@@ -287,16 +296,12 @@ class S3Store(ArrowStore):
         bucket, _, key = path.partition("/")
         return bucket, key
 
-    def _precondition_failed(self, exc: Exception) -> bool:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-        return code in ("PreconditionFailed", "ConditionalRequestConflict", "412")
-
     def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
         bucket, key = self._split(path)
         try:
             self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         except Exception as exc:
-            if self._precondition_failed(exc):
+            if precondition_failed(exc):
                 return False
             raise WriteError(f"S3 PUT failed: {exc}", path=path) from exc
         return True
@@ -314,7 +319,7 @@ class S3Store(ArrowStore):
             r = self.client.put_object(Bucket=bucket, Key=key, Body=body(), IfNoneMatch="*")
             return _ObjectLock(self, bucket, key, r["ETag"], owner)
         except Exception as exc:
-            if not self._precondition_failed(exc):
+            if not precondition_failed(exc):
                 raise WriteError(f"S3 PUT of the lock failed: {exc}",
                                  path=f"{bucket}/{key}") from exc
         # held: take it over only if its lease ran out (its writer died)
@@ -329,7 +334,7 @@ class S3Store(ArrowStore):
                                            IfMatch=held["ETag"])
                 return _ObjectLock(self, bucket, key, r["ETag"], owner)
             except Exception as exc:
-                if not self._precondition_failed(exc):
+                if not precondition_failed(exc):
                     raise
         raise ConcurrentWriterError(
             "another writer is committing to this table (lock object held"
@@ -359,50 +364,43 @@ class _ObjectLock(WriterLock):
             self.store.client.delete_object(Bucket=self.bucket, Key=self.key,
                                             IfMatch=self.etag)
         except Exception as exc:
-            if not self.store._precondition_failed(exc):
+            if not precondition_failed(exc):
                 raise
 
 
-def _s3_client(uri: str, region: str | None = None) -> Any:
-    """A boto3 client for the endpoint, region and credentials a pyarrow S3 URI names
-    (``region``: the one pyarrow resolved, when the URI names none)."""
+def _s3_client(location: TableLocation) -> Any:
+    """A boto3 client for the endpoint, region and credentials the location's URI names."""
     try:
         import boto3  # type: ignore[import-untyped]
     except ImportError:
         raise UsageError("writing to S3 needs boto3 for conditional writes "
-                         "(pip install 'morlog[s3]')", path=uri) from None
-    parts = urllib.parse.urlsplit(uri)
-    q = dict(urllib.parse.parse_qsl(parts.query))
-    kwargs: dict[str, Any] = {}
-    if q.get("endpoint_override"):
-        ep = q["endpoint_override"]
-        kwargs["endpoint_url"] = ep if "://" in ep else f"{q.get('scheme', 'https')}://{ep}"
-    if q.get("region") or region:
-        kwargs["region_name"] = q.get("region") or region
-    if parts.username:
-        kwargs["aws_access_key_id"] = urllib.parse.unquote(parts.username)
-        kwargs["aws_secret_access_key"] = urllib.parse.unquote(parts.password or "")
-    return boto3.client("s3", **kwargs)
+                         "(pip install 'morlog[s3]')", path=location.uri) from None
+    return boto3.client("s3", **dict(location.s3_client_args))
 
 
-def store_for(path: str, filesystem: Any = None, *, single_writer: bool = False,
+def store_for(path: str | TableLocation, filesystem: Any = None, *,
+              single_writer: bool = False,
               lease_seconds: float = DEFAULT_LEASE_SECONDS) -> tuple[WriteStore, str]:
-    """The write store for a table path or URI, and the path in the store's form."""
-    storage, inner = storage_for(path, filesystem)
-    if isinstance(storage, LocalStorage):
-        return LocalStore(), inner
-    assert isinstance(storage, ArrowStorage)
-    fs = storage.fs
-    if getattr(fs, "type_name", "") == "local":
-        return LocalStore(), inner
-    if getattr(fs, "type_name", "") == "s3" and filesystem is None:
-        return S3Store(fs, _s3_client(path, getattr(fs, "region", None)), lease_seconds), inner
+    """The write store for a table path, URI or location, and the path in the store's form
+    (a string is resolved here, once: pass a :class:`TableLocation` where one exists)."""
+    loc = TableLocation.of(path, filesystem)
+    return store_at(loc, single_writer=single_writer, lease_seconds=lease_seconds), loc.path
+
+
+def store_at(location: TableLocation, *, single_writer: bool = False,
+             lease_seconds: float = DEFAULT_LEASE_SECONDS) -> WriteStore:
+    """The write store for a resolved table location."""
+    if location.kind == "local" or location.fs_type == "local":
+        return LocalStore()
+    fs = location.filesystem
+    if location.fs_type == "s3" and not location.explicit_fs:
+        return S3Store(fs, _s3_client(location), lease_seconds)
     if single_writer:
-        return ArrowStore(fs), inner
+        return ArrowStore(fs)
     raise UsageError("this file system has no atomic exclusive create, so concurrent writers "
                      "cannot be kept apart; pass an s3:// URI, or single_writer=True if "
-                     "this is the only writer", path=path)
+                     "this is the only writer", path=location.uri)
 
 
 __all__ = ["ArrowStore", "ConcurrentWriterError", "LocalStore", "S3Store", "WriteStore",
-           "WriterLock", "store_for"]
+           "WriterLock", "precondition_failed", "store_at", "store_for"]

@@ -1,0 +1,157 @@
+"""Hudi's small table files, as text: ``hoodie.properties`` and ``.hoodie_partition_metadata``.
+
+Pure codecs (text in, values out; no file I/O), the only place these files are encoded and
+decoded (``morlog.readers.table`` reads them, ``morlog.writers.client`` and
+``morlog.bench.tag`` write them):
+
+- Java ``.properties`` (:func:`parse_properties`, :func:`format_properties`): the subset of the
+  format Hudi writes plus what ``java.util.Properties`` accepts (comments, ``=``/``:``/space
+  separators, escapes, ``\\uXXXX``, line continuations).
+- The properties of a new merge-on-read table of version 6 (:func:`new_table_properties`).
+- A partition's ``.hoodie_partition_metadata`` (:func:`format_partition_metadata`,
+  :func:`parse_partition_metadata`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .errors import ContentError
+
+#: the file, under ``.hoodie/``, that holds a table's properties
+PROPERTIES_FILE = "hoodie.properties"
+#: the file that marks a directory as a partition of the table
+PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
+#: record payloads: latest commit wins, or greatest ordering value wins
+PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str, path: str | None) -> str:
+    out = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\" or i + 1 >= len(text):
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            code = text[i + 2 : i + 6]
+            try:
+                out.append(chr(int(code, 16)))
+            except ValueError:
+                raise ContentError(f"bad \\u escape {code!r}", path=path) from None
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def _split(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=: \t\f":
+            key = line[:i]
+            rest = line[i:].lstrip(" \t\f")
+            if rest[:1] in ("=", ":") and c in " \t\f":
+                rest = rest[1:].lstrip(" \t\f")
+            elif c in "=:":
+                rest = line[i + 1 :].lstrip(" \t\f")
+            return key, rest
+        i += 1
+    return line, ""
+
+
+def parse_properties(text: str, path: str | None = None) -> dict[str, str]:
+    props: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        # a line ending in an odd number of backslashes continues on the next one
+        while (len(line) - len(line.rstrip("\\"))) % 2 == 1 and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        key, value = _split(line)
+        props[_unescape(key, path)] = _unescape(value, path)
+    return props
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """Properties in the form Java writes them (``:`` and ``=`` escaped in values too)."""
+
+    def esc(s: str, is_key: bool) -> str:
+        out = []
+        for ch in s:
+            if ch in "\\=:#!" or (is_key and ch == " "):
+                out.append("\\" + ch)
+            elif ch == "\n":
+                out.append("\\n")
+            elif ch == "\t":
+                out.append("\\t")
+            elif ord(ch) > 0x7E or ord(ch) < 0x20:
+                out.append(f"\\u{ord(ch):04x}")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+    return "".join(f"{esc(k, True)}={esc(v, False)}\n" for k, v in props.items())
+
+
+def new_table_properties(*, name: str, key_field: str, partition_field: str | None,
+                         ordering_field: str | None, create_schema: str,
+                         event_time_ordering: bool,
+                         archive_folder: str | None = "archived") -> dict[str, str]:
+    """``hoodie.properties`` of a new merge-on-read table of version 6 (timeline layout 1),
+    in the order morlog writes them. ``create_schema``: the Avro schema as JSON text."""
+    props = {
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": "6",
+        "hoodie.table.name": name,
+        "hoodie.table.recordkey.fields": key_field,
+        "hoodie.table.partition.fields": partition_field or "",
+        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
+        if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.timeline.layout.version": "1",
+        "hoodie.table.create.schema": create_schema,
+        "hoodie.datasource.write.hive_style_partitioning": "false",
+        "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event_time_ordering
+        else PAYLOAD_COMMIT_TIME,
+    }
+    if archive_folder is not None:
+        props["hoodie.archivelog.folder"] = archive_folder
+    if ordering_field:
+        props["hoodie.table.precombine.field"] = ordering_field
+    return props
+
+
+def partition_depth(partition: str) -> int:
+    """How many directory levels a relative partition path has (``a/b``: 2)."""
+    return partition.count("/") + 1
+
+
+def format_partition_metadata(commit_time: int, depth: int) -> str:
+    """A ``.hoodie_partition_metadata`` file as Hudi writes it (text properties)."""
+    return f"#partition metadata\ncommitTime={commit_time}\npartitionDepth={depth}\n"
+
+
+def parse_partition_metadata(text: str, path: str | None = None) -> tuple[int, int]:
+    """(commit time, partition depth) of a ``.hoodie_partition_metadata`` text."""
+    props = parse_properties(text, path)
+    try:
+        return int(props["commitTime"]), int(props["partitionDepth"])
+    except (KeyError, ValueError):
+        raise ContentError("partition metadata needs integer commitTime and partitionDepth",
+                           path=path, actual=sorted(props)) from None
