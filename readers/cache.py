@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .storage import COALESCE_MAX, RangedSource, _SourceBase
+from .storage import COALESCE_MAX, RangedSource, SourceBase
 
 
-class CachedSource(_SourceBase):
+class CachedSource(SourceBase):
     def __init__(self, inner: RangedSource) -> None:
         self.inner = inner
         self.name = inner.name

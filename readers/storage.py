@@ -56,7 +56,8 @@ REMOTE_COALESCE_GAP = 1 << 20
 COALESCE_MAX = 16 << 20
 
 
-class _SourceBase:
+class SourceBase:
+    """What every ranged source shares: its name, size, read statistics and bounds checks."""
     name: str
     stats: ReadStats
     _size: int
@@ -88,7 +89,7 @@ class _SourceBase:
         self.close()  # type: ignore[attr-defined]
 
 
-class LocalFileSource(_SourceBase):
+class LocalFileSource(SourceBase):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.name = os.fspath(path)
         self.stats = ReadStats()
@@ -107,7 +108,7 @@ class LocalFileSource(_SourceBase):
             self._fd = -1
 
 
-class BytesSource(_SourceBase):
+class BytesSource(SourceBase):
     def __init__(self, data: bytes, name: str = "<bytes>") -> None:
         self.name = name
         self.stats = ReadStats()
@@ -122,7 +123,7 @@ class BytesSource(_SourceBase):
         pass
 
 
-class ArrowFileSource(_SourceBase):
+class ArrowFileSource(SourceBase):
     """A file on any pyarrow filesystem; ``read`` maps to one ranged request (``read_at``)."""
 
     def __init__(self, path: str, filesystem: Any = None) -> None:
