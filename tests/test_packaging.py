@@ -249,7 +249,21 @@ def test_demo_and_table_commands_from_the_wheel(installed: Installed) -> None:
     assert json.loads(r.stdout), "the demo table has file slices"
     r = installed.run(installed.morlog, "snapshot", str(table), "--format", "jsonl")
     assert r.returncode == 0, r.stderr
-    assert len(r.stdout.splitlines()) > 0
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert rows
+    key = rows[0]["_hoodie_record_key"]
+    keys_file = installed.cwd / "keys.txt"
+    keys_file.write_text(f"{key}\n")
+    r = installed.run(installed.morlog, "tag", str(table), "--keys", str(keys_file), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[key] is not None, "tag finds a key the snapshot holds"
+    # the index commands on one of the demo's indexed log files
+    log = next(p for p in sorted(out.glob("*/.*.log.*")) if p.is_file())
+    r = installed.run(installed.morlog, "index", str(log), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)
+    r = installed.run(installed.morlog, "lookup", str(log), "no-such-key", "--json")
+    assert r.returncode == 0, r.stderr
 
 
 def test_bench_without_the_extra_says_which_extra(installed: Installed) -> None:
