@@ -115,7 +115,7 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                      fixable=False))
     fixable = not plan.live_writer
     fs = store.fs if isinstance(store, ArrowStore) else None
-    table = Table(inner if fs is None else inner, fs) if fs is not None else Table(inner)
+    table = Table(inner, fs)
     for inst in table.timeline.pending():
         ok = fixable and inst.action == "deltacommit" and table.version == 6
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
