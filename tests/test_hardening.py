@@ -318,8 +318,9 @@ SECRET = "s3cr3tVALUEzz"
 
 def _s3_log(s3: str, tmp_path: Path, secret: str = SECRET) -> str:
     """A valid log file uploaded to a fresh bucket; its URI with ``secret`` in it."""
-    import pyarrow.fs as pafs
     import urllib.parse
+
+    import pyarrow.fs as pafs
 
     root = tmp_path / "t"
     t = _create(root, new_groups="log")

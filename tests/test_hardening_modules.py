@@ -41,7 +41,8 @@ from morlog.writers.repair import (
 
 def test_escape_matches_hudis_character_set() -> None:
     assert escape_partition_value("2024/01/02") == "2024%2F01%2F02"
-    assert escape_partition_value('a"#%\'*:=?\\{[]^b') == "a%22%23%25%27%2A%3A%3D%3F%5C%7B%5B%5D%5Eb"
+    assert escape_partition_value('a"#%\'*:=?\\{[]^b') == (
+        "a%22%23%25%27%2A%3A%3D%3F%5C%7B%5B%5D%5Eb")
     assert escape_partition_value("\x00\x1f\x7f") == "%00%1F%7F"
     # kept: dots, dash, underscore, space, non-ASCII, '}' and '|'
     assert escape_partition_value("a.b-c_d e}|é") == "a.b-c_d e}|é"
