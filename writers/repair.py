@@ -148,6 +148,33 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     return plan
 
 
+def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
+                       min_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS,
+                       now: float | None = None) -> list[str]:
+    """Delete the ``.morlog-tmp-*`` files older than ``min_age_seconds`` directly in each
+    of ``directories`` (local stores only: other stores publish without temporary files);
+    the paths deleted. The caller holds the table's writer lock."""
+    if not isinstance(store, LocalStore):
+        return []
+    now = time.time() if now is None else now
+    out = []
+    for d in directories:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(TEMP_PREFIX):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+                if now - st.st_mtime >= min_age_seconds and store.delete(e.path):
+                    out.append(e.path)
+            except OSError:
+                continue
+    return out
+
+
 def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
                   ) -> list[Finding]:
     try:
@@ -222,7 +249,7 @@ def _lock_held(store: WriteStore, inner: str) -> bool:
 
 
 def _s3_lock_info(store: S3Store, inner: str) -> dict[str, Any] | None:
-    bucket, key = store._split(store.join(inner, ".hoodie", "morlog.lock"))
+    bucket, key = store.bucket_key(store.join(inner, ".hoodie", "morlog.lock"))
     try:
         obj = store.client.get_object(Bucket=bucket, Key=key)
     except Exception as exc:
@@ -252,10 +279,10 @@ def _lock_finding(store: WriteStore, inner: str, lease: float, now: float) -> Fi
         return None
     info = held["info"]
     path = f"{held['bucket']}/{held['key']}"
-    try:
-        expires = float(info["expires"])
-    except (KeyError, TypeError, ValueError):
-        expires = None
+    raw = info.get("expires")
+    # the same rule as the writer's (S3Store.lock): a numeric lease end, else LastModified
+    expires = (float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool)
+               else None)
     if expires is not None:
         stale = expires < now
         why = "lease ran out"
@@ -278,7 +305,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     result = RepairResult(plan)
     for f in plan.findings:
         if f.kind == STALE_LOCK and f.fixable and isinstance(store, S3Store):
-            bucket, key = store._split(f.path)
+            bucket, key = store.bucket_key(f.path)
             try:
                 store.client.delete_object(Bucket=bucket, Key=key, IfMatch=f.etag)
                 result.done.append(f)
@@ -345,4 +372,4 @@ def repair(table_path: str, *, apply: bool = False,
 
 __all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT", "SPARK_STAGING",
            "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
-           "plan_repair", "repair"]
+           "plan_repair", "repair", "sweep_orphan_temps"]
