@@ -174,6 +174,12 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
             continue
         skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync)
         done.append(inst.requested)
+    for inst in table.timeline.pending():
+        if inst.action == "rollback":
+            # a rollback that died (its writer is gone: we hold the lock); the instants it
+            # was rolling back are still pending and were rolled back again above, and a
+            # repeated ROLLBACK command block is harmless
+            timeline.remove_pending(inst.requested, "rollback")
     if skipped:
         # every instant is rolled back (the table stays writable); the hostile entries
         # are reported, never followed

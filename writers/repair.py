@@ -117,7 +117,7 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
     for inst in table.timeline.pending():
-        ok = fixable and inst.action == "deltacommit" and table.version == 6
+        ok = fixable and inst.action in ("deltacommit", "rollback") and table.version == 6
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
                if ok else f"pending {inst.action}: "
                + ("a writer is live" if not fixable else "not a delta commit of table "
