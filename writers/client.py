@@ -179,8 +179,12 @@ class MorTable:
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
             raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
-        self.avro_schema = json.loads(schema_json)
-        self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
+        try:
+            self.avro_schema = json.loads(schema_json)
+            self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise UsageError("hoodie.table.create.schema is not a usable Avro schema "
+                             f"({type(exc).__name__})", path=self.uri) from None
         self.data_schema = pa.schema([f for f in self.arrow_schema
                                       if f.name not in META_FIELDS])
 
