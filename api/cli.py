@@ -1,9 +1,9 @@
 """The ``morlog`` command (``morlog.cli``): read commands, table commands, demos, benchmarks.
 
 Commands live beside what they drive (``morlog.readers.cli``, ``morlog.readers.table_cli``,
-``morlog.writers.demo``, ``morlog.writers.spark_demo``, ``morlog.bench.cli``); every one runs
-through the same error guard and prints through the same output helper
-(``morlog.readers.command``).
+``morlog.writers.demo``, ``morlog.writers.spark_demo``, ``morlog.writers.repair_cli``,
+``morlog.bench.cli``); every one runs through the same error guard and prints through the
+same output helper (``morlog.readers.command``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     from morlog.writers.spark_demo import add_spark_demo_command
 
     add_spark_demo_command(sub)
+    from morlog.writers.repair_cli import add_repair_command
+
+    add_repair_command(sub)
     add_bench_command(sub)
     return parser
 

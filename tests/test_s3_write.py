@@ -188,6 +188,10 @@ def test_a_lock_whose_lease_ran_out_is_taken_over(s3: str) -> None:
         live.release()
 
 
+class Killed(BaseException):
+    """The writer process dies (not an error it could handle and roll back)."""
+
+
 #: PUTs of the second commit: requested, inflight, one new log version per partition (2),
 #: completed
 @pytest.mark.parametrize("fail_at", range(1, 6))
@@ -206,7 +210,7 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
     def dying(path: str, data: bytes, *, sync: bool = True) -> bool:
         calls["n"] += 1
         if calls["n"] == fail_at:
-            raise RuntimeError("killed")
+            raise Killed("killed")
         return real(path, data, sync=sync)
 
     t.store.create = dying  # type: ignore[method-assign]
@@ -214,7 +218,7 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
     try:
         t.upsert(b)
         died = False
-    except RuntimeError:
+    except Killed:
         died = True
     finally:
         t.store.create = real  # type: ignore[method-assign]
@@ -230,6 +234,41 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
     assert _rows(uri) == oracle
     assert _hudi_rs_rows(uri) == oracle
     assert r.rolled_back or fail_at == 1
+
+
+@pytest.mark.parametrize("fail_at", range(2, 6))
+def test_a_put_failing_on_s3_is_rolled_back_by_the_same_call(s3: str, fail_at: int) -> None:
+    """The n-th object PUT of a commit fails with an error (the writer lives): the call
+    rolls its instant back, releases the lock and raises a typed error."""
+    from morlog.logformat.errors import WriteError
+
+    uri = _uri(s3)
+    t = MorTable.create(uri, SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts")
+    t.upsert(_batch(list(range(20)), 1))
+    before = _rows(uri)
+    real = t.store.create
+    calls = {"n": 0}
+
+    def failing(path: str, data: bytes, *, sync: bool = True) -> bool:
+        calls["n"] += 1
+        if calls["n"] == fail_at:
+            raise RuntimeError("503 Slow Down")
+        return real(path, data, sync=sync)
+
+    t.store.create = failing  # type: ignore[method-assign]
+    try:
+        with pytest.raises(WriteError, match="rolled back"):
+            t.upsert(_batch(list(range(10, 30)), 2))
+    finally:
+        t.store.create = real  # type: ignore[method-assign]
+    assert _rows(uri) == before
+    assert Table(uri).timeline.pending() == []
+    r = MorTable(uri).upsert(_batch([99], 3))  # the lock was released by the failed call
+    assert not r.rolled_back
+    oracle = dict(before)
+    _oracle_apply(oracle, _batch([99], 3))
+    assert _rows(uri) == oracle
 
 
 def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from morlog.logformat import HeaderKey
@@ -270,3 +271,154 @@ def test_v6_pending_compaction_slice_is_merged_with_the_previous_one(tmp_path: P
     assert {r["id"]: r["v"] for r in table.read().to_pylist()} == {"k": 2, "j": 4}
     assert os.path.exists(os.path.join(str(tmp_path), ".hoodie",
                                        f"{instant(3)}.compaction.requested"))
+
+
+# --- the write client: refused and failed batches leave the table as it was ----------------
+
+_WSCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
+                      ("v", pa.int64())])
+#: a batch the client must refuse before writing anything (Hudi's rules and containment)
+BAD = ["null_key", "empty_key", "no_ordering", "null_ordering", "missing_column",
+       "partition_dotdot", "partition_absolute", "partition_hoodie", "partition_nul",
+       "partition_empty"]
+
+write_ops = st.lists(st.one_of(
+    st.tuples(st.just("good"), st.lists(st.tuples(st.integers(0, 15), st.integers(0, 9)),
+                                        min_size=1, max_size=6)),
+    st.tuples(st.just("bad"), st.sampled_from(BAD), st.integers(0, 15)),
+    st.tuples(st.just("fail"), st.lists(st.integers(0, 15), min_size=1, max_size=4),
+              st.sampled_from(["parquet", "log", "inflight"]), st.booleans()),
+), min_size=1, max_size=8)
+
+
+def _bad_batch(kind: str, k: int) -> pa.Table:
+    row: dict[str, Any] = {"id": f"k{k:02d}", "p": "a", "ts": 1, "v": 1}
+    if kind == "null_key":
+        row["id"] = None
+    elif kind == "empty_key":
+        row["id"] = ""
+    elif kind == "null_ordering":
+        row["ts"] = None
+    elif kind.startswith("partition_"):
+        row["p"] = {"partition_dotdot": "../x", "partition_absolute": "/tmp/x",
+                    "partition_hoodie": ".hoodie", "partition_nul": "a\x00b",
+                    "partition_empty": ""}[kind]
+    t = pa.Table.from_pylist([row], schema=_WSCHEMA)
+    if kind == "no_ordering":
+        t = t.drop_columns(["ts"])
+    if kind == "missing_column":
+        t = t.drop_columns(["v"])
+    return t
+
+
+def _inject_failure(mp: pytest.MonkeyPatch, where: str, persistent: bool) -> None:
+    """Make the next write fail after its first byte: after the inflight file, on creating a
+    base file, or after a log append landed; once (a transient fault), or on every such
+    call (the rollback fails too)."""
+    from morlog.writers import store as store_mod
+    from morlog.writers.commit import TimelineWriter
+
+    shots = {"left": 10**9 if persistent else 1}
+
+    def fire() -> bool:
+        shots["left"] -= 1
+        return shots["left"] >= 0
+
+    if where == "inflight":
+        real_w = TimelineWriter.write
+
+        def w(self: Any, instant: str, state: str, meta: Any,
+              action: str = "deltacommit") -> None:
+            real_w(self, instant, state, meta, action)
+            if state == "inflight" and action == "deltacommit" and fire():
+                raise OSError(5, "I/O error")
+        mp.setattr(TimelineWriter, "write", w)
+        return
+    real_c, real_a = store_mod.LocalStore.create, store_mod.LocalStore.append
+    suffix = ".parquet" if where == "parquet" else ".log"
+
+    def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
+        if suffix in path and fire():
+            raise OSError(28, "No space left on device")
+        return real_c(self, path, data, sync=sync)
+
+    def append(self: Any, path: str, produce: Any, *, sync: bool = True) -> int:
+        out = real_a(self, path, produce, sync=sync)  # the bytes land, then it fails
+        if fire():
+            raise OSError(28, "No space left on device")
+        return out
+    mp.setattr(store_mod.LocalStore, "create", create)
+    if where == "log":
+        mp.setattr(store_mod.LocalStore, "append", append)
+
+
+def _snapshot_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != "morlog.lock"}
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(history=write_ops, new_groups=st.sampled_from(["base", "log"]))
+def test_refused_and_failed_batches_leave_the_table_as_before(
+        tmp_path_factory: pytest.TempPathFactory, history: list[tuple[Any, ...]],
+        new_groups: str) -> None:
+    """Rules: a refused batch leaves every table file byte-identical; a write that fails
+    after its first byte is rolled back by the same call (no pending instant, the lock
+    free, the rows as before); good batches keep matching the dict model."""
+    from morlog.logformat.errors import MorlogError
+    from morlog.writers.client import MorTable, WriteConfig
+
+    root = tmp_path_factory.mktemp("wtable")
+    cfg = WriteConfig(fsync=False, new_groups=new_groups)  # type: ignore[arg-type]
+    t = MorTable.create(str(root), _WSCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", config=cfg)
+    model: dict[str, tuple[str, int, int]] = {}
+    for n, op in enumerate(history):
+        if op[0] == "good":
+            rows = {f"k{k:02d}": ts for k, ts in op[1]}
+            batch = pa.Table.from_pylist(
+                [{"id": k, "p": model.get(k, ("ab"[int(k[1:]) % 2],))[0], "ts": ts, "v": n}
+                 for k, ts in rows.items()], schema=_WSCHEMA)
+            t.upsert(batch)
+            for r in batch.to_pylist():
+                old = model.get(r["id"])
+                if old is None or r["ts"] >= old[1]:  # event time: the greater ts wins
+                    model[r["id"]] = (r["p"], r["ts"], r["v"])
+        elif op[0] == "bad":
+            before = _snapshot_files(root)
+            with pytest.raises(MorlogError):
+                t.upsert(_bad_batch(op[1], op[2]))
+            event(f"refused {op[1]}")
+            assert _snapshot_files(root) == before, op
+        else:
+            keys, where, persistent = op[1], op[2], op[3]
+            batch = pa.Table.from_pylist(
+                [{"id": f"k{k:02d}", "p": model.get(f"k{k:02d}", ("a",))[0], "ts": 99,
+                  "v": -1} for k in dict.fromkeys(keys)], schema=_WSCHEMA)
+            mp = pytest.MonkeyPatch()
+            _inject_failure(mp, where, persistent)
+            try:
+                t.upsert(batch)
+            except MorlogError as exc:
+                event(f"fail {where} {'persistent' if persistent else 'once'}: "
+                      + ("rollback failed too" if "stays pending" in exc.message
+                         else "rolled back in the call"))
+                if "stays pending" in exc.message:  # the rollback failed too: typed, and
+                    assert persistent, exc          # the next writer rolls it back
+                    mp.undo()
+                    with t.commit("upsert"):
+                        pass
+            else:
+                # nothing hit the failing step (e.g. inserts into new base groups with a
+                # log-only failure): the write committed
+                for r in batch.to_pylist():
+                    old = model.get(r["id"])
+                    if old is None or r["ts"] >= old[1]:
+                        model[r["id"]] = (r["p"], r["ts"], r["v"])
+            finally:
+                mp.undo()
+            assert Table(str(root)).timeline.pending() == []
+            t.store.lock(str(root)).release()  # the lock is free
+        got = {r["id"]: (r["p"], r["ts"], r["v"]) for r in Table(str(root)).read().to_pylist()}
+        assert got == model, op

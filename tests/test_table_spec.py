@@ -115,6 +115,10 @@ def test_base_files_carry_hudis_footer(table: tuple[Path, MorTable]) -> None:
             assert row["_hoodie_file_name"] == fid
 
 
+class WriterDied(BaseException):
+    """The writer process dies (an error it lives through is rolled back by the call)."""
+
+
 def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.MonkeyPatch) -> None:
     path, t = table
     t.upsert(_batch(range(10), 1))
@@ -123,11 +127,11 @@ def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.Monkey
     def die_before_completion(self: TimelineWriter, instant: str, state: str,
                               meta: dict[str, Any], action: str = "deltacommit") -> None:
         if state == "completed" and action == "deltacommit":
-            raise RuntimeError("writer died")
+            raise WriterDied("writer died")
         real(self, instant, state, meta, action)
 
     monkeypatch.setattr(TimelineWriter, "write", die_before_completion)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(WriterDied):
         t.upsert(_batch(range(5, 15), 2))
     monkeypatch.undo()
     failed = Table(str(path)).timeline.pending()[0].requested

@@ -50,6 +50,7 @@ from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.naming import LogFileName
+from morlog.logformat.partition_path import DEFAULT_PARTITION_PATH, partition_path
 from morlog.logformat.table_files import (
     PAYLOAD_COMMIT_TIME,
     PAYLOAD_EVENT_TIME,
@@ -109,6 +110,10 @@ class WriteConfig:
     #: S3: how long the writer lock object holds (a commit must finish within it; a writer
     #: that died leaves a lock that the next writer takes over after this time)
     lock_lease_seconds: float = DEFAULT_LEASE_SECONDS
+    #: hoodie.write.set.null.for.missing.columns: a batch without a nullable data column
+    #: is refused (False, Hudi's default) or written with NULL in that column (True: the
+    #: stored value of an updated record is replaced by NULL, as in Hudi)
+    set_null_for_missing_columns: bool = False
 
 
 @dataclass
@@ -158,16 +163,28 @@ class MorTable:
             raise UsageError("morlog writes table version 6 layouts", path=self.uri,
                              expected=6, actual=table.version)
         self.props = table.config.props
-        self.key_field = table.config.record_key_fields[0]
+        keys = table.config.record_key_fields
+        if not keys:
+            raise UsageError("the table has no record key field (hoodie.table.recordkey.fields "
+                             "is empty): morlog writes keyed tables only", path=self.uri)
+        self.key_field = keys[0]
         parts = table.config.partition_fields
         self.partition_field = parts[0] if parts else None
+        #: how partition values become directories (Hudi's key generators; the table keeps
+        #: both settings in hoodie.properties, see HoodieTableConfig)
+        self.hive_style = table.config.hive_style_partitioning
+        self.urlencode = (self.props.get(URLENCODE_PROPERTY) or "false").lower() == "true"
         ordering = table.config.ordering_fields
         self.ordering_field = ordering[0] if ordering else None
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
             raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
-        self.avro_schema = json.loads(schema_json)
-        self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
+        try:
+            self.avro_schema = json.loads(schema_json)
+            self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise UsageError("hoodie.table.create.schema is not a usable Avro schema "
+                             f"({type(exc).__name__})", path=self.uri) from None
         self.data_schema = pa.schema([f for f in self.arrow_schema
                                       if f.name not in META_FIELDS])
 
@@ -258,7 +275,12 @@ class MorTable:
     def validate(self, table: pa.Table, operation: str) -> pa.Table:
         """The batch checked and converted to the table's data schema (duplicate keys
         combined; for deletes: key, partition and ordering columns); raises
-        :class:`UsageError` when it does not fit. Writes nothing."""
+        :class:`UsageError` when it does not fit. Writes nothing.
+
+        Hudi's rules: a record key may be neither null nor empty; an upsert or insert
+        carries the ordering (precombine) field, never null; a batch lacks no data column
+        unless ``set_null_for_missing_columns``; every partition value makes a safe
+        relative partition path (:meth:`partition_paths`)."""
         names = table.column_names
         if self.key_field not in names:
             raise UsageError(f"the batch has no key field {self.key_field!r}", path=self.path,
@@ -266,14 +288,25 @@ class MorTable:
         if self.partition_field and self.partition_field not in names:
             raise UsageError(f"the batch has no partition field {self.partition_field!r}",
                              path=self.path)
-        if table.column(self.key_field).null_count:
+        keys = table.column(self.key_field)
+        if keys.null_count:
             raise UsageError("record keys must not be null", path=self.path)
-        if self.partition_field and table.column(self.partition_field).null_count:
-            raise UsageError("partition values must not be null", path=self.path)
+        if table.num_rows and pc.any(pc.equal(keys.cast(pa.string()), "")).as_py():
+            raise UsageError("record keys must not be empty", path=self.path)
+        if self.partition_field:
+            self.partition_paths(table.column(self.partition_field))
+        ordering = self.ordering_field
+        if operation != "delete" and ordering is not None:
+            if ordering not in names:
+                raise UsageError(f"the batch has no ordering field {ordering!r}",
+                                 path=self.path, expected=ordering, actual=names)
+            if table.column(ordering).null_count:
+                raise UsageError(f"ordering field {ordering!r} must not be null",
+                                 path=self.path)
         if operation == "delete":
             keep = [self.key_field] + ([self.partition_field] if self.partition_field else [])
-            if self.ordering_field is not None and self.ordering_field in names:
-                keep.append(self.ordering_field)
+            if ordering is not None and ordering in names:
+                keep.append(ordering)
             return table.select(keep)
         unknown = [n for n in names if n not in self.data_schema.names]
         missing = [f.name for f in self.data_schema if f.name not in names
@@ -281,6 +314,12 @@ class MorTable:
         if unknown or missing:
             raise UsageError("the batch does not match the table schema", path=self.path,
                              expected=self.data_schema.names, actual=names)
+        absent = [f.name for f in self.data_schema if f.name not in names]
+        if absent and not self.config.set_null_for_missing_columns:
+            raise UsageError(f"the batch lacks data columns {absent} (Hudi refuses it unless "
+                             "hoodie.write.set.null.for.missing.columns: set "
+                             "WriteConfig.set_null_for_missing_columns to write NULL there)",
+                             path=self.path, expected=self.data_schema.names, actual=names)
         cols = []
         for f in self.data_schema:
             if f.name in names:
@@ -294,6 +333,15 @@ class MorTable:
                 cols.append(pa.nulls(table.num_rows, f.type))
         table = pa.Table.from_arrays(cols, schema=self.data_schema)
         return self._combine_duplicates(table)
+
+    def partition_paths(self, values: pa.ChunkedArray | pa.Array) -> pa.Array:
+        """The relative partition path of every value of the partition column, as Hudi's
+        key generator builds it with this table's ``hive_style_partitioning`` and
+        ``partitionpath.urlencode``; :class:`UsageError` (an ``UnsafePathError`` for a
+        path that would leave the table or cannot be a directory name) for a null or empty
+        value. Computed once per distinct value."""
+        return partition_paths_of(values, self.partition_field or "", urlencode=self.urlencode,
+                                  hive_style=self.hive_style, path=self.path)
 
     def _combine_duplicates(self, table: pa.Table) -> pa.Table:
         """One record per key: the greatest ordering value wins, the later one on ties."""
@@ -319,9 +367,10 @@ class MorTable:
     # --- planning -----------------------------------------------------------------------
 
     def _partition_values(self, table: pa.Table) -> pa.Array:
+        """Every record's relative partition path ("" on a non-partitioned table)."""
         if not self.partition_field:
             return pa.array([""] * table.num_rows, type=pa.string())
-        return table.column(self.partition_field).cast(pa.string()).combine_chunks()
+        return self.partition_paths(table.column(self.partition_field))
 
     def _plan(self, table_view: Table, batch: pa.Table, operation: str,
               result: CommitResult) -> _Plan:
@@ -536,6 +585,35 @@ class MorTable:
                                 fsync=self.config.fsync)
 
 
+#: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
+#: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
+URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
+
+
+def partition_paths_of(values: pa.ChunkedArray | pa.Array, field_name: str, *,
+                       urlencode: bool = False, hive_style: bool = False,
+                       path: str | None = None) -> pa.Array:
+    """The relative partition path of each of ``values`` (see
+    :meth:`MorTable.partition_paths`); the work is per distinct value, vectorised."""
+    col = values.cast(pa.string())
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if col.null_count:
+        raise UsageError("partition values must not be null (Hudi would write them to "
+                         f"{DEFAULT_PARTITION_PATH}; morlog refuses them)", path=path)
+    uniques = pc.unique(col)
+    out = []
+    for v in uniques.to_pylist():
+        if v == "":
+            raise UsageError("partition values must not be empty (Hudi would write them to "
+                             f"{DEFAULT_PARTITION_PATH}; morlog refuses them)", path=path)
+        p = partition_path([field_name], [v], urlencode=urlencode, hive_style=hive_style)
+        out.append(p)
+    if out == uniques.to_pylist():
+        return col  # every value is its own path (the usual case): no copy
+    return pc.take(pa.array(out, pa.string()), pc.index_in(col, value_set=uniques))
+
+
 def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
     store = store_at(location, single_writer=config.single_writer,
                      lease_seconds=config.lock_lease_seconds)
@@ -587,5 +665,6 @@ class _Plan:
         return out
 
 
-__all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "WRITE_TOKEN", "CommitResult",
-           "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant"]
+__all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",
+           "CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant",
+           "partition_paths_of"]

@@ -42,7 +42,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.table_files import PROPERTIES_FILE
 from morlog.readers.spark_source import (
     READ_OPTIONS,
@@ -54,7 +54,7 @@ from morlog.readers.spark_source import (
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
-from .client import MorTable, WriteConfig
+from .client import MorTable, WriteConfig, partition_paths_of
 from .commit import base_file_name
 from .store import WriteStore, store_at
 
@@ -215,6 +215,23 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     ``task_hook`` (for fault-injection tests) runs in each write task after each file group
     is written, with the group's file id.
     """
+    try:
+        return _upsert(spark, df, path, key=key, partition=partition, ordering=ordering,
+                       table_name=table_name, config=config, operation=operation,
+                       task_hook=task_hook)
+    except MorlogError:
+        raise
+    except Exception as exc:
+        # Spark reports a task's MorlogError (a refused batch) as its own exception: the
+        # commit, if it had begun, was rolled back already (see Commit)
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise WriteError(f"the Spark write failed: {type(exc).__name__}: {first}",
+                         path=path) from exc
+
+
+def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
+            ordering: str | None, table_name: str | None, config: WriteConfig | None,
+            operation: str, task_hook: Callable[[str], None] | None) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -243,7 +260,9 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
             data = _combine_duplicates(data, key, ordering, F, Window)
         tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
                                    [(_PART, "string"), (_FID, "string"), (_BASE, "string")])
-        tagged = data.mapInArrow(_tagger(location, key, partition), tag_schema).cache()
+        check = _BatchRules(key, partition, table.urlencode, table.hive_style,
+                            table.ordering_field if operation != "delete" else None)
+        tagged = data.mapInArrow(_tagger(location, check), tag_schema).cache()
         # routing: inserts per partition -> bins (driver)
         slices = {(s.partition, s.file_id): s for s in view.file_slices()}
         bins: dict[str, list[tuple[str, int, bool]]] = {}
@@ -306,7 +325,36 @@ def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window:
             .filter(F.col("__morlog_rank") == 1).drop("__morlog_rank", seq))
 
 
-def _tagger(location: TableLocation, key: str, partition: str | None) -> Any:
+@dataclass(frozen=True)
+class _BatchRules:
+    """What a tagging task checks in its rows, as ``MorTable.validate`` does on one
+    machine: keys neither null nor empty, ordering values not null, every partition value a
+    safe partition path (with the table's URL-encoding and Hive-style settings)."""
+
+    key: str
+    partition: str | None
+    urlencode: bool
+    hive_style: bool
+    ordering: str | None
+
+    def partition_paths(self, data: pa.Table, uri: str) -> pa.Array:
+        keys = data.column(self.key).combine_chunks()
+        if keys.null_count:
+            raise UsageError("record keys must not be null", path=uri)
+        if pa.compute.any(pa.compute.equal(keys.cast(pa.string()), "")).as_py():
+            raise UsageError("record keys must not be empty", path=uri)
+        if self.ordering is not None and data.column(self.ordering).null_count:
+            raise UsageError(f"ordering field {self.ordering!r} must not be null", path=uri)
+        if not self.partition:
+            return pa.array([""] * data.num_rows, pa.string())
+        return partition_paths_of(data.column(self.partition), self.partition,
+                                  urlencode=self.urlencode, hive_style=self.hive_style,
+                                  path=uri)
+
+
+def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
+    key = rules.key
+
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.readers.lookup import KeyTagger
 
@@ -317,12 +365,7 @@ def _tagger(location: TableLocation, key: str, partition: str | None) -> Any:
             return
         data = pa.Table.from_batches(rows)
         keys = data.column(key).combine_chunks()
-        if keys.null_count:
-            raise UsageError("record keys must not be null", path=location.uri)
-        parts = (data.column(partition).combine_chunks().cast(pa.string()) if partition
-                 else pa.array([""] * data.num_rows, pa.string()))
-        if parts.null_count:
-            raise UsageError("partition values must not be null", path=location.uri)
+        parts = rules.partition_paths(data, location.uri)
         index = KeyTagger(Table(location))
         locs = index.tag(keys.cast(pa.string()), parts).locations
         slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}

@@ -292,12 +292,13 @@ class S3Store(ArrowStore):
         self.lease_seconds = lease_seconds
 
     @staticmethod
-    def _split(path: str) -> tuple[str, str]:
+    def bucket_key(path: str) -> tuple[str, str]:
+        """(bucket, key) of a store path ``bucket/key``."""
         bucket, _, key = path.partition("/")
         return bucket, key
 
     def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
-        bucket, key = self._split(path)
+        bucket, key = self.bucket_key(path)
         try:
             self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         except Exception as exc:
@@ -307,7 +308,7 @@ class S3Store(ArrowStore):
         return True
 
     def lock(self, table_path: str) -> WriterLock:
-        bucket, key = self._split(self.join(table_path, ".hoodie", "morlog.lock"))
+        bucket, key = self.bucket_key(self.join(table_path, ".hoodie", "morlog.lock"))
         owner = uuid.uuid4().hex
 
         def body() -> bytes:
@@ -323,23 +324,46 @@ class S3Store(ArrowStore):
                 raise WriteError(f"S3 PUT of the lock failed: {exc}",
                                  path=f"{bucket}/{key}") from exc
         # held: take it over only if its lease ran out (its writer died)
-        try:
-            held = self.client.get_object(Bucket=bucket, Key=key)
-            info = json.loads(held["Body"].read() or b"{}")
-        except Exception:
-            info, held = {}, None
-        if held is not None and float(info.get("expires", float("inf"))) < time.time():
+        held, info, expires = self._read_lock(bucket, key)
+        if held is not None and expires < time.time():
             try:
                 r = self.client.put_object(Bucket=bucket, Key=key, Body=body(),
                                            IfMatch=held["ETag"])
                 return _ObjectLock(self, bucket, key, r["ETag"], owner)
             except Exception as exc:
                 if not precondition_failed(exc):
-                    raise
+                    raise WriteError(f"S3 PUT taking over the lock failed: {exc}",
+                                     path=f"{bucket}/{key}") from exc
+        who = (f" by {info.get('host')} pid {info.get('pid')}"
+               if info.get("host") is not None else "")
         raise ConcurrentWriterError(
-            "another writer is committing to this table (lock object held"
-            + (f" by {info.get('host')} pid {info.get('pid')})" if info else ")"),
+            f"another writer is committing to this table (lock object held{who})",
             path=table_path)
+
+    def _read_lock(self, bucket: str, key: str
+                   ) -> tuple[dict[str, Any] | None, dict[str, Any], float]:
+        """(the lock object's GET response or None if gone or unreadable, its JSON object,
+        when its lease ends). A lock whose body is not a JSON object with a numeric
+        ``expires`` (empty, cut short, garbage, another writer's format) expires at its
+        LastModified plus this store's lease."""
+        try:
+            held = self.client.get_object(Bucket=bucket, Key=key)
+            raw = held["Body"].read()
+        except Exception:
+            return None, {}, float("inf")
+        try:
+            info = json.loads(raw)
+        except (ValueError, RecursionError):
+            info = None
+        if not isinstance(info, dict):
+            info = {}
+        expires = info.get("expires")
+        if isinstance(expires, (int, float)) and not isinstance(expires, bool):
+            return held, info, float(expires)
+        modified = held.get("LastModified")
+        if modified is None:
+            return held, info, float("inf")
+        return held, info, modified.timestamp() + self.lease_seconds
 
 
 class _ObjectLock(WriterLock):

@@ -1,0 +1,250 @@
+"""Issue 16: fuzzing table files. Whatever the bytes of ``hoodie.properties``, a timeline file,
+a block's Avro schema header, or any file of a real Hudi table, opening the table, listing its
+file slices, reading it and tagging keys raise nothing but :class:`MorlogError`.
+
+Sized for CI (tens of examples each); ``HYPOTHESIS_PROFILE=slow`` runs 20 times more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from morlog.logformat.errors import MorlogError
+from morlog.readers.lookup import KeyTagger
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable, WriteConfig
+from tests.hudi_fixtures import ROOT, SKIP_REASON
+
+SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow"
+SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
+                    ("amount", pa.float64())])
+
+
+def _n(ci: int) -> int:
+    return ci * 20 if SLOW else ci
+
+
+def _fuzz(n: int) -> Any:
+    return settings(max_examples=_n(n), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+
+def _batch(ids: range, ts: int) -> pa.Table:
+    return pa.table({"id": [f"k{i}" for i in ids], "region": ["eu"] * len(ids),
+                     "ts": [ts] * len(ids), "amount": [float(i) for i in ids]}, schema=SCHEMA)
+
+
+def only_typed_errors(root: Path, keys: list[str] | None = None) -> None:
+    """Open, list, read and tag: each step may refuse, but only with MorlogError."""
+    keys = keys or ["k1", "k7", "nope"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            table = Table(str(root))
+        except MorlogError:
+            return
+        for step in (table.file_slices, table.read,
+                     lambda: KeyTagger(table).tag(keys), lambda: KeyTagger(Table(str(root)))
+                     .tag(keys, [table.partitions()[0] if table.partitions() else ""]
+                          * len(keys))):
+            try:
+                step()
+            except MorlogError:
+                pass
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two morlog tables (Avro and Parquet carriers) with a base file, logs, a rollback."""
+    out = {}
+    for carrier in ("avro", "parquet"):
+        root = tmp_path_factory.mktemp(carrier) / "t"
+        t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="region",
+                            ordering_field="ts", config=WriteConfig(fsync=False,
+                                                                    carrier=carrier))
+        t.upsert(_batch(range(5), 1))
+        t.upsert(_batch(range(3, 9), 2))
+        t.delete(_batch(range(0, 1), 3))
+        (root / ".hoodie" / "20990101000000000.deltacommit.requested").write_text("")
+        t.upsert(_batch(range(8, 10), 4))  # rolls the fake pending instant back
+        out[carrier] = root
+    return out
+
+
+class _Copy:
+    def __init__(self, src: Path) -> None:
+        self.dir = tempfile.mkdtemp(prefix="morlog-fuzz-")
+        self.root = Path(self.dir) / "t"
+        shutil.copytree(src, self.root)
+
+    def __enter__(self) -> Path:
+        return self.root
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --- hoodie.properties ---------------------------------------------------------------------
+
+_PROP_KEYS = ["hoodie.table.version", "hoodie.table.type", "hoodie.table.recordkey.fields",
+              "hoodie.table.partition.fields", "hoodie.table.precombine.field",
+              "hoodie.table.create.schema", "hoodie.populate.meta.fields",
+              "hoodie.record.merge.mode", "hoodie.timeline.layout.version"]
+_VALUES = st.one_of(st.text(max_size=20), st.sampled_from(
+    ["six", "", "6", "8", "-1", "99999999999999999999", "MERGE_ON_READ", "id,,", ",",
+     "false", "{", "[" * 3000, '{"type":"record","name":"r","fields":[]}', "\\u12",
+     "\\", "id:simple"]))
+
+
+@_fuzz(40)
+@given(edits=st.dictionaries(st.sampled_from(_PROP_KEYS), _VALUES, min_size=1, max_size=3),
+       junk=st.binary(max_size=30), carrier=st.sampled_from(["avro", "parquet"]))
+def test_fuzz_hoodie_properties(built: dict[str, Path], edits: dict[str, str], junk: bytes,
+                                carrier: str) -> None:
+    with _Copy(built[carrier]) as root:
+        p = root / ".hoodie" / "hoodie.properties"
+        lines = [ln for ln in p.read_text().splitlines()
+                 if ln.split("=", 1)[0] not in edits]
+        p.write_bytes(("\n".join(lines + [f"{k}={v}" for k, v in edits.items()]) + "\n")
+                      .encode("utf-8", "surrogatepass") + junk)
+        only_typed_errors(root)
+        try:
+            MorTable(str(root))
+        except MorlogError:
+            pass
+
+
+@_fuzz(30)
+@given(data=st.binary(max_size=400))
+def test_fuzz_hoodie_properties_random_bytes(built: dict[str, Path], data: bytes) -> None:
+    with _Copy(built["avro"]) as root:
+        (root / ".hoodie" / "hoodie.properties").write_bytes(data)
+        only_typed_errors(root)
+
+
+# --- timeline files ------------------------------------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda c: st.lists(c, max_size=4) | st.dictionaries(
+                         st.sampled_from(["partitionToWriteStats", "partitionToReplaceFileIds",
+                                          "commitsRollback", "instantsRollback", "commitTime",
+                                          "morlogFileGroups", "partition", "fileId", "path",
+                                          "x"]), c, max_size=4), max_leaves=12)
+_TIMELINE_BYTES = st.one_of(
+    _JSON.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=200),
+    st.binary(max_size=200).map(lambda b: b"Obj\x01" + b),
+    st.integers(1000, 200_000).map(lambda n: b"[" * n + b"]" * n),
+    st.integers(1000, 200_000).map(lambda n: b'{"a":' * n + b"1" + b"}" * n),
+    st.sampled_from([b'{"commitsRollback": [{"x": 1}]}', b'{"instantsRollback": [1, null]}',
+                     b'{"partitionToReplaceFileIds": {"eu": 5}}',
+                     b'{"partitionToReplaceFileIds": []}', b'{"commitsRollback": 7}']))
+
+
+@_fuzz(60)
+@given(action=st.sampled_from(["rollback", "replacecommit", "deltacommit", "restore",
+                               "deltacommit.inflight", "commit", "clean"]),
+       data=_TIMELINE_BYTES, carrier=st.sampled_from(["avro", "parquet"]),
+       replace_existing=st.booleans())
+def test_fuzz_timeline_files(built: dict[str, Path], action: str, data: bytes, carrier: str,
+                             replace_existing: bool) -> None:
+    with _Copy(built[carrier]) as root:
+        hoodie = root / ".hoodie"
+        existing = sorted(hoodie.glob(f"*.{action}"))
+        target = existing[-1] if replace_existing and existing else (
+            hoodie / f"20990101000000001.{action}")
+        target.write_bytes(data)
+        only_typed_errors(root)
+
+
+# --- the Avro schema header of a block -----------------------------------------------------
+
+
+def _schema_span(data: bytes) -> tuple[int, int]:
+    start = data.find(b'{"type":"record"')
+    assert start >= 0, "no schema header"
+    depth = 0
+    for i in range(start, len(data)):
+        depth += {ord("{"): 1, ord("}"): -1}.get(data[i], 0)
+        if depth == 0:
+            return start, i + 1
+    return start, len(data)
+
+
+@_fuzz(60)
+@given(where=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)),
+                      min_size=1, max_size=3),
+       carrier=st.sampled_from(["avro", "parquet"]))
+def test_fuzz_block_schema_header(built: dict[str, Path], where: list[tuple[float, int]],
+                                  carrier: str) -> None:
+    with _Copy(built[carrier]) as root:
+        for log in sorted((root / "eu").glob(".*.log.*")):
+            data = bytearray(log.read_bytes())
+            start, end = _schema_span(bytes(data))
+            for frac, xor in where:
+                data[start + int(frac * (end - start))] ^= xor
+            log.write_bytes(bytes(data))
+        only_typed_errors(root)
+
+
+# --- real Hudi tables ----------------------------------------------------------------------
+
+
+def _fixture_tables() -> list[Path]:
+    if ROOT is None:
+        return []
+    out = []
+    for d in sorted((ROOT / "tables").iterdir()):
+        inner = d / d.name
+        if inner.is_dir() and (inner / ".hoodie" / "hoodie.properties").is_file():
+            out.append(inner)
+    return out
+
+
+def _files(root: Path) -> Iterator[Path]:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.stat().st_size <= 2_000_000 and "__MACOSX" not in p.parts:
+            yield p
+
+
+TABLES = _fixture_tables()
+
+
+@pytest.mark.skipif(ROOT is None, reason=SKIP_REASON)
+@pytest.mark.skipif(ROOT is not None and not TABLES, reason="no fixture tables found")
+@_fuzz(60)
+@given(pick=st.integers(0, 10_000), which=st.integers(0, 10_000),
+       how=st.sampled_from(["flip", "truncate", "junk", "empty"]),
+       at=st.floats(0, 1, exclude_max=True), junk=st.binary(min_size=1, max_size=64))
+def test_fuzz_real_fixture_tables(pick: int, which: int, how: str, at: float, junk: bytes
+                                  ) -> None:
+    src = TABLES[pick % len(TABLES)]
+    with _Copy(src) as root:
+        files = [p for p in _files(root) if ".hoodie/metadata" not in str(p)] or list(
+            _files(root))
+        target = files[which % len(files)]
+        data = bytearray(target.read_bytes())
+        i = int(at * len(data)) if data else 0
+        if how == "flip" and data:
+            data[i] ^= junk[0] or 1
+        elif how == "truncate":
+            del data[i:]
+        elif how == "junk":
+            data[i : i + len(junk)] = junk
+        else:
+            data = bytearray()
+        target.write_bytes(bytes(data))
+        only_typed_errors(root)

@@ -1,0 +1,375 @@
+"""Repair: find, and when asked remove, what a crashed or hostile writer left in a table.
+
+The library part of ``morlog repair TABLE`` (a dry run unless ``--apply``), after Hudi's CLI
+repair commands (``repair deduplicate``, ``repair corrupted clean files``, ``rollback`` of
+pending instants). :func:`plan_repair` only reads; :func:`apply_repair` changes the table,
+holding the table's writer lock. What it finds:
+
+- ``PENDING_INSTANT``: a delta commit left requested or inflight while no writer holds the
+  lock. Applied by the write client's own rollback (:meth:`MorTable.rollback_pending`).
+- ``TORN_TAIL``: a log file whose end is not a whole block (a write cut short): bytes after
+  the last block that parses. Applied by truncating the file after the last whole block (a
+  file with no whole block is deleted); storages that cannot truncate are reported only.
+- ``ORPHAN_TEMP``: ``.morlog-tmp-*`` files of writers killed between writing and publishing.
+- ``SPARK_STAGING``: ``.hoodie/.temp/spark-*`` folders of Spark write jobs that died before
+  committing.
+- ``STALE_LOCK``: an S3 lock object whose lease ran out, or that cannot be read (empty, not
+  JSON) and is older than the lease.
+- ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
+  a damaged block in the middle of a log, which readers skip as Hudi does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from morlog.logformat.constants import MAGIC_LEN
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.naming import LogFileName
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.table import Table
+
+from .store import (
+    DEFAULT_LEASE_SECONDS,
+    ArrowStore,
+    ConcurrentWriterError,
+    LocalStore,
+    S3Store,
+    WriteStore,
+    store_for,
+)
+
+PENDING_INSTANT = "PENDING_INSTANT"
+TORN_TAIL = "TORN_TAIL"
+ORPHAN_TEMP = "ORPHAN_TEMP"
+SPARK_STAGING = "SPARK_STAGING"
+STALE_LOCK = "STALE_LOCK"
+LIVE_WRITER = "LIVE_WRITER"
+CORRUPT_BLOCK = "CORRUPT_BLOCK"
+TEMP_PREFIX = ".morlog-tmp-"
+#: a temp file younger than this may belong to a writer that is publishing it right now
+DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing left behind: what, where (store path), why, and how it is fixed."""
+
+    kind: str
+    path: str
+    reason: str
+    instant: str | None = None
+    #: TORN_TAIL: the file length to keep (the end of the last whole block)
+    keep_bytes: int | None = None
+    #: whether :func:`apply_repair` fixes it
+    fixable: bool = True
+    #: STALE_LOCK: the lock object's ETag (deleted only if unchanged)
+    etag: str | None = None
+
+
+@dataclass
+class RepairPlan:
+    table: str
+    findings: list[Finding] = field(default_factory=list)
+    live_writer: bool = False
+
+    @property
+    def fixable(self) -> list[Finding]:
+        return [f for f in self.findings if f.fixable]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "live_writer": self.live_writer,
+                "findings": [asdict(f) for f in self.findings]}
+
+
+@dataclass
+class RepairResult:
+    plan: RepairPlan
+    done: list[Finding] = field(default_factory=list)
+    #: findings not fixed, with the reason
+    skipped: list[tuple[Finding, str]] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+
+
+# --- finding -----------------------------------------------------------------------------
+
+
+def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS,
+                now: float | None = None) -> RepairPlan:
+    """What :func:`apply_repair` would do to the table at ``table_path`` (reads only)."""
+    now = time.time() if now is None else now
+    store, inner = store_for(table_path, lease_seconds=lease_seconds)
+    plan = RepairPlan(table_path)
+    stale = _lock_finding(store, inner, lease_seconds, now)
+    if stale is not None:
+        plan.findings.append(stale)
+    plan.live_writer = stale is None and _lock_held(store, inner)
+    if plan.live_writer:
+        plan.findings.append(Finding(LIVE_WRITER, store.join(inner, ".hoodie", "morlog.lock"),
+                                     "a writer holds the table's lock: nothing is changed",
+                                     fixable=False))
+    fixable = not plan.live_writer
+    fs = store.fs if isinstance(store, ArrowStore) else None
+    table = Table(inner, fs)
+    for inst in table.timeline.pending():
+        ok = fixable and inst.action in ("deltacommit", "rollback") and table.version == 6
+        why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
+               if ok else f"pending {inst.action}: "
+               + ("a writer is live" if not fixable else "not a delta commit of table "
+                  "version 6; roll it back with Hudi's CLI"))
+        plan.findings.append(Finding(PENDING_INSTANT, store.join(table.timeline.directory,
+                                                                 inst.file_name), why,
+                                     instant=inst.requested, fixable=ok))
+    for part in table.partitions():
+        directory = table.slice_dir(part)
+        for name in sorted(store.listdir(directory)):
+            if LogFileName.matches(name):
+                plan.findings.extend(_log_findings(store, store.join(directory, name), table,
+                                                   fixable))
+    for path, mtime in _walk_files(store, inner):
+        base = path.rsplit("/", 1)[-1]
+        if base.startswith(TEMP_PREFIX):
+            old = mtime is None or now - mtime >= min_temp_age_seconds
+            plan.findings.append(Finding(
+                ORPHAN_TEMP, path, "temporary file of a writer that did not publish it"
+                if old else "temporary file younger than the minimum age (a writer may "
+                "be publishing it)", fixable=fixable and old))
+    staging = store.join(inner, ".hoodie", ".temp")
+    for d in _subdirs(store, staging):
+        if d.startswith("spark-"):
+            plan.findings.append(Finding(SPARK_STAGING, store.join(staging, d),
+                                         "staging folder of a Spark write that did not commit",
+                                         fixable=fixable))
+    return plan
+
+
+def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
+                       min_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS,
+                       now: float | None = None) -> list[str]:
+    """Delete the ``.morlog-tmp-*`` files older than ``min_age_seconds`` directly in each
+    of ``directories`` (local stores only: other stores publish without temporary files);
+    the paths deleted. The caller holds the table's writer lock."""
+    if not isinstance(store, LocalStore):
+        return []
+    now = time.time() if now is None else now
+    out = []
+    for d in directories:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(TEMP_PREFIX):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+                if now - st.st_mtime >= min_age_seconds and store.delete(e.path):
+                    out.append(e.path)
+            except OSError:
+                continue
+    return out
+
+
+def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
+                  ) -> list[Finding]:
+    try:
+        size = store.size(path)
+        with LogFileReader(table.storage.source(path)) as reader:
+            blocks = list(reader.blocks())
+    except MorlogError as exc:
+        return [Finding(CORRUPT_BLOCK, path, f"log file does not parse: {exc.message}",
+                        fixable=False)]
+    good_end = 0
+    out: list[Finding] = []
+    for b in blocks:
+        if not b.is_corrupt:
+            good_end = b.offset + b.size
+    for b in blocks:
+        if b.is_corrupt and b.offset < good_end:
+            out.append(Finding(CORRUPT_BLOCK, path, f"damaged block at offset {b.offset} "
+                               f"({b.reason}); readers skip it", fixable=False))
+    if good_end < size:
+        tail = size - good_end
+        reason = (f"{tail} bytes after the last whole block" if tail >= MAGIC_LEN or blocks
+                  else f"{tail} bytes, no whole block")
+        out.append(Finding(TORN_TAIL, path, f"torn tail: {reason}", keep_bytes=good_end,
+                           fixable=fixable))
+    return out
+
+
+def _walk_files(store: WriteStore, root: str) -> list[tuple[str, float | None]]:
+    """Every file under ``root`` with its modification time (seconds since the epoch)."""
+    out: list[tuple[str, float | None]] = []
+    if isinstance(store, LocalStore):
+        for d, _dirs, files in os.walk(root):
+            for f in files:
+                p = os.path.join(d, f)
+                try:
+                    out.append((p, os.lstat(p).st_mtime))
+                except FileNotFoundError:
+                    pass
+        return out
+    if isinstance(store, ArrowStore):
+        import pyarrow.fs as pafs
+
+        try:
+            infos = store.fs.get_file_info(pafs.FileSelector(root, recursive=True,
+                                                             allow_not_found=True))
+        except OSError as exc:
+            raise UsageError(f"cannot list the table: {exc}", path=root) from None
+        for i in infos:
+            if i.type == pafs.FileType.File:
+                out.append((i.path, i.mtime.timestamp() if i.mtime is not None else None))
+    return out
+
+
+def _subdirs(store: WriteStore, directory: str) -> list[str]:
+    try:
+        return sorted(store.storage.subdirs(directory))
+    except (OSError, MorlogError):
+        return []
+
+
+def _lock_held(store: WriteStore, inner: str) -> bool:
+    if isinstance(store, S3Store):
+        return _s3_lock_info(store, inner) is not None
+    if isinstance(store, LocalStore):
+        if not os.path.isdir(os.path.join(inner, ".hoodie")):
+            return False
+        try:
+            store.lock(inner).release()
+        except ConcurrentWriterError:
+            return True
+    return False
+
+
+def _s3_lock_info(store: S3Store, inner: str) -> dict[str, Any] | None:
+    bucket, key = store.bucket_key(store.join(inner, ".hoodie", "morlog.lock"))
+    try:
+        obj = store.client.get_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        if code in ("NoSuchKey", "404"):
+            return None
+        raise UsageError(f"cannot read the lock object: {type(exc).__name__}",
+                         path=f"{bucket}/{key}") from None
+    body = obj["Body"].read()
+    try:
+        info = json.loads(body)
+        if not isinstance(info, dict):
+            raise ValueError("not an object")
+    except (ValueError, RecursionError):
+        info = {}
+    modified = obj.get("LastModified")
+    return {"info": info, "etag": obj.get("ETag"), "bucket": bucket, "key": key,
+            "modified": modified.timestamp() if modified is not None else None,
+            "readable": bool(info)}
+
+
+def _lock_finding(store: WriteStore, inner: str, lease: float, now: float) -> Finding | None:
+    if not isinstance(store, S3Store):
+        return None  # local locks are flocks: the kernel frees them when the writer dies
+    held = _s3_lock_info(store, inner)
+    if held is None:
+        return None
+    info = held["info"]
+    path = f"{held['bucket']}/{held['key']}"
+    raw = info.get("expires")
+    # the same rule as the writer's (S3Store.lock): a numeric lease end, else LastModified
+    expires = (float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool)
+               else None)
+    if expires is not None:
+        stale = expires < now
+        why = "lease ran out"
+    else:
+        stale = held["modified"] is not None and held["modified"] + lease < now
+        why = "unreadable lock object older than the lease"
+    if not stale:
+        return None
+    return Finding(STALE_LOCK, path, why, etag=held["etag"])
+
+
+# --- applying ----------------------------------------------------------------------------
+
+
+def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+                 ) -> RepairResult:
+    """Fix the plan's fixable findings, holding the writer lock; raises
+    :class:`ConcurrentWriterError` when another writer holds it."""
+    store, inner = store_for(plan.table, lease_seconds=lease_seconds)
+    result = RepairResult(plan)
+    for f in plan.findings:
+        if f.kind == STALE_LOCK and f.fixable and isinstance(store, S3Store):
+            bucket, key = store.bucket_key(f.path)
+            try:
+                store.client.delete_object(Bucket=bucket, Key=key, IfMatch=f.etag)
+                result.done.append(f)
+            except Exception as exc:
+                result.skipped.append((f, f"lock object changed: {type(exc).__name__}"))
+    lock = store.lock(inner)
+    try:
+        for f in plan.findings:
+            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT):
+                if not f.fixable:
+                    result.skipped.append((f, f.reason))
+                continue
+            try:
+                _apply_one(store, f)
+                result.done.append(f)
+            except MorlogError as exc:
+                result.skipped.append((f, exc.message))
+            except OSError as exc:
+                result.skipped.append((f, f"{type(exc).__name__}: {exc.strerror or ''}"))
+        pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
+        if pending:
+            from .client import MorTable, WriteConfig
+
+            rolled = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds)
+                              ).rollback_pending()
+            result.rolled_back = rolled
+            for f in pending:
+                (result.done.append(f) if f.instant in rolled
+                 else result.skipped.append((f, "not rolled back")))
+    finally:
+        lock.release()
+    return result
+
+
+def _apply_one(store: WriteStore, f: Finding) -> None:
+    if f.kind == TORN_TAIL:
+        assert f.keep_bytes is not None
+        if f.keep_bytes == 0:
+            store.delete(f.path)
+        else:
+            store.truncate(f.path, f.keep_bytes)
+    elif f.kind == ORPHAN_TEMP:
+        store.delete(f.path)
+    elif f.kind == SPARK_STAGING:
+        for p, _ in _walk_files(store, f.path):
+            store.delete(p)
+        if isinstance(store, LocalStore):
+            for d, dirs, _files in os.walk(f.path, topdown=False):
+                for x in dirs:
+                    os.rmdir(os.path.join(d, x))
+            os.rmdir(f.path)
+
+
+def repair(table_path: str, *, apply: bool = False,
+           lease_seconds: float = DEFAULT_LEASE_SECONDS,
+           min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS) -> RepairResult:
+    """Plan, and with ``apply`` fix; a dry run by default (nothing changes)."""
+    plan = plan_repair(table_path, lease_seconds=lease_seconds,
+                       min_temp_age_seconds=min_temp_age_seconds)
+    if not apply:
+        return RepairResult(plan)
+    return apply_repair(plan, lease_seconds=lease_seconds)
+
+
+__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT", "SPARK_STAGING",
+           "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
+           "plan_repair", "repair", "sweep_orphan_temps"]
