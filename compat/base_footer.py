@@ -85,8 +85,8 @@ def encode_base_footer(keys: pa.Array | pa.ChunkedArray,
         raise UsageError("a base file footer needs at least one key and no null keys")
     bloom = DynamicBloomV0(num_entries)
     bloom.add(arr)
-    order = pc.sort_indices(arr.cast(pa.binary()))
-    lo = arr[order[0].as_py()].as_py()
-    hi = arr[order[-1].as_py()].as_py()
+    # one linear pass in byte order (no sort): the keys' UTF-8 bytes as Hudi stores them
+    bounds = pc.min_max(arr.cast(pa.binary()))
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     return {BLOOM_KEY: bloom.to_base64().encode(), TYPE_CODE_KEY: b"DYNAMIC_V0",
-            MIN_KEY: lo.encode(), MAX_KEY: hi.encode()}
+            MIN_KEY: lo, MAX_KEY: hi}

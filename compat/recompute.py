@@ -175,14 +175,28 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes, *,
                key_field: str = RECORD_KEY_FIELD, base: int = 0,
                path: str | None = None) -> list[str | None]:
     """Keys of any data or delete block, by the cheapest decoding that works."""
+    keys: list[str | None] = block_key_array(block_type, header, content,
+                                             key_field=key_field, base=base,
+                                             path=path).to_pylist()
+    return keys
+
+
+def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
+                    key_field: str = RECORD_KEY_FIELD, base: int = 0,
+                    path: str | None = None) -> pa.Array:
+    """:func:`block_keys` as one Arrow string array (nulls kept): a Parquet block's key
+    column stays in Arrow, never a Python list."""
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
-        return avro_block_keys(header, content, key_field=key_field, base=base, path=path)
+        return pa.array(avro_block_keys(header, content, key_field=key_field, base=base,
+                                        path=path), type=pa.string())
     if block_type == BlockType.PARQUET_DATA:
         table = decode_parquet_content(content, columns=[key_field], base=base, path=path)
-        return table.column(0).to_pylist()  # type: ignore[no-any-return]
+        col = table.column(0)
+        return (col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)).cast(pa.string())
     if block_type == BlockType.DELETE:
-        return [r.record_key for r in decode_delete_content(content, base=base,
-                                                             path=path).records]
+        return pa.array([r.record_key for r in decode_delete_content(content, base=base,
+                                                                      path=path).records],
+                        type=pa.string())
     raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
 
 
@@ -190,8 +204,10 @@ def recompute_block_keys(block_type: int, header: MetadataMap, content: bytes, *
                          key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01, base: int = 0,
                          path: str | None = None) -> BlockKeys | None:
     """The per-block index a block would carry; None when it has no (non-null) key."""
-    keys = [k for k in block_keys(block_type, header, content, key_field=key_field, base=base,
-                                  path=path) if k is not None]
-    if not keys:
+    keys = block_key_array(block_type, header, content, key_field=key_field, base=base,
+                           path=path)
+    if keys.null_count:
+        keys = keys.drop_null()
+    if len(keys) == 0:
         return None
-    return BlockKeys.of(pa.array(keys, type=pa.string()), fpp)
+    return BlockKeys.of(keys, fpp)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from .errors import ContentError, UsageError
-from .keybatch import I64, KeyBatch, KeyGroup
+from .keybatch import I64, KeyBatch, KeyGroup, as_key_array
 
 _M = np.uint32(0x5BD1E995)
 _ROW_HEAD = struct.Struct(">iibi")
@@ -39,46 +39,94 @@ DEFAULT_MAX_ENTRIES = 100_000
 U32 = npt.NDArray[np.uint32]
 
 
-def _murmur_group(g: KeyGroup, seeds: U32) -> U32:
-    """Hadoop MurmurHash2 of every key of one length group, each with its own seed."""
-    L = g.length
-    with np.errstate(over="ignore"):
-        h = seeds ^ np.uint32(L & 0xFFFFFFFF)
-        n_words = L >> 2
+class _MurmurKeys:
+    """The seed-independent half of Hadoop's MurmurHash2 for keys of one byte length.
+
+    Hadoop's ``MurmurHash.hash`` (Hudi's ``org.apache.hudi.common.util.hash.MurmurHash``)
+    mixes each little-endian 4-byte word on its own (``k *= m; k ^= k >>> 24; k *= m``)
+    before folding it into the running hash (``h *= m; h ^= k``), and folds the 1-3 tail
+    bytes in as one XOR of sign-extended, shifted bytes. None of that depends on the seed,
+    so it is computed once per key; a round with another seed (Hudi chains ``k`` rounds,
+    each seeded with the previous hash) then costs two numpy passes per word.
+    ``words[j]`` is the mixed ``j``-th word of every key (one contiguous row per word).
+    """
+
+    __slots__ = ("length", "tail", "words")
+
+    def __init__(self, length: int, words: U32, tail: U32 | None) -> None:
+        self.length = length
+        self.words = words
+        self.tail = tail
+
+    @classmethod
+    def of(cls, length: int, matrix: npt.NDArray[np.uint8]) -> _MurmurKeys:
+        n_words = length >> 2
+        n = matrix.shape[0]
         if n_words:
-            words = np.ascontiguousarray(g.matrix[:, : n_words * 4]).view("<u4")
-            for j in range(n_words):
-                k = words[:, j] * _M
-                k ^= k >> np.uint32(24)
-                k *= _M
-                h = h * _M
-                h ^= k
-        left = L - (n_words << 2)
+            # a fresh (n_words, n) array: the matrix may be a read-only Arrow buffer
+            words = np.array(matrix[:, : n_words * 4].view("<u4").T, dtype=np.uint32,
+                             order="C")
+            words *= _M
+            words ^= words >> np.uint32(24)
+            words *= _M
+        else:
+            words = np.zeros((0, n), dtype=np.uint32)
+        left = length - (n_words << 2)
+        tail = None
         if left:
             # Java's bytes are signed: tail bytes are sign-extended before shifting (quirk)
-            tail = g.matrix[:, L - left :].view(np.int8).astype(np.int32).view(np.uint32)
-            if left >= 3:
-                h ^= tail[:, left - 3] << np.uint32(16)
+            t = matrix[:, length - left :].view(np.int8).astype(np.int32).view(np.uint32)
+            tail = t[:, left - 1].copy()
             if left >= 2:
-                h ^= tail[:, left - 2] << np.uint32(8)
-            h ^= tail[:, left - 1]
-            h = h * _M
-        h ^= h >> np.uint32(13)
-        h = h * _M
-        h ^= h >> np.uint32(15)
-    return h
+                tail ^= t[:, left - 2] << np.uint32(8)
+            if left >= 3:
+                tail ^= t[:, left - 3] << np.uint32(16)
+        return cls(length, words, tail)
+
+    def __len__(self) -> int:
+        return int(self.words.shape[1]) if self.tail is None else len(self.tail)
+
+    def take(self, sel: npt.NDArray[np.bool_] | I64) -> _MurmurKeys:
+        return _MurmurKeys(self.length, self.words[:, sel],
+                           None if self.tail is None else self.tail[sel])
+
+    def hash(self, seeds: U32) -> U32:
+        """One hash round: a new array, ``seeds`` untouched."""
+        h = seeds ^ np.uint32(self.length & 0xFFFFFFFF)
+        for w in self.words:
+            np.multiply(h, _M, out=h)
+            np.bitwise_xor(h, w, out=h)
+        if self.tail is not None:
+            h ^= self.tail
+            h *= _M
+        t = h >> np.uint32(13)
+        h ^= t
+        h *= _M
+        np.right_shift(h, np.uint32(15), out=t)
+        h ^= t
+        return h
 
 
-def _positions(h: U32, m: int) -> I64:
-    """Java ``Math.abs(h % m)`` with ``h`` a signed int."""
-    return np.abs(np.fmod(h.view(np.int32).astype(np.int64), m))
+def _murmur_group(g: KeyGroup, seeds: U32) -> U32:
+    """Hadoop MurmurHash2 of every key of one length group, each with its own seed."""
+    return _MurmurKeys.of(g.length, g.matrix).hash(seeds)
+
+
+#: keys hashed per numpy pass while building a filter: the temporaries stay in cache
+CHUNK = 32768
+
+
+def _positions(h: U32, m: int) -> npt.NDArray[np.int32]:
+    """Java ``Math.abs(h % m)`` with ``h`` a signed int (truncating remainder, |.| < m)."""
+    p = np.fmod(h.view(np.int32), np.int32(m))
+    np.abs(p, out=p)
+    return p
 
 
 def murmur_hadoop(key: bytes, seed: int = 0) -> int:
     """One hash as a signed 32-bit int (reference form, for tests and vectors)."""
     arr = np.frombuffer(key, dtype=np.uint8).reshape(1, len(key))
-    g = KeyGroup(len(key), np.zeros(1, dtype=np.int64), np.ascontiguousarray(arr))
-    out = _murmur_group(g, np.array([seed & 0xFFFFFFFF], dtype=np.uint32))
+    out = _MurmurKeys.of(len(key), arr).hash(np.array([seed & 0xFFFFFFFF], dtype=np.uint32))
     return int(out.view(np.int32)[0])
 
 
@@ -122,15 +170,31 @@ class SimpleBloom:
         return cls(m, k)
 
     def add_batch(self, batch: KeyBatch) -> None:
+        """Set every key's ``num_hashes`` bits. Setting a bit is idempotent and order-free,
+        so keys are hashed a chunk at a time and their bits scattered in bulk."""
         for g in batch:
             if g.length == 0:
                 raise UsageError("empty record keys cannot be added to a Hudi bloom filter")
-            h = np.zeros(len(g.index), dtype=np.uint32)
-            for _ in range(self.num_hashes):
-                h = _murmur_group(g, h)
-                pos = _positions(h, self.num_bits)
-                np.bitwise_or.at(self.bits, pos >> 3,
-                                 (np.uint8(1) << (pos & 7).astype(np.uint8)))
+        n = len(batch)
+        if n == 0:
+            return
+        # few bits to set: OR them in place; many: mark a flag per bit, then pack once
+        flags = (np.zeros(self.num_bits, dtype=bool)
+                 if n * self.num_hashes * 64 >= self.num_bits else None)
+        for g in batch:
+            for lo in range(0, len(g.index), CHUNK):
+                keys = _MurmurKeys.of(g.length, g.matrix[lo : lo + CHUNK])
+                h = np.zeros(len(keys), dtype=np.uint32)
+                for _ in range(self.num_hashes):
+                    h = keys.hash(h)
+                    pos = _positions(h, self.num_bits)
+                    if flags is not None:
+                        flags[pos] = True
+                    else:
+                        np.bitwise_or.at(self.bits, pos >> 3,
+                                         np.left_shift(np.uint8(1), (pos & 7).astype(np.uint8)))
+        if flags is not None:
+            self.bits |= np.packbits(flags, bitorder="little")
 
     def add(self, keys: Sequence[str] | pa.Array) -> None:
         self.add_batch(KeyBatch.of(keys))
@@ -148,16 +212,16 @@ class SimpleBloom:
         n = len(g.index)
         alive = np.arange(n)
         h = np.zeros(n, dtype=np.uint32)
-        sub = g
+        keys = _MurmurKeys.of(g.length, g.matrix)
         for _ in range(self.num_hashes):
             if alive.size == 0:
                 break
-            h = _murmur_group(sub, h)
+            h = keys.hash(h)
             pos = _positions(h, self.num_bits)
             hit = (self.bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1 == 1
             if not hit.all():
                 alive, h = alive[hit], h[hit]
-                sub = KeyGroup(g.length, sub.index[hit], sub.matrix[hit])
+                keys = keys.take(hit)
         result = np.zeros(n, dtype=bool)
         result[alive] = True
         return result
@@ -232,35 +296,65 @@ class DynamicBloomV0:
         r = self.rows[0]
         return SimpleBloom(r.num_bits, r.num_hashes, r.hash_type)
 
-    def add(self, keys: Sequence[str] | pa.Array) -> None:
-        """Add keys in order, one row choice per add, exactly as Hudi's writer does."""
-        batch_keys = keys if isinstance(keys, pa.Array) else pa.array(list(keys),
-                                                                      type=pa.large_string())
-        n = len(batch_keys)
-        start = 0
-        while start < n:
-            row, take = self._next_run(n - start)
-            self.rows[row].add(batch_keys.slice(start, take))
-            start += take
+    def add(self, keys: Sequence[str] | pa.Array | pa.ChunkedArray) -> None:
+        """Add keys in order, bit-exact with Hudi's writer adding them one at a time.
 
-    def _next_run(self, remaining: int) -> tuple[int, int]:
-        """Which row the next adds go to and for how many keys (updates the counters)."""
-        if self.bounded:
-            row = self.cur_idx % len(self.rows)
-            self.cur_idx += 1
-            self.current_nb_record += 1
-            return row, 1
-        if self.current_nb_record >= self.num_entries:
-            if len(self.rows) * self.num_entries < self.max_entries:
-                self.rows.append(self._new_row())
-                self.current_nb_record = 0
-            else:
-                self.bounded = True
-                self.current_nb_record += 1
-                return 0, 1  # row 0, and cur_idx stays 0: row 0 is used twice in a row
-        take = min(remaining, self.num_entries - self.current_nb_record)
-        self.current_nb_record += take
-        return len(self.rows) - 1, take
+        Which row each key lands in is a pure function of its position and the counters
+        (:meth:`plan`), and setting bits is order-free, so each row takes all its keys in
+        one vectorized :meth:`SimpleBloom.add_batch`, in every mode.
+        """
+        arr = as_key_array(keys)
+        n = len(arr)
+        if n == 0:
+            return
+        if arr.null_count:
+            raise UsageError("record keys must not be null")
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+        if (offsets[1:] == offsets[:-1]).any():
+            raise UsageError("empty record keys cannot be added to a Hudi bloom filter")
+        for row, start, stop, step in self.plan(n):
+            part = (arr.slice(start, stop - start) if step == 1
+                    else arr.take(pa.array(np.arange(start, stop, step, dtype=np.int64))))
+            self.rows[row].add_batch(KeyBatch.of(part))
+
+    def plan(self, n: int) -> list[tuple[int, int, int, int]]:
+        """Route the next ``n`` keys as Hudi would and advance the counters: a list of
+        ``(row, start, stop, step)``, the keys ``range(start, stop, step)`` going to ``row``.
+
+        Hudi's rule (``InternalDynamicBloomFilter.add``/``getActiveStandardBF`` in
+        hudi-common/src/main/java/org/apache/hudi/common/bloom/), key by key: once bounded,
+        the key goes to row ``curMatrixIndex++ % rows``; otherwise, when the last row holds
+        ``nr`` keys (``currentNbRecord >= nr``), a new row starts (counter back to 0) while
+        ``rows * nr < maxNr``, else the filter becomes bounded and this one key goes to row
+        0 *without* advancing ``curMatrixIndex`` (so row 0 takes the next key too); below
+        ``nr`` the key goes to the last row. The counter counts every key added, so in
+        bounded mode it keeps growing past ``nr``.
+        """
+        runs: list[tuple[int, int, int, int]] = []
+        pos = 0
+        while pos < n and not self.bounded:
+            if self.current_nb_record >= self.num_entries:
+                if len(self.rows) * self.num_entries < self.max_entries:
+                    self.rows.append(self._new_row())
+                    self.current_nb_record = 0
+                else:
+                    self.bounded = True
+                    runs.append((0, pos, pos + 1, 1))
+                    self.current_nb_record += 1
+                    pos += 1
+                    continue
+            take = min(n - pos, self.num_entries - self.current_nb_record)
+            runs.append((len(self.rows) - 1, pos, pos + take, 1))
+            self.current_nb_record += take
+            pos += take
+        left = n - pos
+        if left:
+            nrows = len(self.rows)
+            for j in range(min(left, nrows)):  # key pos + j goes to row (cur_idx + j) % rows
+                runs.append(((self.cur_idx + j) % nrows, pos + j, n, nrows))
+            self.cur_idx += left
+            self.current_nb_record += left
+        return runs
 
     def contains(self, keys: Sequence[str] | pa.Array | KeyBatch,
                  chain: HashChain | None = None) -> npt.NDArray[np.bool_]:
@@ -289,13 +383,16 @@ class HashChain:
     def __init__(self, batch: KeyBatch) -> None:
         self.batch = batch
         self.rounds: list[U32] = []  # rounds[i][j]: i-th chained hash of key j (batch order)
+        self._keys: list[_MurmurKeys] | None = None
 
     def _round(self, i: int) -> U32:
+        if self._keys is None:
+            self._keys = [_MurmurKeys.of(g.length, g.matrix) for g in self.batch]
         while len(self.rounds) <= i:
             prev = self.rounds[-1] if self.rounds else np.zeros(len(self.batch), np.uint32)
             nxt = np.zeros(len(self.batch), dtype=np.uint32)
-            for g in self.batch:
-                nxt[g.index] = _murmur_group(g, prev[g.index])
+            for g, keys in zip(self.batch, self._keys, strict=True):
+                nxt[g.index] = keys.hash(prev[g.index])
             self.rounds.append(nxt)
         return self.rounds[i]
 

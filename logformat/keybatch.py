@@ -46,7 +46,7 @@ class KeyBatch:
 
     @classmethod
     def of(cls, keys: pa.Array | pa.ChunkedArray | Sequence[str] | Iterable[str]) -> KeyBatch:
-        arr = _as_large_string_array(keys)
+        arr = as_key_array(keys)
         if arr.null_count:
             raise UsageError("record keys must not be null")
         n = len(arr)
@@ -78,7 +78,9 @@ def _offsets(arr: pa.Array) -> I64:
     return raw[arr.offset : arr.offset + len(arr) + 1]
 
 
-def _as_large_string_array(values: object) -> pa.Array:
+def as_key_array(values: object) -> pa.Array:
+    """Keys as one Arrow large_string (or large_binary) array: chunks combined, Python
+    sequences converted; anything else is a :class:`UsageError`."""
     keys: Any
     if isinstance(values, pa.ChunkedArray):
         keys = values.combine_chunks()

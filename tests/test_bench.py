@@ -15,7 +15,8 @@ from morlog.cli import main
 TOP_KEYS = {"scenario", "machine", "params", "results", "ratios", "goals"}
 MACHINE_KEYS = {"python", "platform", "cpu_count", "numpy", "pyarrow", "fastavro"}
 GOALS = {
-    "probe": {"sbbf_vs_pybloom_speedup", "hudi_dynamic_absent_keys_per_s"},
+    "probe": {"sbbf_vs_pybloom_speedup", "hudi_dynamic_absent_keys_per_s",
+              "hudi_dynamic_build_keys_per_s"},
     "lookup": {"indexed_vs_compat_speedup", "probe_reads", "bytes_read_over_index_bytes"},
     "append": {"indexed_over_plain_time", "index_share_of_data"},
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
@@ -56,6 +57,9 @@ def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
                            str(tmp_path))
     assert rc == 0, err
     _check_report(report, scenario)
+    if scenario == "probe":  # the quick build still crosses into Hudi's bounded mode
+        hudi = report["results"]["hudi_dynamic_v0"]
+        assert hudi["big_build_bounded"] is True and hudi["big_build_rows"] == 2
     written = tmp_path / f"{scenario}.json"
     assert written.exists()
     on_disk = json.loads(written.read_text())

@@ -230,3 +230,116 @@ def test_shared_hash_chain_gives_the_same_answers(keys: list[str], probes: list[
     chain = HashChain(batch)
     for f in filters:  # one chain, filters of different sizes and hash counts
         assert (f.contains(batch, chain) == f.contains(batch)).all()
+
+
+class _ReferenceDynamic:
+    """Hudi's DYNAMIC_V0 filter written the slow, obvious way: one key at a time, following
+    ``InternalDynamicBloomFilter.add``/``getActiveStandardBF`` (hudi-common, package
+    org.apache.hudi.common.bloom) line by line, bits set with the reference murmur."""
+
+    def __init__(self, nr: int, fpp: float, max_nr: int) -> None:
+        self.m, self.k = optimal_size(nr, fpp)
+        self.nr, self.max_nr = nr, max_nr
+        self.count = 0
+        self.reached_max = False
+        self.cur_index = 0
+        self.matrix = [bytearray((self.m + 7) // 8)]
+
+    def _active(self) -> bytearray | None:
+        if self.reached_max:
+            row = self.matrix[self.cur_index % len(self.matrix)]
+            self.cur_index += 1
+            return row
+        if self.count >= self.nr and len(self.matrix) * self.nr < self.max_nr:
+            return None
+        if self.count >= self.nr and len(self.matrix) * self.nr >= self.max_nr:
+            self.reached_max = True
+            return self.matrix[0]
+        return self.matrix[-1]
+
+    def add(self, key: str) -> None:
+        row = self._active()
+        if row is None:
+            self.matrix.append(bytearray((self.m + 7) // 8))
+            row = self.matrix[-1]
+            self.count = 0
+        h = 0
+        for _ in range(self.k):
+            h = _reference_murmur(key.encode(), h)
+            p = abs(h) % self.m  # Java: Math.abs(h % m), the remainder taking h's sign
+            row[p >> 3] |= 1 << (p & 7)
+        self.count += 1
+
+    def serialize(self) -> bytes:
+        def head(k: int, m: int) -> bytes:
+            return (-1).to_bytes(4, "big", signed=True) + k.to_bytes(4, "big") + b"\x01" + \
+                m.to_bytes(4, "big")
+
+        out = head(self.k, self.m) + self.nr.to_bytes(4, "big") + \
+            self.count.to_bytes(4, "big") + len(self.matrix).to_bytes(4, "big")
+        return out + b"".join(head(self.k, self.m) + bytes(r) for r in self.matrix)
+
+
+@st.composite
+def _dynamic_case(draw: st.DrawFn) -> tuple[int, float, int, list[str], list[int]]:
+    nr = draw(st.integers(3, 50))
+    fpp = draw(st.sampled_from([0.3, 0.05, 0.01]))
+    # max entries from "one row only" to "several rows", so every mode and edge is crossed
+    max_nr = draw(st.integers(1, 4 * nr + 1))
+    keys = draw(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=260))
+    cuts = sorted(draw(st.lists(st.integers(0, len(keys)), max_size=6)))
+    return nr, fpp, max_nr, keys, cuts
+
+
+@given(_dynamic_case(), st.sampled_from(["list", "string", "large", "sliced", "chunked"]))
+def test_vectorized_dynamic_add_equals_the_per_key_reference(
+        case: tuple[int, float, int, list[str], list[int]], form: str) -> None:
+    nr, fpp, max_nr, keys, cuts = case
+    ref = _ReferenceDynamic(nr, fpp, max_nr)
+    for key in keys:
+        ref.add(key)
+    f = DynamicBloomV0(nr, fpp, max_nr)
+    for lo, hi in zip([0, *cuts], [*cuts, len(keys)], strict=True):
+        part = keys[lo:hi]
+        if form == "list":
+            f.add(part)
+        elif form == "string":
+            f.add(pa.array(part, type=pa.string()))
+        elif form == "large":
+            f.add(pa.array(part, type=pa.large_string()))
+        elif form == "sliced":  # a non-zero Arrow offset
+            f.add(pa.array(["pad", *part, "pad"], type=pa.string()).slice(1, len(part)))
+        else:
+            f.add(pa.chunked_array([part[: len(part) // 2], part[len(part) // 2 :]],
+                                   type=pa.string()))
+    assert f.serialize() == ref.serialize()
+    assert (len(f.rows), f.current_nb_record, f.bounded) == (
+        len(ref.matrix), ref.count, ref.reached_max)
+    assert f.contains(keys).all()
+
+
+@pytest.mark.parametrize("nr,max_nr,n", [(5, 5, 23), (5, 12, 40), (5, 15, 15), (5, 16, 31),
+                                         (7, 100, 70), (3, 1, 10)])
+def test_dynamic_boundaries_in_one_add_and_key_by_key(nr: int, max_nr: int, n: int) -> None:
+    keys = [f"key-{i:04d}" for i in range(n)]
+    ref = _ReferenceDynamic(nr, 0.05, max_nr)
+    for key in keys:
+        ref.add(key)
+    whole = DynamicBloomV0(nr, 0.05, max_nr)
+    whole.add(keys)
+    single = DynamicBloomV0(nr, 0.05, max_nr)
+    for key in keys:
+        single.add([key])
+    assert whole.serialize() == ref.serialize() == single.serialize()
+
+
+def test_bad_keys_leave_the_dynamic_filter_untouched() -> None:
+    from morlog.logformat.errors import UsageError
+
+    f = DynamicBloomV0(3, 0.05, 6)
+    f.add(["a", "b"])
+    before = f.serialize()
+    for bad in (["c", "", "d"], pa.array(["c", None], type=pa.string())):
+        with pytest.raises(UsageError):
+            f.add(bad)
+        assert f.serialize() == before and f.current_nb_record == 2

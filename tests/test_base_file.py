@@ -1,0 +1,67 @@
+"""Base-file Parquet options from the table's hoodie.parquet.* settings."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from morlog.logformat.errors import UsageError
+from morlog.writers.base_file import (
+    BLOCK_SIZE,
+    COMPRESSION_CODEC,
+    DICTIONARY_ENABLED,
+    PAGE_SIZE,
+    parquet_write_options,
+    row_group_rows,
+)
+
+
+def test_hudi_defaults() -> None:
+    assert parquet_write_options({}) == {
+        "compression": "snappy", "use_dictionary": True, "data_page_size": 1 << 20,
+        "dictionary_pagesize_limit": 1 << 20, "data_page_version": "1.0"}
+
+
+@pytest.mark.parametrize("codec,expected,level", [
+    ("GZIP", "gzip", 6), ("zstd", "zstd", 3), ("UNCOMPRESSED", "none", None),
+    ("snappy", "snappy", None), ("", "snappy", None)])
+def test_codecs_and_parquet_mr_levels(codec: str, expected: str, level: int | None) -> None:
+    opts = parquet_write_options({COMPRESSION_CODEC: codec})
+    assert opts["compression"] == expected and opts.get("compression_level") == level
+
+
+def test_page_size_and_dictionary() -> None:
+    opts = parquet_write_options({PAGE_SIZE: "65536", DICTIONARY_ENABLED: "False"})
+    assert (opts["data_page_size"], opts["dictionary_pagesize_limit"]) == (65536, 65536)
+    assert opts["use_dictionary"] is False
+
+
+@pytest.mark.parametrize("props", [{COMPRESSION_CODEC: "lzo"}, {PAGE_SIZE: "0"},
+                                   {PAGE_SIZE: "1MB"}, {DICTIONARY_ENABLED: "yes"},
+                                   {BLOCK_SIZE: "-1"}])
+def test_bad_settings_are_usage_errors(props: dict[str, str]) -> None:
+    with pytest.raises(UsageError):
+        parquet_write_options(props)
+        row_group_rows(pa.table({"a": [1]}), props)
+
+
+def test_row_groups_follow_the_block_size_and_files_read_back() -> None:
+    table = pa.table({"k": [f"key-{i:06d}" for i in range(10_000)],
+                      "v": list(range(10_000))})
+    per_row = table.nbytes // table.num_rows
+    props = {BLOCK_SIZE: str(per_row * 2500), COMPRESSION_CODEC: "zstd"}
+    rows = row_group_rows(table, props)
+    assert rows == 2500
+    assert row_group_rows(table, {}) >= table.num_rows  # 120 MiB: one group
+    assert row_group_rows(table.slice(0, 0), props) == 1
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, table.schema, store_schema=False,
+                          **parquet_write_options(props)) as w:
+        w.write_table(table, row_group_size=rows)
+    md = pq.read_metadata(io.BytesIO(buf.getvalue()))
+    assert md.num_row_groups == 4
+    assert md.row_group(0).column(0).compression == "ZSTD"
+    assert pq.read_table(io.BytesIO(buf.getvalue())).equals(table)

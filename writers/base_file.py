@@ -1,0 +1,101 @@
+"""How base Parquet files are written: pyarrow writer options from ``hoodie.parquet.*``.
+
+Hudi's Parquet writers (``HoodieBaseParquetWriter`` in hudi-hadoop-common,
+org/apache/hudi/io/hadoop/) build parquet-mr's writer from four settings, whose keys and
+defaults are in ``HoodieStorageConfig`` (hudi-common/src/main/java/org/apache/hudi/common/
+config/HoodieStorageConfig.java):
+
+- ``hoodie.parquet.compression.codec``: the codec, ``snappy`` by default in current Hudi
+  (releases before 1.0 documented ``gzip``);
+- ``hoodie.parquet.block.size``: the row group size in bytes, 120 MiB;
+- ``hoodie.parquet.page.size``: the data page size in bytes, 1 MiB; Hudi passes the same
+  number as the dictionary page size;
+- ``hoodie.parquet.dictionary.enabled``: dictionary encoding, on.
+
+Pages are written in Parquet's version 1 layout (parquet-mr's default writer version).
+parquet-mr compresses gzip pages at zlib's default level (6) and zstd pages at level 3,
+while Arrow's own defaults differ (gzip 9: several times slower for about the same size),
+so the level is set explicitly. pyarrow sizes row groups in rows, not bytes:
+:func:`row_group_rows` converts Hudi's byte size with the table's in-memory bytes per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from morlog.logformat.errors import UsageError
+
+COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
+BLOCK_SIZE = "hoodie.parquet.block.size"
+PAGE_SIZE = "hoodie.parquet.page.size"
+DICTIONARY_ENABLED = "hoodie.parquet.dictionary.enabled"
+
+#: Hudi's defaults for the settings above (HoodieStorageConfig)
+DEFAULTS: dict[str, str] = {
+    COMPRESSION_CODEC: "snappy",
+    BLOCK_SIZE: str(120 * 1024 * 1024),
+    PAGE_SIZE: str(1024 * 1024),
+    DICTIONARY_ENABLED: "true",
+}
+
+#: Hudi's codec names (parquet-mr's CompressionCodecName, any case) -> pyarrow's
+_CODECS = {"uncompressed": "none", "none": "none", "snappy": "snappy", "gzip": "gzip",
+           "zstd": "zstd"}
+#: the levels parquet-mr compresses at when none is configured
+_LEVELS = {"gzip": 6, "zstd": 3}
+
+
+def _setting(props: Mapping[str, str], key: str) -> str:
+    value = props.get(key)
+    return DEFAULTS[key] if value is None or not str(value).strip() else str(value).strip()
+
+
+def _positive(props: Mapping[str, str], key: str) -> int:
+    raw = _setting(props, key)
+    try:
+        n = int(raw)
+    except ValueError:
+        raise UsageError(f"{key} must be a whole number of bytes", actual=raw) from None
+    if n <= 0:
+        raise UsageError(f"{key} must be positive", actual=n)
+    return n
+
+
+def parquet_write_options(props: Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments for ``pyarrow.parquet.ParquetWriter`` that write a base file as
+    Hudi's writer would under the table's ``hoodie.parquet.*`` settings (defaults where a
+    setting is absent). The row group size goes to ``write_table`` instead: see
+    :func:`row_group_rows`."""
+    codec = _setting(props, COMPRESSION_CODEC).lower()
+    if codec not in _CODECS:
+        raise UsageError(f"unsupported {COMPRESSION_CODEC} for base files",
+                         expected=sorted(_CODECS), actual=codec)
+    compression = _CODECS[codec]
+    flag = _setting(props, DICTIONARY_ENABLED).lower()
+    if flag not in ("true", "false"):
+        raise UsageError(f"{DICTIONARY_ENABLED} must be true or false", actual=flag)
+    page = _positive(props, PAGE_SIZE)
+    out: dict[str, Any] = {
+        "compression": compression,
+        "use_dictionary": flag == "true",
+        "data_page_size": page,
+        "dictionary_pagesize_limit": page,
+        "data_page_version": "1.0",
+    }
+    if compression in _LEVELS:
+        out["compression_level"] = _LEVELS[compression]
+    return out
+
+
+def row_group_rows(table: pa.Table, props: Mapping[str, str]) -> int:
+    """Rows per row group for ``ParquetWriter.write_table(..., row_group_size=...)``:
+    ``hoodie.parquet.block.size`` bytes at the table's in-memory bytes per row (at least
+    one row; the whole table when it is empty)."""
+    block = _positive(props, BLOCK_SIZE)
+    if table.num_rows == 0:
+        return 1
+    per_row = max(1, int(table.nbytes) // int(table.num_rows))
+    return max(1, block // per_row)
