@@ -410,7 +410,8 @@ class _Enc:
             self.sizes = _varint_sizes(self.u)
         elif k in ("float", "double"):
             vals = np.asarray(arr.to_numpy(zero_copy_only=False))
-            self.raw = vals.astype("<f4" if k == "float" else "<f8").view(_U8).reshape(n, -1)
+            width = 4 if k == "float" else 8
+            self.raw = vals.astype(f"<f{width}").view(_U8).reshape(n, width)
             self.sizes = np.full(n, 4 if k == "float" else 8, dtype=_I64)
         elif k in ("string", "bytes"):
             offs = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset: arr.offset + n + 1]
