@@ -76,7 +76,7 @@ def _full_name(t: dict[str, Any], ns: str | None) -> tuple[str, str | None]:
     name = str(t["name"])
     if "." in name:
         return name, name.rsplit(".", 1)[0]
-    space = t.get("namespace", ns)
+    space: str | None = t.get("namespace", ns)
     return (f"{space}.{name}" if space else name), space
 
 

@@ -130,7 +130,8 @@ def avro_data_block_from_arrow(table: pa.Table | pa.RecordBatch, instant: str, *
     except _FAST_PATH_MISSES:
         return avro_data_block(arrow_to_records(table), text, instant, extra_header=extra_header)
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
-    return BlockFrame(int(BlockType.AVRO_DATA), header, struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count) + body)
+    prefix = struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count)
+    return BlockFrame(int(BlockType.AVRO_DATA), header, prefix + body)
 
 
 def cdc_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, Any],

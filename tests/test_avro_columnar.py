@@ -1,4 +1,4 @@
-"""The column-wise Avro codec equals the per-record fastavro path, value for value and byte for byte.
+"""The column-wise Avro codec equals the per-record fastavro path, value for value, byte for byte.
 
 Decoding must give the table ``records_to_arrow(decode_records(...))`` gives; encoding must give
 the bytes ``encode_records(arrow_to_records(...))`` gives. Schemas or inputs the fast path does
@@ -40,7 +40,7 @@ from morlog.logformat.framing import decode_blocks
 
 from . import hudi_fixtures as hf
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _slow_table(content: bytes, schema_json: str) -> pa.Table:
@@ -207,7 +207,8 @@ def _trips(n: int) -> pa.Table:
                                               for i in range(n)], pa.string()) for f in META_FIELDS}
     cols["uuid"] = pa.array([f"u{i}" for i in range(n)], pa.string())
     cols["ts"] = pa.array([i * 1_000_003 - 2**40 for i in range(n)], pa.int64())
-    cols["rider"] = pa.array([None if i % 5 == 0 else f"rider-é✓{i}" for i in range(n)], pa.string())
+    cols["rider"] = pa.array([None if i % 5 == 0 else f"rider-é✓{i}" for i in range(n)],
+                             pa.string())
     cols["fare"] = pa.array([i / 3 for i in range(n)], pa.float64())
     cols["tip"] = pa.array([None if i % 3 == 0 else -i / 7 for i in range(n)], pa.float64())
     cols["seq"] = pa.array([(-1) ** i * i * 40_000 for i in range(n)], pa.int32())
@@ -276,7 +277,8 @@ def test_truncated_content_is_a_content_error(cut: int) -> None:
 
 
 def test_non_nullable_column_with_nulls_falls_back_to_fastavro_error() -> None:
-    schema = json.dumps({"type": "record", "name": "r", "fields": [{"name": "k", "type": "string"}]})
+    schema = json.dumps({"type": "record", "name": "r",
+                         "fields": [{"name": "k", "type": "string"}]})
     table = pa.table({"k": pa.array(["a", None])})
     with pytest.raises(Unsupported):
         encode_arrow_to_records(table, schema)
