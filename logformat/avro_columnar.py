@@ -83,8 +83,8 @@ def _full_name(t: dict[str, Any], ns: str | None) -> tuple[str, str | None]:
 def _plan(t: Any, named: dict[str, _Node], ns: str | None) -> _Node:
     if isinstance(t, str):
         if t in _PRIM:
-            kind, at = _PRIM[t]
-            return _Node(kind, at)
+            prim, at = _PRIM[t]
+            return _Node(prim, at)
         for key in (t, f"{ns}.{t}" if ns else t):
             if key in named:
                 return named[key]
