@@ -8,11 +8,13 @@ counts; they never touch files.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from .avro_columnar import Unsupported, decode_block_records_to_arrow, encode_arrow_to_records
 from .avro_content import (
     decode_avro_content,
     decode_records,
@@ -22,7 +24,7 @@ from .avro_content import (
     read_record_count,
 )
 from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
-from .constants import BlockType, CommandType, HeaderKey
+from .constants import CURRENT_CONTENT_VERSION, BlockType, CommandType, HeaderKey
 from .delete_content import DeleteRecord, decode_delete_content, encode_delete_content
 from .errors import ContentError, UsageError
 from .framing import BlockFrame, MetadataMap
@@ -77,6 +79,13 @@ def avro_data_block(
     return BlockFrame(int(block_type), header, encode_avro_content(raw) + trailer)
 
 
+#: what sends a block to the per-record fastavro path: a schema or value the column-wise codec
+#: does not handle (it raises Unsupported), and, defensively, any error of numpy or Arrow inside
+#: it; the fastavro path then gives the result or the typed error it always gave
+_FAST_PATH_MISSES = (Unsupported, ValueError, TypeError, IndexError, KeyError, OverflowError,
+                     pa.ArrowException)
+
+
 def _has_map(t: pa.DataType) -> bool:
     if pa.types.is_map(t):
         return True
@@ -115,7 +124,14 @@ def avro_data_block_from_arrow(table: pa.Table | pa.RecordBatch, instant: str, *
                                extra_header: Mapping[HeaderKey, str] | None = None
                                ) -> BlockFrame:
     avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
-    return avro_data_block(arrow_to_records(table), avro, instant, extra_header=extra_header)
+    text = _schema_text(avro)
+    try:  # column-wise; byte-identical to the per-record path below
+        body, count = encode_arrow_to_records(table, text)
+    except _FAST_PATH_MISSES:
+        return avro_data_block(arrow_to_records(table), text, instant, extra_header=extra_header)
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
+    prefix = struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count)
+    return BlockFrame(int(BlockType.AVRO_DATA), header, prefix + body)
 
 
 def cdc_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, Any],
@@ -208,6 +224,10 @@ def decode_data_table(block_type: int, header: MetadataMap, content: bytes | mem
     """The records of an Avro, CDC or Parquet data block as an Arrow table."""
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
+        try:  # column-wise; equal to the per-record path below
+            return decode_block_records_to_arrow(content, schema, base=base, path=path)
+        except _FAST_PATH_MISSES:
+            pass
         records = decode_records(content, schema, base=base, path=path)
         return records_to_arrow(records, schema, base=base, path=path)
     if block_type == BlockType.PARQUET_DATA:
@@ -228,6 +248,13 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
         if key_field not in names:
             raise ContentError(f"key field {key_field!r} is not in the block schema", path=path,
                                offset=base)
+        try:  # column-wise when the keys are strings (Python values equal fastavro's)
+            table = decode_block_records_to_arrow(content, schema, base=base, path=path)
+            keys = table.column(key_field)
+            if pa.types.is_string(keys.type):
+                return keys.to_pylist()  # type: ignore[no-any-return]
+        except _FAST_PATH_MISSES:
+            pass
         return [r[key_field] for r in decode_records(content, schema, base=base, path=path)]
     if block_type == BlockType.PARQUET_DATA:
         table = decode_parquet_content(content, base=base, path=path)
