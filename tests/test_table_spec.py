@@ -103,7 +103,7 @@ def test_base_files_carry_hudis_footer(table: tuple[Path, MorTable]) -> None:
         keys = pf.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
         assert info.min_key == min(keys) and info.max_key == max(keys)
         assert info.bloom is not None and info.bloom.contains(keys).all()
-        assert pf.metadata.row_group(0).column(0).compression == "GZIP"
+        assert pf.metadata.row_group(0).column(0).compression == "SNAPPY"  # Hudi's default
         rows = pf.read().to_pylist()
         fid = b.name.split("_")[0]
         instant = b.name.rsplit("_", 1)[1].split(".")[0]
@@ -150,3 +150,16 @@ def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.Monkey
             targets += [b.target_instant for b in reader.blocks()
                         if b.block_type == BlockType.COMMAND]
     assert failed in targets
+
+
+def test_base_files_follow_the_hoodie_parquet_write_options(tmp_path: Path) -> None:
+    """``hoodie.parquet.compression.codec`` set by the writer reaches the base files."""
+    path = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
+    MorTable.create(path, schema, key_field="id")
+    cfg = WriteConfig(hoodie_options={"hoodie.parquet.compression.codec": "zstd"})
+    MorTable(path, cfg).upsert(pa.table({"id": ["a", "b"], "v": [1, 2]}))
+    bases = list(Path(path).glob("*.parquet"))
+    assert bases
+    assert all(pq.ParquetFile(b).metadata.row_group(0).column(0).compression == "ZSTD"
+               for b in bases)

@@ -62,6 +62,7 @@ from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
+from .base_file import parquet_write_options, row_group_rows
 from .commit import (
     WRITE_TOKEN,
     Commit,
@@ -114,6 +115,10 @@ class WriteConfig:
     #: is refused (False, Hudi's default) or written with NULL in that column (True: the
     #: stored value of an updated record is replaced by NULL, as in Hudi)
     set_null_for_missing_columns: bool = False
+    #: Hudi write settings that are not table properties, by Hudi's keys; today the base
+    #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
+    #: ``.dictionary.enabled`` (``morlog.writers.base_file``; Hudi's defaults otherwise)
+    hoodie_options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -567,11 +572,12 @@ class MorTable:
         md = encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
         d = self._dir(partition)
         final = self.store.join(d, base_file_name(fid, instant))
+        settings = {**self.props, **self.config.hoodie_options}
         buf = io.BytesIO()
-        with pq.ParquetWriter(buf, records.schema, compression="gzip",
-                              store_schema=False) as w:
+        with pq.ParquetWriter(buf, records.schema, store_schema=False,
+                              **parquet_write_options(settings)) as w:
             w.add_key_value_metadata(md)
-            w.write_table(records)
+            w.write_table(records, row_group_size=row_group_rows(records, settings))
         if not self.store.create(final, buf.getvalue(), sync=self.config.fsync):
             raise UsageError("a base file of this name exists already", path=final)
         return final
