@@ -14,7 +14,8 @@ URI's credentials (``s3://key:secret@bucket/...``) never reach a message or ``pa
 Branches: :class:`FormatError` (the bytes are wrong: corrupt, truncated or foreign input;
 :class:`ChecksumError` a CRC-32 mismatch, with the stored and computed values),
 :class:`UnsupportedVersionError` (the bytes are a valid version this reader does not support:
-not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`.
+not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`,
+:class:`StorageError` (:class:`MissingFileError`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,46 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@?#\s]*@")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: query parameters whose values are secrets (matched case-insensitively on the name): AWS
+#: keys and session tokens, pre-signed URL signatures and credentials, passwords, SAS ``sig``
+_SECRET_PARAM = re.compile(
+    r"(?i)(?P<name>[?&;][\w.-]*?(?:secret|token|passw(?:or)?d|pwd|signature|credential|"
+    r"key|auth)[\w.-]*=|[?&;]sig=)[^&#\s]*")
+
+
+def _mask_userinfo(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _SCHEME.finditer(text):
+        if m.start() < pos:
+            continue  # inside a user-info part masked already
+        start = m.end()
+        # the authority ends at the first "/" (or the end of the line); the user-info is
+        # everything up to the LAST "@" before that: a raw secret may hold "@", "#", "?", " "
+        slash = text.find("/", start)
+        newline = text.find("\n", start)
+        limit = min(x for x in (slash, newline, len(text)) if x >= 0)
+        at = text.rfind("@", start, limit)
+        if at < 0:
+            continue
+        out.append(text[pos:start])
+        out.append("***")
+        pos = at
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(text: str) -> str:
-    """``text`` with the user-info part of URIs (credentials) replaced by ``***``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+    """``text`` with credentials of URIs masked: the whole user-info part
+    (``scheme://***@host``, up to the last ``@`` before the host's path, so a raw secret
+    holding ``@``, ``#``, ``?`` or spaces is masked whole) and the values of secret-like
+    query parameters (``secret_key``, ``access_key``, ``session_token``, ``X-Amz-Signature``,
+    ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``, ``token``, ``password``...).
+    Every error, warning and CLI line of morlog goes through it (spec §9)."""
+    if "@" in text:
+        text = _mask_userinfo(text)
+    return _SECRET_PARAM.sub(r"\g<name>***", text)
 
 
 class MorlogError(Exception):
@@ -144,6 +179,16 @@ class LogFileExistsError(MorlogError, FileExistsError):
 
 class WriteError(MorlogError):
     """A write failed; the file was restored to its state before the write."""
+
+
+class StorageError(MorlogError, OSError):
+    """A path or URI could not be resolved, or its storage could not be reached or read
+    (pyarrow's ``ArrowInvalid``/``OSError``, boto3 errors, wrapped; the URI redacted). An
+    ``OSError`` as well, so ``except OSError`` keeps catching it."""
+
+
+class MissingFileError(StorageError, FileNotFoundError):
+    """A file the table or the caller names does not exist."""
 
 
 # --- warnings ------------------------------------------------------------------------------

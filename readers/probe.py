@@ -45,7 +45,8 @@ from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
 from .index import StoredIndex, block_index, read_parquet_index
-from .logfile import LogFileReader
+from .logfile import LogBlock, LogFileReader
+from .slice_blocks import log_valid_blocks
 from .slice_index import read_slice_index
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
@@ -246,28 +247,36 @@ class SliceProbe:
         # log files of the slice that the stored index does not know of (table version 8+
         # writes one log file per delta commit; another writer may have added one):
         # their blocks are recomputed and tested without the cumulative filter
-        for name in self.log_files:
-            if name not in covered_files:
-                blocks.extend(self._recomputed_blocks(name, covered=False))
+        uncovered = [name for name in self.log_files if name not in covered_files]
+        if uncovered:
+            blocks.extend(self._recomputed_blocks(uncovered, covered=False))
         probe_reads, probe_bytes = self._stats()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes)
 
-    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[ProbedBlock]:
+    def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
+                           ) -> list[ProbedBlock]:
+        """The keyed blocks of ``names`` that the log leaves valid, with their keys
+        recomputed: the blocks the merged snapshot reads (``slice_blocks``), by the same
+        rule (corrupt-block recovery, rollback command blocks, log compaction)."""
+        scanned: list[tuple[str, LogBlock]] = []
+        for name in names:
+            scanned.extend((name, b) for b in LogFileReader(self.source(name)).blocks())
+        where = {id(b): name for name, b in scanned}
         out = []
-        for block in LogFileReader(self.source(name)).blocks():
-            if block.is_corrupt or not block.block_type.is_keyed:
+        for block in log_valid_blocks([b for _, b in scanned]):
+            if not block.block_type.is_keyed:
                 continue
             keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
             if keys is not None:
-                out.append(ProbedBlock(BlockId(name, block.offset), None, keys, block.instant or "",
-                                  covered=covered))
+                out.append(ProbedBlock(BlockId(where[id(block)], block.offset), None, keys,
+                                       block.instant or "", covered=covered))
         return out
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
-        blocks = [b for name in self.log_files for b in self._recomputed_blocks(name)]
+        blocks = self._recomputed_blocks(self.log_files)
         maybe = np.ones(len(arr), dtype=bool)
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
