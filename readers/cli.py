@@ -130,6 +130,10 @@ def verify_file(path: str) -> list[str]:
             with LogFileReader(path) as reader:
                 for block in reader.blocks():
                     problems.extend(_verify_block(block))
+                if reader.torn_tail is not None:
+                    at, n = reader.torn_tail
+                    problems.append(f"{reader.path}@{at}: torn tail: {n} trailing bytes of a "
+                                    "block whose write was cut short")
         for w in caught:
             problems.append(f"warning: {w.message}")
     except MorlogError as exc:
