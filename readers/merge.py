@@ -69,6 +69,9 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
                 seq += 1
             continue
         t = b.to_arrow()
+        if spec.key_field not in t.column_names:
+            raise ContentError(f"data block has no key field {spec.key_field!r}",
+                               path=b.path, offset=b.offset, actual=t.column_names[:20])
         if spec.columns is not None:
             keep = [c for c in t.column_names if c in spec.columns or c in (
                 spec.key_field, spec.ordering_field)]
@@ -87,6 +90,9 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
     schemas: list[pa.Schema] = []
     parts: list[pa.Table] = []
     if base_table is not None:
+        if spec.key_field not in base_table.column_names:
+            raise ContentError(f"base file has no key field {spec.key_field!r}",
+                               actual=base_table.column_names[:20])
         parts.append(base_table.append_column(
             SEQ, pa.array(np.arange(base_table.num_rows, dtype=np.int64))))
         schemas.append(parts[0].schema)
@@ -206,7 +212,10 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
         if spec.columns is not None:
             want = list(dict.fromkeys([*spec.columns, spec.key_field] + (
                 [spec.ordering_field] if spec.ordering_field else [])))
-        base = read_base_file(st.join(directory, base_file), want, st)
+        path = st.join(directory, base_file)
+        base = read_base_file(path, want, st)
+        if spec.key_field not in base.column_names:
+            raise ContentError(f"base file has no key field {spec.key_field!r}", path=path)
     blocks: list[LogBlock] = []
     readers = []
     try:

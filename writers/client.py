@@ -44,7 +44,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.compat.base_footer import encode_base_footer
-from morlog.logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from morlog.logformat.avroschema import (
+    arrow_to_avro_schema,
+    avro_to_arrow_schema,
+    parse_avro_schema,
+)
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
@@ -166,7 +170,7 @@ class MorTable:
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
             raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
-        self.avro_schema = json.loads(schema_json)
+        self.avro_schema = parse_avro_schema(schema_json)
         self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
         self.data_schema = pa.schema([f for f in self.arrow_schema
                                       if f.name not in META_FIELDS])
