@@ -30,7 +30,7 @@ from morlog.logformat.errors import ContentError
 
 from .logfile import LogBlock, LogFileReader
 from .slice_blocks import effective_blocks
-from .storage import LocalStorage, Storage
+from .storage import LocalStorage, Storage, decoder_errors
 from .timeline import Timeline
 
 SEQ, DEL, ORD, KEY = "__morlog_seq", "__morlog_delete", "__morlog_ord", "__morlog_key"
@@ -190,15 +190,11 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
 
 def read_base_file(path: str, columns: Sequence[str] | None = None,
                    storage: Storage | None = None) -> pa.Table:
-    try:
+    with decoder_errors(path, "base file does not decode"):
         pf = pq.ParquetFile((storage or LocalStorage()).open_input(path))
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in names if c in columns]
         return pf.read(columns=cols)
-    except (pa.ArrowInvalid, pa.ArrowIOError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ContentError(f"base file does not decode: {exc}", path=path) from None
 
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],

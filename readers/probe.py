@@ -28,7 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.errors import ChecksumError, MorlogError, UnusableIndexWarning
+from morlog.logformat.errors import (
+    ChecksumError,
+    ContentError,
+    MorlogError,
+    UnusableIndexWarning,
+)
 from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
@@ -357,7 +362,13 @@ class SliceProbe:
         elif ref.carrier == Carrier.PARQUET:
             stored = read_parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
-            b.keys = stored.block_keys() if stored is not None else None
+            keys = stored.block_keys() if stored is not None else None
+            if keys is None:
+                # the directory lists the block as indexed: an index gone missing is damage,
+                # and the block's keys are recomputed from its records (never skipped)
+                raise ContentError("block listed as indexed carries no stored index",
+                                   path=src.name, offset=ref.block_offset)
+            b.keys = keys
         else:
             block = next(iter(LogFileReader(src).blocks(ref.block_offset,
                                                          ref.block_offset + ref.block_size)))

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import pyarrow as pa
 
 from morlog.logformat.errors import (
+    ContentError,
     LengthError,
     MissingFileError,
+    MorlogError,
     StorageError,
     TruncatedError,
     UsageError,
@@ -143,6 +147,22 @@ def storage_error(exc: BaseException, path: str, what: str) -> StorageError:
     if isinstance(exc, FileNotFoundError):
         return MissingFileError(f"no such file ({what})", path=path)
     return StorageError(reason, path=path)
+
+
+@contextmanager
+def decoder_errors(path: str | None, what: str) -> Iterator[None]:
+    """The one boundary where a third-party decoder's errors (pyarrow's Parquet reader,
+    fastavro) become the library's: a :class:`ContentError` naming ``path`` (a vanished
+    file: :class:`MissingFileError`), the original kept as ``__cause__``. The library's own
+    errors pass through unchanged."""
+    try:
+        yield
+    except MorlogError:
+        raise
+    except FileNotFoundError as exc:
+        raise MissingFileError(f"no such file ({what})", path=path) from exc
+    except Exception as exc:  # noqa: BLE001 - third-party decoders only (see above)
+        raise ContentError(f"{what}: {type(exc).__name__}: {exc}", path=path) from exc
 
 
 def _from_uri(uri: str) -> tuple[Any, str]:
