@@ -196,7 +196,11 @@ class MissingFileError(StorageError, FileNotFoundError):
 
 class MorlogWarning(UserWarning):
     """Base class of every warning morlog emits (filter them all with
-    ``warnings.simplefilter("ignore", MorlogWarning)``)."""
+    ``warnings.simplefilter("ignore", MorlogWarning)``). Its text is redacted like an
+    error's: a URI's credentials never reach it."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class UnknownKeyWarning(MorlogWarning):
