@@ -31,6 +31,7 @@ from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .probe import RangeTester, SliceProbe
+from .slice_blocks import instant_counts
 from .storage import RangedSource, Storage, TableLocation, decoder_errors
 from .table import FileSlice, Table
 
@@ -81,10 +82,11 @@ class KeyTagger:
         self.as_of = table.resolve_instant(as_of)
         self.slices = table.file_slices(self.as_of)
         self.rolled_back = table.timeline.rolled_back_instants()
+        self._rules = table.merge_spec(self.as_of)
 
     def _valid(self, instant: str) -> bool:
-        return instant not in self.rolled_back and self.table.timeline.is_committed(
-            instant, self.as_of)
+        """Whether a block of ``instant`` counts: the snapshot's rule (``slice_blocks``)."""
+        return instant_counts(instant, self.table.timeline, self._rules)
 
     def tag(self, keys: Sequence[str] | pa.Array,
             partitions: Sequence[str] | pa.Array | None = None) -> TagResult:

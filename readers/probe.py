@@ -50,8 +50,7 @@ from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
 from .index import StoredIndex, block_index, read_parquet_index
-from .logfile import LogBlock, LogFileReader
-from .slice_blocks import log_valid_blocks
+from .logfile import LogFileReader
 from .slice_index import read_slice_index
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
@@ -263,21 +262,19 @@ class SliceProbe:
 
     def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
                            ) -> list[ProbedBlock]:
-        """The keyed blocks of ``names`` that the log leaves valid, with their keys
-        recomputed: the blocks the merged snapshot reads (``slice_blocks``), by the same
-        rule (corrupt-block recovery, rollback command blocks, log compaction)."""
-        scanned: list[tuple[str, LogBlock]] = []
-        for name in names:
-            scanned.extend((name, b) for b in LogFileReader(self.source(name)).blocks())
-        where = {id(b): name for name, b in scanned}
+        """The keyed data blocks of ``names`` that the forward scan does not report CORRUPT
+        (the scan the merged snapshot reads, format §6.1), with their keys recomputed.
+        Which instants count is the caller's business (``slice_blocks.instant_counts``):
+        the probe answers, per block, which keys it holds."""
         out = []
-        for block in log_valid_blocks([b for _, b in scanned]):
-            if not block.block_type.is_keyed:
-                continue
-            keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
-            if keys is not None:
-                out.append(ProbedBlock(BlockId(where[id(block)], block.offset), None, keys,
-                                       block.instant or "", covered=covered))
+        for name in names:
+            for block in LogFileReader(self.source(name)).blocks():
+                if block.is_corrupt or not block.block_type.is_keyed:
+                    continue
+                keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+                if keys is not None:
+                    out.append(ProbedBlock(BlockId(name, block.offset), None, keys,
+                                           block.instant or "", covered=covered))
         return out
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:

@@ -1,14 +1,23 @@
-"""Which blocks of a file slice's logs count: the ONE decision shared by the merged snapshot
-(``morlog.readers.merge``) and the key lookup (``morlog.readers.probe`` /
-``morlog.readers.lookup``), so that both see the same valid blocks of a damaged or rolled-back
-log (spec §7, issue 16).
+"""Which blocks of a file slice's logs count: the decision shared by the merged snapshot
+(``morlog.readers.merge``) and the key lookup (``morlog.readers.lookup`` over
+``morlog.readers.probe``), so that both see the same valid blocks of a damaged, failed or
+rolled-back log (issue 16).
 
-CORRUPT blocks (corrupt-block recovery of ``morlog.readers.logfile``) are skipped; a ROLLBACK
-command block removes every earlier block of its target instant; blocks after the snapshot
-instant are skipped, and for table version < 8 so are blocks of instants that are not
-completed on the timeline. Log-compacted blocks (``COMPACTED_BLOCK_TIMES``) replace the blocks
-of the instants they list (chains followed), at the position of the newest instant they
-replace.
+- Framing: a block counts only if the forward scan of ``morlog.readers.logfile`` (with its
+  corrupt-block recovery) yields it as a valid block. The snapshot reads that scan; the
+  probe's compatibility path reads the same scan, and its stored path is used only while the
+  stored directory still matches the file (``slice_index.directory_matches_tail``).
+- Instants: :func:`instant_counts` (not after the snapshot instant, not rolled back by a
+  completed rollback or restore, completed on the timeline for table version < 8), asked by
+  :func:`effective_blocks` for the snapshot and by ``KeyTagger`` for every block it
+  confirms a key in.
+- Within the log, :func:`effective_blocks` also applies ROLLBACK command blocks (every earlier
+  block of the target instant is removed) and log compaction (``COMPACTED_BLOCK_TIMES``
+  blocks replace the blocks of the instants they list, chains followed, at the position of
+  the newest instant they replace). The lookup cannot see command blocks in the stored index
+  (they hold no records): a key of a block a command block rolled back may still be reported
+  present, the safe direction (the next upsert updates it in that file group, it never
+  duplicates it). Hudi records such rollbacks on the timeline too, where both rules see them.
 """
 
 from __future__ import annotations
@@ -44,10 +53,7 @@ def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: Bl
         if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
                                 BlockType.DELETE, BlockType.HFILE_DATA):
             continue
-        if spec.as_of is not None and instant > spec.as_of:
-            continue
-        if spec.table_version < 8 and timeline is not None and not timeline.is_committed(
-                instant, spec.as_of):
+        if not instant_counts(instant, timeline, spec):
             continue
         kept.append(b)
     return _apply_log_compaction(kept)
@@ -98,15 +104,19 @@ def _apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:
 
 
 
-def log_valid_blocks(blocks: list[LogBlock]) -> list[LogBlock]:
-    """The blocks the log itself leaves valid (no timeline: corrupt-block recovery, rollback
-    command blocks and log compaction), as :func:`effective_blocks` decides them."""
-    return effective_blocks(blocks, None, _LogOnly())
+def instant_counts(instant: str, timeline: Timeline | None, spec: BlockRules) -> bool:
+    """Whether blocks written by ``instant`` count, as far as the timeline decides: not after
+    the snapshot instant, not undone by a completed rollback or restore, and (table version
+    < 8, where log files of failed writes stay in the slice) completed on the timeline. The
+    key lookup asks this for every block it confirms a key in; :func:`effective_blocks` for
+    every block the snapshot merges."""
+    if spec.as_of is not None and instant > spec.as_of:
+        return False
+    if timeline is None:
+        return True
+    if instant in timeline.rolled_back_instants():
+        return False
+    return spec.table_version >= 8 or timeline.is_committed(instant, spec.as_of)
 
 
-class _LogOnly:
-    table_version = 8
-    as_of: str | None = None
-
-
-__all__ = ["BlockRules", "effective_blocks", "log_valid_blocks"]
+__all__ = ["BlockRules", "effective_blocks", "instant_counts"]

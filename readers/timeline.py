@@ -64,6 +64,7 @@ class Timeline:
                 latest[i.requested] = i
         self.instants = sorted(latest.values(), key=lambda x: x.requested)
         self._by_time = {i.requested: i for i in self.instants}
+        self._rolled_back: set[str] | None = None  # read once (rolled_back_instants)
 
     @classmethod
     def load(cls, table_path: str, table_version: int,
@@ -132,7 +133,10 @@ class Timeline:
 
     def rolled_back_instants(self) -> set[str]:
         """Instants that completed rollbacks (or restores) undid, from their metadata (whose
-        values are type-checked: a :class:`ContentError` naming the file otherwise)."""
+        values are type-checked: a :class:`ContentError` naming the file otherwise). Read
+        once per timeline; do not modify the returned set."""
+        if self._rolled_back is not None:
+            return self._rolled_back
         out: set[str] = set()
         for i in self.completed(frozenset({"rollback", "restore"})):
             md = self.metadata(i)
@@ -153,6 +157,7 @@ class Timeline:
                     raise ContentError("instantsRollback commitTime is not an instant time",
                                        path=where, actual=type(ct).__name__)
                 out.add(str(ct))
+        self._rolled_back = out
         return out
 
     def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
