@@ -69,6 +69,16 @@ class TableConfig:
         return [f for f in raw.split(",") if f]
 
     @property
+    def record_key_field(self) -> str:
+        """The first record key field; a :class:`FormatError` naming the file and the
+        setting when ``hoodie.table.recordkey.fields`` names none."""
+        fields = self.record_key_fields
+        if not fields:
+            raise FormatError("hoodie.table.recordkey.fields names no record key field",
+                              path=self.path)
+        return fields[0]
+
+    @property
     def partition_fields(self) -> list[str]:
         raw = self.props.get("hoodie.table.partition.fields", "")
         return [f.split(":")[0] for f in raw.split(",") if f]

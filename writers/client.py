@@ -162,7 +162,7 @@ class MorTable:
             raise UsageError("morlog writes table version 6 layouts", path=self.uri,
                              expected=6, actual=table.version)
         self.props = table.config.props
-        self.key_field = table.config.record_key_fields[0]
+        self.key_field = table.config.record_key_field
         parts = table.config.partition_fields
         self.partition_field = parts[0] if parts else None
         ordering = table.config.ordering_fields
