@@ -31,19 +31,28 @@ _SECRET_PARAM = re.compile(
     r"key|auth)[\w.-]*=|[?&;]sig=)[^&#\s]*")
 
 
+#: an ``@`` that marks an offset (``path@1234: message``), not the end of a user-info part
+_OFFSET_AT = re.compile(r"@\d+(?=[:\s),;]|$)")
+
+
 def _mask_userinfo(text: str) -> str:
+    schemes = list(_SCHEME.finditer(text))
     out: list[str] = []
     pos = 0
-    for m in _SCHEME.finditer(text):
+    for n, m in enumerate(schemes):
         if m.start() < pos:
             continue  # inside a user-info part masked already
         start = m.end()
-        # the authority ends at the first "/" (or the end of the line); the user-info is
-        # everything up to the LAST "@" before that: a raw secret may hold "@", "#", "?", " "
-        slash = text.find("/", start)
-        newline = text.find("\n", start)
-        limit = min(x for x in (slash, newline, len(text)) if x >= 0)
-        at = text.rfind("@", start, limit)
+        # the user-info is everything up to the LAST "@" of the URI (a raw secret may hold
+        # "@", "#", "?", "/" or spaces); the URI is taken to run to the end of the line or
+        # the next URI. An "@" followed by digits and ":" marks an offset, not a host.
+        stop = min(schemes[n + 1].start() if n + 1 < len(schemes) else len(text),
+                   len(text) if (nl := text.find("\n", start)) < 0 else nl)
+        at = -1
+        for cand in range(stop - 1, start - 1, -1):
+            if text[cand] == "@" and not _OFFSET_AT.match(text, cand):
+                at = cand
+                break
         if at < 0:
             continue
         out.append(text[pos:start])
@@ -54,12 +63,13 @@ def _mask_userinfo(text: str) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials of URIs masked: the whole user-info part
-    (``scheme://***@host``, up to the last ``@`` before the host's path, so a raw secret
-    holding ``@``, ``#``, ``?`` or spaces is masked whole) and the values of secret-like
-    query parameters (``secret_key``, ``access_key``, ``session_token``, ``X-Amz-Signature``,
-    ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``sig``, ``token``, ``password``...).
-    Every error, warning and CLI line of morlog goes through it (spec §9)."""
+    """``text`` with the credentials of URIs masked (spec §9): the whole user-info part
+    (``scheme://***@host``: up to the last ``@`` of the URI that does not mark an offset,
+    so a raw secret holding ``@``, ``#``, ``?``, ``/`` or spaces is masked whole), and the
+    values of secret-like query parameters (``secret_key``, ``access_key``,
+    ``session_token``, ``X-Amz-Signature``, ``X-Amz-Credential``,
+    ``X-Amz-Security-Token``, ``sig``, ``token``, ``password``...). Every error, warning
+    and CLI line of morlog goes through it."""
     if "@" in text:
         text = _mask_userinfo(text)
     return _SECRET_PARAM.sub(r"\g<name>***", text)
