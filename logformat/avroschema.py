@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import UsageError
+from .errors import ContentError, UsageError
 
 _PRIMITIVES: dict[str, pa.DataType] = {
     "boolean": pa.bool_(),
@@ -111,10 +111,35 @@ def _register(t: dict[str, Any], at: pa.DataType, named: dict[str, pa.DataType])
         named[f"{ns}.{name}"] = at
 
 
+def parse_avro_schema(text: str) -> dict[str, Any]:
+    """An Avro record schema's JSON text as a dict; :class:`ContentError` when the text is
+    not JSON, is nested too deeply to parse, or is not an object."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ContentError("Avro schema is nested too deeply") from None
+    except ValueError as exc:
+        raise ContentError(f"Avro schema is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ContentError("an Avro record schema is a JSON object",
+                           actual=type(value).__name__)
+    return value
+
+
 def avro_to_arrow_schema(schema: str | dict[str, Any]) -> pa.Schema:
-    """Arrow schema of an Avro record schema (JSON text or dict)."""
-    s = json.loads(schema) if isinstance(schema, str) else schema
-    st, _ = avro_type_to_arrow(s)
+    """Arrow schema of an Avro record schema (JSON text or dict). Text that is not JSON, a
+    schema nested too deeply to walk, or a value of the wrong shape is a
+    :class:`ContentError`."""
+    try:
+        s = json.loads(schema) if isinstance(schema, str) else schema
+        st, _ = avro_type_to_arrow(s)
+    except RecursionError:
+        raise ContentError("Avro schema is nested too deeply") from None
+    except ValueError as exc:
+        raise ContentError(f"Avro schema is not JSON: {exc}") from None
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ContentError(f"not a valid Avro schema ({type(exc).__name__}: {exc})"
+                           ) from exc
     if not pa.types.is_struct(st):
         raise UsageError("an Avro data block schema must be a record")
     return pa.schema([st.field(i) for i in range(st.num_fields)])

@@ -14,7 +14,8 @@ URI's credentials (``s3://key:secret@bucket/...``) never reach a message or ``pa
 Branches: :class:`FormatError` (the bytes are wrong: corrupt, truncated or foreign input;
 :class:`ChecksumError` a CRC-32 mismatch, with the stored and computed values),
 :class:`UnsupportedVersionError` (the bytes are a valid version this reader does not support:
-not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`.
+not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`,
+:class:`StorageError` (:class:`MissingFileError`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,56 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@?#\s]*@")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: query parameters whose values are secrets (matched case-insensitively on the name): AWS
+#: keys and session tokens, pre-signed URL signatures and credentials, passwords, SAS ``sig``
+_SECRET_PARAM = re.compile(
+    r"(?i)(?P<name>[?&;][\w.-]*?(?:secret|token|passw(?:or)?d|pwd|signature|credential|"
+    r"key|auth)[\w.-]*=|[?&;]sig=)[^&#\s]*")
+
+
+#: an ``@`` that marks an offset (``path@1234: message``), not the end of a user-info part
+_OFFSET_AT = re.compile(r"@\d+(?=[:\s),;]|$)")
+
+
+def _mask_userinfo(text: str) -> str:
+    schemes = list(_SCHEME.finditer(text))
+    out: list[str] = []
+    pos = 0
+    for n, m in enumerate(schemes):
+        if m.start() < pos:
+            continue  # inside a user-info part masked already
+        start = m.end()
+        # the user-info is everything up to the LAST "@" of the URI (a raw secret may hold
+        # "@", "#", "?", "/" or spaces); the URI is taken to run to the end of the line or
+        # the next URI. An "@" followed by digits and ":" marks an offset, not a host.
+        stop = min(schemes[n + 1].start() if n + 1 < len(schemes) else len(text),
+                   len(text) if (nl := text.find("\n", start)) < 0 else nl)
+        at = -1
+        for cand in range(stop - 1, start - 1, -1):
+            if text[cand] == "@" and not _OFFSET_AT.match(text, cand):
+                at = cand
+                break
+        if at < 0:
+            continue
+        out.append(text[pos:start])
+        out.append("***")
+        pos = at
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(text: str) -> str:
-    """``text`` with the user-info part of URIs (credentials) replaced by ``***``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+    """``text`` with the credentials of URIs masked (spec §9): the whole user-info part
+    (``scheme://***@host``: up to the last ``@`` of the URI that does not mark an offset,
+    so a raw secret holding ``@``, ``#``, ``?``, ``/`` or spaces is masked whole), and the
+    values of secret-like query parameters (``secret_key``, ``access_key``,
+    ``session_token``, ``X-Amz-Signature``, ``X-Amz-Credential``,
+    ``X-Amz-Security-Token``, ``sig``, ``token``, ``password``...). Every error, warning
+    and CLI line of morlog goes through it."""
+    if "@" in text:
+        text = _mask_userinfo(text)
+    return _SECRET_PARAM.sub(r"\g<name>***", text)
 
 
 class MorlogError(Exception):
@@ -146,12 +191,26 @@ class WriteError(MorlogError):
     """A write failed; the file was restored to its state before the write."""
 
 
+class StorageError(MorlogError, OSError):
+    """A path or URI could not be resolved, or its storage could not be reached or read
+    (pyarrow's ``ArrowInvalid``/``OSError``, boto3 errors, wrapped; the URI redacted). An
+    ``OSError`` as well, so ``except OSError`` keeps catching it."""
+
+
+class MissingFileError(StorageError, FileNotFoundError):
+    """A file the table or the caller names does not exist."""
+
+
 # --- warnings ------------------------------------------------------------------------------
 
 
 class MorlogWarning(UserWarning):
     """Base class of every warning morlog emits (filter them all with
-    ``warnings.simplefilter("ignore", MorlogWarning)``)."""
+    ``warnings.simplefilter("ignore", MorlogWarning)``). Its text is redacted like an
+    error's: a URI's credentials never reach it."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class UnknownKeyWarning(MorlogWarning):

@@ -28,7 +28,15 @@ from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import MorlogError, UsageError
 
-from .command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit, emit_for, read_keys_file
+from .command import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    add_output_options,
+    emit,
+    emit_for,
+    one_line,
+    read_keys_file,
+)
 from .index_report import IndexReport, index_report
 from .logfile import LogBlock, LogFileReader
 
@@ -102,7 +110,7 @@ def block_rows(path: str, keys: bool = False, key_field: str = RECORD_KEY_FIELD
         with LogFileReader(path) as reader:
             rows = [_block_json(b, keys, key_field) for b in reader.blocks()]
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(one_line(f"warning: {w.message}"), file=sys.stderr)
     return rows
 
 
@@ -122,6 +130,10 @@ def verify_file(path: str) -> list[str]:
             with LogFileReader(path) as reader:
                 for block in reader.blocks():
                     problems.extend(_verify_block(block))
+                if reader.torn_tail is not None:
+                    at, n = reader.torn_tail
+                    problems.append(f"{reader.path}@{at}: torn tail: {n} trailing bytes of a "
+                                    "block whose write was cut short")
         for w in caught:
             problems.append(f"warning: {w.message}")
     except MorlogError as exc:

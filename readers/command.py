@@ -19,6 +19,7 @@ Exit codes: 0 ok, 1 problems found (``verify``, a demo that did not check out), 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -122,14 +123,16 @@ def emit(data: T, text: Callable[[T, TextIO], None], *, out: TextIO | None = Non
          to_json: Callable[[T], Any] | None = None) -> None:
     """Print a command's result: one JSON document (``as_json``; indented when ``pretty``;
     ``to_json`` turns ``data`` into plain lists and dicts first when it is not already) or
-    its text form, ``text(data, out)``."""
+    its text form, ``text(data, out)``; credentials in URIs are redacted (spec §9)."""
     stream = out if out is not None else sys.stdout
+    buf = io.StringIO()  # every line goes through redact: paths may be URIs with secrets
     if as_json:
         doc = to_json(data) if to_json is not None else data
-        json.dump(doc, stream, indent=2 if pretty else None, allow_nan=allow_nan)
-        stream.write("\n")
+        json.dump(doc, buf, indent=2 if pretty else None, allow_nan=allow_nan)
+        buf.write("\n")
     else:
-        text(data, stream)
+        text(data, buf)
+    stream.write(redact(buf.getvalue()))
 
 
 def emit_for(args: argparse.Namespace, data: T, text: Callable[[T, TextIO], None],

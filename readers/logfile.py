@@ -172,6 +172,11 @@ class LogFileReader:
                  strict: bool = False) -> None:
         self.source = source if isinstance(source, RangedSource) else open_source(source)
         self.strict = strict
+        #: after a scan to the end of the file: (offset, length) of trailing bytes too short
+        #: to hold a block's magic (1-5 bytes: a block's write cut right after it started).
+        #: The scan ends there, as Java's reader does (end of file while reading the magic);
+        #: ``morlog verify`` reports them as a torn tail.
+        self.torn_tail: tuple[int, int] | None = None
 
     @property
     def path(self) -> str:
@@ -213,6 +218,8 @@ class LogFileReader:
                 continue
             yield block
             pos = block.offset + block.size
+        if limit is None and pos < end:
+            self.torn_tail = (pos, end - pos)
 
     def _read_block(self, pos: int, end: int, first: bytes) -> LogBlock:
         """Validate and decode the block at ``pos``; FormatError when its framing is bad."""

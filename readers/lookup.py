@@ -25,13 +25,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.compat.base_footer import parse_base_footer
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .probe import RangeTester, SliceProbe
-from .storage import RangedSource, Storage, TableLocation
+from .slice_blocks import instant_counts
+from .storage import RangedSource, Storage, TableLocation, decoder_errors
 from .table import FileSlice, Table
 
 
@@ -81,10 +82,11 @@ class KeyTagger:
         self.as_of = table.resolve_instant(as_of)
         self.slices = table.file_slices(self.as_of)
         self.rolled_back = table.timeline.rolled_back_instants()
+        self._rules = table.merge_spec(self.as_of)
 
     def _valid(self, instant: str) -> bool:
-        return instant not in self.rolled_back and self.table.timeline.is_committed(
-            instant, self.as_of)
+        """Whether a block of ``instant`` counts: the snapshot's rule (``slice_blocks``)."""
+        return instant_counts(instant, self.table.timeline, self._rules)
 
     def tag(self, keys: Sequence[str] | pa.Array,
             partitions: Sequence[str] | pa.Array | None = None) -> TagResult:
@@ -191,8 +193,9 @@ class BaseHits:
 def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> BaseHits:
     """Which of ``keys`` a base file holds: its Hudi footer (bloom filter, min/max key)
     prunes, then its key column confirms exactly. Reads are counted at ``src``."""
-    pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
-    info = parse_base_footer(pf.metadata.metadata)
+    with decoder_errors(src.name, "base file footer does not decode"):
+        pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
+        info = parse_base_footer(pf.metadata.metadata)
     cand = np.ones(len(keys.arr), dtype=bool)
     if info.bloom is not None:
         cand &= info.bloom.contains(keys.batch, keys.chain)
@@ -201,8 +204,11 @@ def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> Bas
     idx = np.flatnonzero(cand)
     if idx.size == 0:
         return BaseHits(idx, 0, False)
-    column = pf.read(columns=[key_field], use_threads=False).column(0)
-    col = column.combine_chunks().cast(pa.string())
+    with decoder_errors(src.name, "base file key column does not decode"):
+        if key_field not in pf.schema_arrow.names:
+            raise ContentError(f"base file has no key field {key_field!r}", path=src.name)
+        column = pf.read(columns=[key_field], use_threads=False).column(0)
+        col = column.combine_chunks().cast(pa.string())
     cand_keys = keys.arr.take(pa.array(idx))
     # hash the (few) candidates and scan the file's keys, not the other way round
     in_file = col.filter(pc.is_in(col, value_set=cand_keys))

@@ -1,11 +1,9 @@
 """Merged snapshot of a file slice: base file plus logs, with Hudi's merge semantics (facts §7).
 
-Which blocks count: CORRUPT blocks and blocks after the snapshot instant are skipped; for
-table version < 8, so are blocks of instants that are not completed on the timeline. A
-ROLLBACK command block removes every earlier block of its target instant. Log-compacted
-blocks (``COMPACTED_BLOCK_TIMES``) replace the blocks of the instants they list (chains
-followed), at the position of the newest instant they replace. The surviving blocks are
-applied oldest to newest, grouped by instant in order of first appearance.
+Which blocks count is decided by ``morlog.readers.slice_blocks.effective_blocks``, the one
+rule the key lookup applies too (corrupt blocks, rollbacks, failed instants, log compaction).
+The surviving blocks are applied oldest to newest, grouped by instant in order of first
+appearance.
 
 How records merge, per key: COMMIT_TIME_ORDERING takes the latest record or delete.
 EVENT_TIME_ORDERING keeps the record with the greatest ordering value, the later one on ties;
@@ -26,12 +24,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.constants import BlockType, CommandType, HeaderKey
+from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import OrderingValue
 from morlog.logformat.errors import ContentError
 
 from .logfile import LogBlock, LogFileReader
-from .storage import LocalStorage, Storage
+from .slice_blocks import effective_blocks
+from .storage import LocalStorage, Storage, decoder_errors
 from .timeline import Timeline
 
 SEQ, DEL, ORD, KEY = "__morlog_seq", "__morlog_delete", "__morlog_ord", "__morlog_key"
@@ -46,74 +45,6 @@ class MergeSpec:
     table_version: int = 6
     as_of: str | None = None
     columns: Sequence[str] | None = None
-
-
-def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: MergeSpec
-                     ) -> list[LogBlock]:
-    """The data and delete blocks a reader applies, in the order it applies them."""
-    kept: list[LogBlock] = []
-    for b in blocks:
-        if b.is_corrupt:
-            continue
-        instant = b.instant or ""
-        if b.block_type == BlockType.COMMAND:
-            if b.command_type == CommandType.ROLLBACK:
-                target = b.target_instant
-                kept = [k for k in kept if k.instant != target]
-            continue
-        if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
-                                BlockType.DELETE, BlockType.HFILE_DATA):
-            continue
-        if spec.as_of is not None and instant > spec.as_of:
-            continue
-        if spec.table_version < 8 and timeline is not None and not timeline.is_committed(
-                instant, spec.as_of):
-            continue
-        kept.append(b)
-    return _apply_log_compaction(kept)
-
-
-def _apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:
-    compacted: dict[str, str] = {}  # instant -> the compacted block's instant replacing it
-    for b in blocks:
-        times = b.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
-        if times:
-            for t in times.split(","):
-                compacted[t.strip()] = b.instant or ""
-    if not compacted:
-        return blocks
-
-    def final(instant: str) -> str:
-        seen = set()
-        while instant in compacted and instant not in seen:
-            seen.add(instant)
-            instant = compacted[instant]
-        return instant
-
-    by_instant: dict[str, list[LogBlock]] = {}
-    order: list[str] = []
-    for b in blocks:
-        i = b.instant or ""
-        if i not in by_instant:
-            by_instant[i] = []
-            order.append(i)
-        by_instant[i].append(b)
-    out: list[LogBlock] = []
-    placed: set[str] = set()
-    # newest to oldest: a replaced instant's slot goes to its final compacted block, once,
-    # at the position of the newest instant it replaces
-    slots: list[str] = []
-    for i in reversed(order):
-        target = final(i) if i in compacted else (None if i in compacted.values() else i)
-        if target is None:
-            continue  # a compacted block is only emitted through the instants it replaces
-        if target in placed:
-            continue
-        placed.add(target)
-        slots.append(target)
-    for t in reversed(slots):
-        out.extend(by_instant.get(t, []))
-    return out
 
 
 def _delete_is_natural(ov: OrderingValue | None) -> bool:
@@ -138,6 +69,9 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
                 seq += 1
             continue
         t = b.to_arrow()
+        if spec.key_field not in t.column_names:
+            raise ContentError(f"data block has no key field {spec.key_field!r}",
+                               path=b.path, offset=b.offset, actual=t.column_names[:20])
         if spec.columns is not None:
             keep = [c for c in t.column_names if c in spec.columns or c in (
                 spec.key_field, spec.ordering_field)]
@@ -156,6 +90,9 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
     schemas: list[pa.Schema] = []
     parts: list[pa.Table] = []
     if base_table is not None:
+        if spec.key_field not in base_table.column_names:
+            raise ContentError(f"base file has no key field {spec.key_field!r}",
+                               actual=base_table.column_names[:20])
         parts.append(base_table.append_column(
             SEQ, pa.array(np.arange(base_table.num_rows, dtype=np.int64))))
         schemas.append(parts[0].schema)
@@ -253,15 +190,11 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
 
 def read_base_file(path: str, columns: Sequence[str] | None = None,
                    storage: Storage | None = None) -> pa.Table:
-    try:
+    with decoder_errors(path, "base file does not decode"):
         pf = pq.ParquetFile((storage or LocalStorage()).open_input(path))
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in names if c in columns]
         return pf.read(columns=cols)
-    except (pa.ArrowInvalid, pa.ArrowIOError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ContentError(f"base file does not decode: {exc}", path=path) from None
 
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
@@ -275,7 +208,10 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
         if spec.columns is not None:
             want = list(dict.fromkeys([*spec.columns, spec.key_field] + (
                 [spec.ordering_field] if spec.ordering_field else [])))
-        base = read_base_file(st.join(directory, base_file), want, st)
+        path = st.join(directory, base_file)
+        base = read_base_file(path, want, st)
+        if spec.key_field not in base.column_names:
+            raise ContentError(f"base file has no key field {spec.key_field!r}", path=path)
     blocks: list[LogBlock] = []
     readers = []
     try:

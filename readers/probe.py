@@ -28,7 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.errors import ChecksumError, MorlogError, UnusableIndexWarning
+from morlog.logformat.errors import (
+    ChecksumError,
+    ContentError,
+    MorlogError,
+    UnusableIndexWarning,
+)
 from morlog.logformat.index_trailer import (
     BlockRef,
     Carrier,
@@ -246,28 +251,34 @@ class SliceProbe:
         # log files of the slice that the stored index does not know of (table version 8+
         # writes one log file per delta commit; another writer may have added one):
         # their blocks are recomputed and tested without the cumulative filter
-        for name in self.log_files:
-            if name not in covered_files:
-                blocks.extend(self._recomputed_blocks(name, covered=False))
+        uncovered = [name for name in self.log_files if name not in covered_files]
+        if uncovered:
+            blocks.extend(self._recomputed_blocks(uncovered, covered=False))
         probe_reads, probe_bytes = self._stats()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes)
 
-    def _recomputed_blocks(self, name: str, covered: bool = True) -> list[ProbedBlock]:
+    def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
+                           ) -> list[ProbedBlock]:
+        """The keyed data blocks of ``names`` that the forward scan does not report CORRUPT
+        (the scan the merged snapshot reads, format §6.1), with their keys recomputed.
+        Which instants count is the caller's business (``slice_blocks.instant_counts``):
+        the probe answers, per block, which keys it holds."""
         out = []
-        for block in LogFileReader(self.source(name)).blocks():
-            if block.is_corrupt or not block.block_type.is_keyed:
-                continue
-            keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
-            if keys is not None:
-                out.append(ProbedBlock(BlockId(name, block.offset), None, keys, block.instant or "",
-                                  covered=covered))
+        for name in names:
+            for block in LogFileReader(self.source(name)).blocks():
+                if block.is_corrupt or not block.block_type.is_keyed:
+                    continue
+                keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
+                if keys is not None:
+                    out.append(ProbedBlock(BlockId(name, block.offset), None, keys,
+                                           block.instant or "", covered=covered))
         return out
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
-        blocks = [b for name in self.log_files for b in self._recomputed_blocks(name)]
+        blocks = self._recomputed_blocks(self.log_files)
         maybe = np.ones(len(arr), dtype=bool)
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
@@ -348,7 +359,13 @@ class SliceProbe:
         elif ref.carrier == Carrier.PARQUET:
             stored = read_parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)
-            b.keys = stored.block_keys() if stored is not None else None
+            keys = stored.block_keys() if stored is not None else None
+            if keys is None:
+                # the directory lists the block as indexed: an index gone missing is damage,
+                # and the block's keys are recomputed from its records (never skipped)
+                raise ContentError("block listed as indexed carries no stored index",
+                                   path=src.name, offset=ref.block_offset)
+            b.keys = keys
         else:
             block = next(iter(LogFileReader(src).blocks(ref.block_offset,
                                                          ref.block_offset + ref.block_size)))

@@ -102,10 +102,36 @@ def read_slice_index(log_files: Sequence[str], source: SourceOf) -> SliceIndex |
     cum, directory = tail.index.cumulative(), tail.index.directory()
     if cum is None or directory is None:
         return None
+    if not directory_matches_tail(directory, name, tail):
+        return None  # the file no longer is as indexed: the scan decides (compat path)
     if cum.kind != CumulativeKind.DELTA:
         return SliceIndex(name, tail, cum, directory)
     full, cp_dir = read_checkpoint(source, cum, directory)
     return SliceIndex(name, tail, cum, directory, full, cp_dir)
+
+
+def directory_matches_tail(directory: Directory, name: str, tail: TailIndex) -> bool:
+    """Whether the stored directory still describes the tail file as it is: its newest entry
+    in that file is the tail block, at the offset and size where the tail was found, and the
+    earlier entries of that file lie before it without overlapping.
+
+    Bytes inserted into or cut from the file after it was indexed (a damaged log) shift the
+    tail block away from the offset the directory recorded; the directory's offsets are then
+    stale, and keys of blocks the forward scan still reads would be looked up at the wrong
+    place. The caller then recomputes from a scan, as the merged snapshot reads the file."""
+    mine = [r for r in directory.blocks
+            if 0 <= r.file < len(directory.files) and directory.files[r.file] == name]
+    if not mine:
+        return False
+    last = mine[-1]
+    if (last.block_offset, last.block_size) != (tail.offset, tail.size):
+        return False
+    end = 0
+    for r in mine[:-1]:
+        if r.block_offset < end or r.block_offset + r.block_size > tail.offset:
+            return False
+        end = r.block_offset + r.block_size
+    return True
 
 
 def _newest_stored_index(log_files: Sequence[str], source: SourceOf
@@ -182,5 +208,5 @@ def checkpoint_location(stored: StoredIndex, block_offset: int, block_size: int
     return CheckpointRef(0, Carrier.AVRO, cr[0], length, zlib.crc32(raw), cr[1])
 
 
-__all__ = ["SliceIndex", "SourceOf", "checkpoint_location", "read_checkpoint",
-           "read_slice_index"]
+__all__ = ["SliceIndex", "SourceOf", "checkpoint_location", "directory_matches_tail",
+           "read_checkpoint", "read_slice_index"]

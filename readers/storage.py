@@ -18,10 +18,23 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from morlog.logformat.errors import LengthError, TruncatedError, UsageError, redact
+import pyarrow as pa
+
+from morlog.logformat.errors import (
+    ContentError,
+    LengthError,
+    MissingFileError,
+    MorlogError,
+    StorageError,
+    TruncatedError,
+    UsageError,
+    redact,
+)
 
 
 @dataclass
@@ -123,24 +136,71 @@ class BytesSource(SourceBase):
         pass
 
 
+def storage_error(exc: BaseException, path: str, what: str) -> StorageError:
+    """``exc`` (pyarrow's ``ArrowInvalid``/``OSError``, a boto3 error, ...) met while
+    ``what`` at ``path``, as the library's typed error. The URI and the original message
+    are redacted; the original is not chained (``from None`` by the caller): its text may
+    hold the raw credentials of the URI, which ``redact`` can no longer find once pyarrow
+    quoted them."""
+    detail = redact(str(exc)) if "://" not in str(exc) and "@" not in str(exc) else ""
+    reason = f"{what} failed ({type(exc).__name__}{': ' + detail if detail else ''})"
+    if isinstance(exc, FileNotFoundError):
+        return MissingFileError(f"no such file ({what})", path=path)
+    return StorageError(reason, path=path)
+
+
+@contextmanager
+def decoder_errors(path: str | None, what: str) -> Iterator[None]:
+    """The one boundary where a third-party decoder's errors (pyarrow's Parquet reader,
+    fastavro) become the library's: a :class:`ContentError` naming ``path`` (a vanished
+    file: :class:`MissingFileError`), the original kept as ``__cause__``. The library's own
+    errors pass through unchanged."""
+    try:
+        yield
+    except MorlogError:
+        raise
+    except FileNotFoundError as exc:
+        raise MissingFileError(f"no such file ({what})", path=path) from exc
+    except Exception as exc:  # noqa: BLE001 - third-party decoders only (see above)
+        raise ContentError(f"{what}: {type(exc).__name__}: {exc}", path=path) from exc
+
+
+def _from_uri(uri: str) -> tuple[Any, str]:
+    """``pyarrow.fs.FileSystem.from_uri``, its errors typed and the URI redacted."""
+    import pyarrow.fs as pafs
+
+    try:
+        fs, inner = pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+        raise storage_error(exc, uri, "resolving the URI") from None
+    return fs, inner
+
+
 class ArrowFileSource(SourceBase):
     """A file on any pyarrow filesystem; ``read`` maps to one ranged request (``read_at``)."""
 
     def __init__(self, path: str, filesystem: Any = None) -> None:
-        import pyarrow.fs as pafs
 
+        shown = path
         if filesystem is None:
-            filesystem, path = pafs.FileSystem.from_uri(path)
+            filesystem, path = _from_uri(path)
         self.name = path
         self.stats = ReadStats()
         if getattr(filesystem, "type_name", "") != "local":
             self.coalesce_gap = REMOTE_COALESCE_GAP
-        self._file = filesystem.open_input_file(path)
-        self._size = int(self._file.size())
+        try:
+            self._file = filesystem.open_input_file(path)
+            self._size = int(self._file.size())
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise storage_error(exc, shown, "opening the file") from None
 
     def read(self, offset: int, length: int) -> bytes:
         self._check(offset, length)
-        data = self._file.read_at(length, offset)
+        try:
+            data = self._file.read_at(length, offset)
+        except (pa.ArrowException, OSError) as exc:
+            raise storage_error(exc, self.name, f"reading {length} bytes at {offset}"
+                                ) from None
         return self._count(data if isinstance(data, bytes) else data.to_pybytes(), offset,
                            length)
 
@@ -266,11 +326,17 @@ class ArrowStorage(Storage):
         return bool(self.fs.get_file_info(path).type == pafs.FileType.File)
 
     def read(self, path: str) -> bytes:
-        with self.fs.open_input_file(path) as f:
-            return bytes(f.read())
+        try:
+            with self.fs.open_input_file(path) as f:
+                return bytes(f.read())
+        except (pa.ArrowException, OSError) as exc:
+            raise storage_error(exc, path, "reading the file") from None
 
     def size(self, path: str) -> int:
-        return int(self.fs.get_file_info(path).size)
+        try:
+            return int(self.fs.get_file_info(path).size)
+        except (pa.ArrowException, OSError) as exc:
+            raise storage_error(exc, path, "reading the file's size") from None
 
     def source(self, path: str) -> RangedSource:
         return ArrowFileSource(path, self.fs)
@@ -332,14 +398,15 @@ class TableLocation:
             return loc
         if "://" not in path:
             return cls(path, path)
-        import pyarrow.fs as pafs
-
-        fs, inner = pafs.FileSystem.from_uri(path)
+        fs, inner = _from_uri(path)
         fs_type = str(getattr(fs, "type_name", ""))
         if fs_type == "local":
             return cls(path, inner)
-        client_args = _s3_client_args(path, getattr(fs, "region", None)) if (
-            fs_type == "s3") else ()
+        try:
+            client_args = _s3_client_args(path, getattr(fs, "region", None)) if (
+                fs_type == "s3") else ()
+        except ValueError as exc:
+            raise storage_error(exc, path, "resolving the URI") from None
         loc = cls(path, inner, "arrow", fs_type, False, _reduce(fs), client_args)
         loc._cache["fs"] = fs
         return loc

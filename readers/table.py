@@ -16,14 +16,16 @@ from typing import Any
 import pyarrow as pa
 
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from morlog.logformat.errors import UnsupportedVersionError, UsageError
+from morlog.logformat.errors import ContentError, FormatError, UnsupportedVersionError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
+from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.table_files import (
     PARTITION_METADATA_FILE,
     PROPERTIES_FILE,
     parse_properties,
 )
 
+from .containment import check_file_name, resolve_under
 from .merge import MergeSpec, read_slice
 from .storage import TableLocation
 from .timeline import Timeline
@@ -37,13 +39,21 @@ __all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig"]
 @dataclass(frozen=True)
 class TableConfig:
     props: dict[str, str]
+    #: the ``hoodie.properties`` file the settings were read from (for error messages)
+    path: str | None = None
 
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.props.get(key, default)
 
     @property
     def version(self) -> int:
-        return int(self.props.get("hoodie.table.version", "0") or 0)
+        """``hoodie.table.version``; a :class:`FormatError` naming the file and the setting
+        when it is not a (small) decimal number."""
+        raw = (self.props.get("hoodie.table.version", "0") or "0").strip()
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
+            raise FormatError("hoodie.table.version is not a table version number",
+                              path=self.path, actual=raw[:40])
+        return int(raw)
 
     @property
     def table_type(self) -> str:
@@ -57,6 +67,16 @@ class TableConfig:
     def record_key_fields(self) -> list[str]:
         raw = self.props.get("hoodie.table.recordkey.fields", "")
         return [f for f in raw.split(",") if f]
+
+    @property
+    def record_key_field(self) -> str:
+        """The first record key field; a :class:`FormatError` naming the file and the
+        setting when ``hoodie.table.recordkey.fields`` names none."""
+        fields = self.record_key_fields
+        if not fields:
+            raise FormatError("hoodie.table.recordkey.fields names no record key field",
+                              path=self.path)
+        return fields[0]
 
     @property
     def partition_fields(self) -> list[str]:
@@ -113,6 +133,14 @@ class FileSlice:
         return [LogFileName.parse(n) for n in self.log_files]
 
 
+def _plain_name(name: str) -> bool:
+    try:
+        check_file_name(name)
+    except UsageError:
+        return False
+    return True
+
+
 class Table:
     """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem."""
 
@@ -128,7 +156,7 @@ class Table:
             raise UsageError("not a Hudi table (no .hoodie/hoodie.properties)", path=path)
         self.path = path
         text = self.storage.read(props_path).decode("utf-8", errors="replace")
-        self.config = TableConfig(parse_properties(text, props_path))
+        self.config = TableConfig(parse_properties(text, props_path), props_path)
         if self.config.version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedVersionError("unsupported table version", path=props_path,
                                           expected=sorted(SUPPORTED_TABLE_VERSIONS),
@@ -178,7 +206,10 @@ class Table:
         text = self.config.get("hoodie.table.create.schema")
         if not text:
             raise UsageError("table has no hoodie.table.create.schema", path=self.path)
-        schema = avro_to_arrow_schema(text)
+        try:
+            schema = avro_to_arrow_schema(text)
+        except ContentError as exc:
+            raise exc.at(self.config.path) from exc.__cause__
         if self.config.populate_meta_fields:
             meta = [pa.field(n, pa.string()) for n in META_FIELDS if n not in schema.names]
             schema = pa.schema(meta + list(schema))
@@ -214,7 +245,12 @@ class Table:
             return pa.concat_tables(parts)
 
     def slice_dir(self, partition: str) -> str:
-        return self.storage.join(self.path, partition) if partition else self.path
+        """The directory of a partition, checked to lie under the table root (a partition
+        name comes from a listing or from commit metadata: never trusted to stay inside)."""
+        if not partition:
+            return self.path
+        check_relative_partition_path(partition)
+        return resolve_under(self.path, partition)
 
     def partitions(self) -> list[str]:
         """Relative partition paths ("" for a non-partitioned table): the directories that
@@ -226,8 +262,8 @@ class Table:
         while stack:
             rel = stack.pop()
             for d in self.storage.subdirs(self.slice_dir(rel)):
-                if d.startswith("."):
-                    continue
+                if d.startswith(".") or not _plain_name(d):
+                    continue  # hidden, or a name no partition path can have
                 child = f"{rel}/{d}" if rel else d
                 if PARTITION_METADATA in self.storage.listdir(self.slice_dir(child)):
                     out.append(child)

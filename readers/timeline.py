@@ -18,8 +18,9 @@ from typing import Any
 
 import fastavro
 
-from morlog.logformat.errors import ContentError
+from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED, TimelineFileName
+from morlog.logformat.partition_path import check_relative_partition_path
 
 from .storage import LocalStorage, Storage
 
@@ -63,6 +64,7 @@ class Timeline:
                 latest[i.requested] = i
         self.instants = sorted(latest.values(), key=lambda x: x.requested)
         self._by_time = {i.requested: i for i in self.instants}
+        self._rolled_back: set[str] | None = None  # read once (rolled_back_instants)
 
     @classmethod
     def load(cls, table_path: str, table_version: int,
@@ -125,31 +127,79 @@ class Timeline:
             value = json.loads(data)
         except ValueError as exc:
             raise ContentError(f"commit metadata is not JSON: {exc}", path=path) from None
+        except RecursionError:
+            raise ContentError("commit metadata is nested too deeply", path=path) from None
         return value if isinstance(value, dict) else {}
 
     def rolled_back_instants(self) -> set[str]:
-        """Instants that completed rollbacks (or restores) undid, from their metadata."""
+        """Instants that completed rollbacks (or restores) undid, from their metadata (whose
+        values are type-checked: a :class:`ContentError` naming the file otherwise). Read
+        once per timeline; do not modify the returned set."""
+        if self._rolled_back is not None:
+            return self._rolled_back
         out: set[str] = set()
         for i in self.completed(frozenset({"rollback", "restore"})):
             md = self.metadata(i)
-            for t in md.get("commitsRollback") or []:
+            where = self.storage.join(self.directory, i.file_name)
+            for t in _list_of(md, "commitsRollback", where):
+                if not isinstance(t, (str, int)) or isinstance(t, bool):
+                    raise ContentError("commitsRollback holds a value that is not an "
+                                       "instant time", path=where, actual=type(t).__name__)
                 out.add(str(t))
-            for t in (md.get("instantsRollback") or []):
-                if isinstance(t, dict) and t.get("commitTime"):
-                    out.add(str(t["commitTime"]))
+            for t in _list_of(md, "instantsRollback", where):
+                if not isinstance(t, dict):
+                    raise ContentError("instantsRollback holds a value that is not an "
+                                       "object", path=where, actual=type(t).__name__)
+                ct = t.get("commitTime")
+                if ct is None or ct == "":
+                    continue
+                if not isinstance(ct, (str, int)) or isinstance(ct, bool):
+                    raise ContentError("instantsRollback commitTime is not an instant time",
+                                       path=where, actual=type(ct).__name__)
+                out.add(str(ct))
+        self._rolled_back = out
         return out
 
     def replaced_file_groups(self, as_of: str | None = None) -> set[tuple[str, str]]:
-        """(partition, file id) of file groups replaced by completed replace commits."""
+        """(partition, file id) of file groups replaced by completed replace commits
+        (partitions checked to be safe relative paths, file ids strings)."""
         out: set[tuple[str, str]] = set()
         for i in self.completed(frozenset({"replacecommit"})):
             if as_of is not None and i.requested > as_of:
                 continue
             md = self.metadata(i)
-            for part, ids in (md.get("partitionToReplaceFileIds") or {}).items():
-                for fid in ids or []:
+            where = self.storage.join(self.directory, i.file_name)
+            groups = md.get("partitionToReplaceFileIds")
+            if groups is None:
+                continue
+            if not isinstance(groups, dict):
+                raise ContentError("partitionToReplaceFileIds is not an object", path=where,
+                                   actual=type(groups).__name__)
+            for part in groups:
+                if part != "":
+                    try:
+                        check_relative_partition_path(part)
+                    except UsageError as exc:
+                        raise ContentError(f"partitionToReplaceFileIds names an unsafe "
+                                           f"partition ({exc.message})", path=where) from None
+                for fid in _list_of(groups, part, where):
+                    if not isinstance(fid, str):
+                        raise ContentError("partitionToReplaceFileIds holds a file id that "
+                                           "is not a string", path=where,
+                                           actual=type(fid).__name__)
                     out.add((part, fid))
         return out
+
+
+def _list_of(md: dict[str, Any], key: str, where: str) -> list[Any]:
+    """``md[key]`` when a list (absent or null: empty); a :class:`ContentError` otherwise."""
+    value = md.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ContentError(f"{key or 'a partition'} in commit metadata is not a list",
+                           path=where, actual=type(value).__name__)
+    return value
 
 
 def _parse(name: str, layout: int) -> Instant | None:

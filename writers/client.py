@@ -44,7 +44,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.compat.base_footer import encode_base_footer
-from morlog.logformat.avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from morlog.logformat.avroschema import (
+    arrow_to_avro_schema,
+    avro_to_arrow_schema,
+    parse_avro_schema,
+)
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
@@ -184,12 +188,8 @@ class MorTable:
         schema_json = self.props.get("hoodie.table.create.schema")
         if not schema_json:
             raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
-        try:
-            self.avro_schema = json.loads(schema_json)
-            self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            raise UsageError("hoodie.table.create.schema is not a usable Avro schema "
-                             f"({type(exc).__name__})", path=self.uri) from None
+        self.avro_schema = parse_avro_schema(schema_json)
+        self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
         self.data_schema = pa.schema([f for f in self.arrow_schema
                                       if f.name not in META_FIELDS])
 
