@@ -201,8 +201,8 @@ class _Reader:
             valid = branch != node.null_index
             sel = np.flatnonzero(valid)
             inner = self.read(node.inner, pos[sel], rows[sel])
-            pos[sel] = self._last_pos
-            self._last_pos = pos
+            pos[sel] = self.last_pos
+            self.last_pos = pos
             if sel.size == n:
                 return inner
             idx = np.cumsum(valid) - 1
@@ -275,15 +275,16 @@ class _Reader:
             children = []
             for _, child in node.fields:
                 children.append(self.read(child, pos, rows))
-                pos = self._last_pos
+                pos = self.last_pos
             assert isinstance(node.arrow, pa.StructType)
             arr = pa.StructArray.from_arrays(children, fields=list(node.arrow))
         else:  # pragma: no cover - _plan admits no other kinds
             raise Unsupported(k)
-        self._last_pos = pos
+        self.last_pos = pos
         return arr
 
-    _last_pos: np.ndarray
+    #: where each record's read stands after the last read() (the next field starts there)
+    last_pos: np.ndarray
 
 
 def _walk_framing(content: bytes | memoryview, count: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -332,7 +333,7 @@ def decode_block_records_to_arrow(content: bytes | memoryview, schema_json: str,
     cols = []
     for _, child in node.fields:
         cols.append(reader.read(child, pos, rows))
-        pos = reader._last_pos
+        pos = reader.last_pos
     if not np.array_equal(pos, ends):
         raise Unsupported("record length does not match its encoding")
     return pa.Table.from_arrays(cols, schema=arrow_schema)
