@@ -35,6 +35,7 @@ from morlog.logformat.errors import (
     UsageError,
     redact,
 )
+from morlog.logformat.partition_path import check_relative_partition_path
 
 
 @dataclass
@@ -452,8 +453,11 @@ class TableLocation:
         return self.storage.join(self.path, *parts)
 
     def partition_path(self, partition: str) -> str:
-        """The directory of a partition ("" : the table's own directory)."""
-        return self.join(partition) if partition else self.path
+        """The directory of a partition ("" : the table's own directory); an
+        :class:`UnsafePathError` for a partition that is not a safe relative path (``..``,
+        absolute, ``.hoodie``..., see ``morlog.logformat.partition_path``), so no path built
+        here leaves the table."""
+        return self.join(check_relative_partition_path(partition)) if partition else self.path
 
 
 def _reduce(fs: Any) -> tuple[Any, tuple[Any, ...]]:

@@ -257,3 +257,15 @@ def test_repair_torn_whole_file_is_deleted(tmp_path: Path) -> None:
     assert [(f.path, f.keep_bytes) for f in torn] == [(str(junk), 0)]
     repair(str(root), apply=True)
     assert not junk.exists()
+
+
+@pytest.mark.parametrize("partition", ["..", "../x", "/abs", ".hoodie", "a/../..", "a\x00b"])
+def test_a_table_location_never_builds_a_partition_path_outside(tmp_path: Path,
+                                                                partition: str) -> None:
+    from morlog.readers.storage import TableLocation
+
+    loc = TableLocation.resolve(str(tmp_path / "t"))
+    with pytest.raises(UnsafePathError):
+        loc.partition_path(partition)
+    assert loc.partition_path("") == loc.path
+    assert loc.partition_path("city=x/2024").startswith(loc.path)
