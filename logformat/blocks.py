@@ -82,8 +82,9 @@ def avro_data_block(
 #: what sends a block to the per-record fastavro path: a schema or value the column-wise codec
 #: does not handle (it raises Unsupported), and, defensively, any error of numpy or Arrow inside
 #: it; the fastavro path then gives the result or the typed error it always gave
-_FAST_PATH_MISSES = (Unsupported, ValueError, TypeError, IndexError, KeyError, OverflowError,
-                     pa.ArrowException)
+FAST_PATH_MISSES = (Unsupported, ValueError, TypeError, IndexError, KeyError, OverflowError,
+                    pa.ArrowException)
+_FAST_PATH_MISSES = FAST_PATH_MISSES
 
 
 def _has_map(t: pa.DataType) -> bool:

@@ -553,7 +553,7 @@ class MorTable:
             meta = self._with_meta(records, None, instant, fid, partition)
             r = (w.append_parquet(meta, instant, schema=self.avro_schema)
                  if self.config.carrier == "parquet"
-                 else w.append_avro(meta.to_pylist(), self.avro_schema, instant))
+                 else w.append_avro_arrow(meta, self.avro_schema, instant))
             out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))
         if deletes is not None and deletes.num_rows:
             keys = deletes.column(self.key_field).cast(pa.string()).to_pylist()

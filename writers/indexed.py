@@ -52,6 +52,7 @@ from morlog.logformat.indexed_block import (
     Placement,
     PreparedBlock,
     prepare_avro,
+    prepare_avro_arrow,
     prepare_parquet,
 )
 from morlog.logformat.keybatch import KeyBatch
@@ -216,6 +217,14 @@ class IndexedLogWriter:
                     sync: bool | None = None) -> WriteResult:
         prepared = prepare_avro(records, schema, instant, key_field=self.key_field,
                                 fpp=self.fpp, extra_header=extra_header)
+        return self._append_indexed(prepared, sync)
+
+    def append_avro_arrow(self, table: pa.Table | pa.RecordBatch, schema: str | dict[str, Any],
+                          instant: str, *, extra_header: Mapping[HeaderKey, str] | None = None,
+                          sync: bool | None = None) -> WriteResult:
+        """:meth:`append_avro` of an Arrow table's rows (the same bytes, built column-wise)."""
+        prepared = prepare_avro_arrow(table, schema, instant, key_field=self.key_field,
+                                      fpp=self.fpp, extra_header=extra_header)
         return self._append_indexed(prepared, sync)
 
     def append_parquet(self, table: pa.Table, instant: str, *,
