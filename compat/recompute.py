@@ -16,13 +16,18 @@ from typing import Any
 
 import pyarrow as pa
 
+from morlog.logformat.avro_columnar import (
+    decode_block_records_to_arrow,
+    decode_column,
+)
 from morlog.logformat.avro_content import (
+    AvroContent,
     decode_avro_content,
     decode_record,
     decode_records,
     parse_schema,
 )
-from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.blocks import FAST_PATH_MISSES, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import decode_delete_content
 from morlog.logformat.errors import ContentError, UsageError
@@ -124,6 +129,8 @@ class KeyDecoder:
         key_type = fields[at]["type"]
         self.key_field = key_field
         self._schema = schema
+        self._schema_text = schema if isinstance(schema, str) else json.dumps(
+            schema, separators=(",", ":"))
         self._nullable = isinstance(key_type, list)
         self._string_branch = (key_type.index("string") if self._nullable and "string" in
                                key_type else None)
@@ -131,6 +138,22 @@ class KeyDecoder:
                                                 not None and len(key_type) == 2)
         self.fast = all(s is not None for s in skips) and plain_string
         self._skips: list[Skip] = [s for s in skips if s is not None]
+
+    def key_array(self, content: bytes | memoryview, framing: AvroContent) -> pa.Array | None:
+        """The keys of every record of ``framing`` (of ``content``) as an Arrow string array,
+        column-wise; None when the columnar reader cannot prove it reads what :meth:`keys`
+        reads (the fields up to the key; whole records when :meth:`keys` decodes whole
+        records): then :meth:`keys` is the way, record by record."""
+        try:
+            if self.fast:
+                col = decode_column(content, self._schema_text, self.key_field,
+                                    framing.starts, framing.ends)
+            else:
+                table = decode_block_records_to_arrow(content, self._schema_text)
+                col = table.column(self.key_field).combine_chunks()
+        except FAST_PATH_MISSES:
+            return None
+        return col if pa.types.is_string(col.type) else None
 
     def keys(self, raw_records: tuple[bytes, ...]) -> list[str | None]:
         if not self.fast:
@@ -157,13 +180,28 @@ class KeyDecoder:
 def avro_block_keys(header: MetadataMap, content: bytes, *, key_field: str = RECORD_KEY_FIELD,
                     base: int = 0, path: str | None = None) -> list[str | None]:
     """Keys of an Avro (or CDC) data block, decoding only what comes before the key."""
+    keys = _avro_keys(header, content, key_field, base, path)
+    return keys if isinstance(keys, list) else keys.to_pylist()
+
+
+def avro_block_key_array(header: MetadataMap, content: bytes, *,
+                         key_field: str = RECORD_KEY_FIELD, base: int = 0,
+                         path: str | None = None) -> pa.Array:
+    """:func:`avro_block_keys` as an Arrow string array (column-wise when it can be)."""
+    keys = _avro_keys(header, content, key_field, base, path)
+    return pa.array(keys, type=pa.string()) if isinstance(keys, list) else keys
+
+
+def _avro_keys(header: MetadataMap, content: bytes, key_field: str, base: int,
+               path: str | None) -> pa.Array | list[str | None]:
     schema = header.get(HeaderKey.SCHEMA)
     if schema is None:
         raise ContentError("data block has no SCHEMA header", path=path, offset=base)
     framing = decode_avro_content(content, base=base, path=path)
     try:
         decoder = KeyDecoder(schema, key_field)
-        return decoder.keys(framing.records)
+        col = decoder.key_array(content, framing)
+        return decoder.keys(framing.records) if col is None else col
     except (IndexError, UnicodeDecodeError, ValueError) as exc:
         # the hand decoder found bytes it cannot walk: let fastavro say what is wrong
         decode_records(content, schema, base=base, path=path)
@@ -187,8 +225,8 @@ def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
     """:func:`block_keys` as one Arrow string array (nulls kept): a Parquet block's key
     column stays in Arrow, never a Python list."""
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
-        return pa.array(avro_block_keys(header, content, key_field=key_field, base=base,
-                                        path=path), type=pa.string())
+        return avro_block_key_array(header, content, key_field=key_field, base=base,
+                                    path=path)
     if block_type == BlockType.PARQUET_DATA:
         table = decode_parquet_content(content, columns=[key_field], base=base, path=path)
         col = table.column(0)

@@ -31,9 +31,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .avro_content import record_spans
 from .avroschema import avro_to_arrow_schema
+from .errors import MorlogError
 
-__all__ = ["Unsupported", "decode_block_records_to_arrow", "encode_arrow_to_records"]
+__all__ = ["Unsupported", "decode_block_records_to_arrow", "decode_column",
+           "encode_arrow_to_records"]
 
 _I32 = struct.Struct(">i")
 _U8 = np.uint8
@@ -289,21 +292,46 @@ class _Reader:
 
 def _walk_framing(content: bytes | memoryview, count: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Start and end of every record's datum; raises Unsupported on bad framing."""
-    n = len(content)
-    starts = np.empty(count, dtype=_I64)
-    ends = np.empty(count, dtype=_I64)
-    pos = 8
-    unpack = _I32.unpack_from
-    for i in range(count):
-        if n - pos < 4:
-            raise Unsupported("framing")
-        (length,) = unpack(content, pos)
-        if length < 0 or length > n - pos - 4:
-            raise Unsupported("framing")
-        starts[i] = pos + 4
-        pos += 4 + length
-        ends[i] = pos
-    return starts, ends, pos
+    try:
+        starts, lengths, end = record_spans(content, count)
+    except MorlogError:
+        raise Unsupported("framing") from None
+    return starts, starts + lengths, end
+
+
+@lru_cache(maxsize=256)
+def _prefix_plan(schema_json: str, field: str) -> _Node:
+    """The plan of the record's fields up to ``field``: the fields after it may be of types
+    the columnar reader does not take (named types are defined before they are used)."""
+    s = json.loads(schema_json)
+    fields = s.get("fields") if isinstance(s, dict) else None
+    if not isinstance(fields, list):
+        raise Unsupported("not a record schema")
+    names = [f.get("name") if isinstance(f, dict) else None for f in fields]
+    if field not in names:
+        raise Unsupported(f"no field {field}")
+    node, _ = _schema_plan(json.dumps({**s, "fields": fields[: names.index(field) + 1]}))
+    return node
+
+
+def decode_column(content: bytes | memoryview, schema_json: str, field: str,
+                  starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """One top-level field of the records whose datums are ``content[starts[i]:ends[i]]``,
+    reading only the fields up to it (the records' remaining bytes are not checked).
+
+    Equals the field's column of the fastavro path when that reads the same fields; raises
+    :class:`Unsupported` for anything it cannot prove so (as the other decoders).
+    """
+    node = _prefix_plan(schema_json, field)
+    reader = _Reader(np.frombuffer(content, dtype=_U8), np.asarray(ends, dtype=_I64))
+    rows = np.arange(len(starts))
+    pos = np.array(starts, dtype=_I64)
+    for name, child in node.fields:
+        arr = reader.read(child, pos, rows)
+        if name == field:
+            return arr
+        pos = reader.last_pos
+    raise Unsupported(f"no field {field}")  # pragma: no cover - checked above
 
 
 def decode_block_records_to_arrow(content: bytes | memoryview, schema_json: str, *,

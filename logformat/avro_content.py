@@ -15,10 +15,12 @@ import json
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import fastavro
+import numpy as np
+import numpy.typing as npt
 
 from .constants import CONTENT_VERSIONS, CURRENT_CONTENT_VERSION
 from .errors import ContentError, LengthError, TruncatedError, UnsupportedVersionError, UsageError
@@ -27,18 +29,34 @@ _I32 = struct.Struct(">i")
 _II = struct.Struct(">ii")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AvroContent:
-    """The framing of an Avro data block's content: version and raw record bytes."""
+    """The framing of an Avro data block's content: version and where each record is.
+
+    ``starts`` (of each record's datum, after its length prefix) and ``lengths`` are int64
+    arrays; ``records`` (the raw datums as bytes) is built on first use only.
+    """
 
     version: int
-    records: tuple[bytes, ...]
+    data: bytes | memoryview
+    starts: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
     #: offset of the end of the last record inside the content; bytes after it (an index
     #: trailer written by morlog, ignored by stock readers) start here
     end: int
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.starts)
+
+    @property
+    def ends(self) -> npt.NDArray[np.int64]:
+        return self.starts + self.lengths
+
+    @cached_property
+    def records(self) -> tuple[bytes, ...]:
+        data = self.data
+        return tuple(bytes(data[s:e]) for s, e in zip(self.starts.tolist(),
+                                                      self.ends.tolist(), strict=True))
 
 
 def read_content_version(content: bytes | memoryview, *, base: int = 0,
@@ -66,25 +84,43 @@ def read_record_count(content: bytes | memoryview, *, base: int = 0,
     return int(count)
 
 
-def decode_avro_content(content: bytes | memoryview, *, base: int = 0,
-                        path: str | None = None) -> AvroContent:
-    """Split the content into raw records; every length is checked before slicing."""
-    version = read_content_version(content, base=base, path=path)
-    count = read_record_count(content, base=base, path=path)
-    pos = 8
+def record_spans(content: bytes | memoryview, count: int, *, base: int = 0,
+                 path: str | None = None
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
+    """Start of each record's datum, its length, and the end of the last record.
+
+    Each offset depends on the lengths before it, so this walks the prefixes; the walk
+    touches integers only (no object per record) and every length is checked before use.
+    """
     n = len(content)
-    records = []
-    for _ in range(count):
+    lengths = [0] * count
+    pos = 8
+    unpack = _I32.unpack_from
+    for i in range(count):
         if n - pos < 4:
             raise TruncatedError("record length cut off", path=path, offset=base + pos)
-        (length,) = _I32.unpack_from(content, pos)
+        (length,) = unpack(content, pos)
         if length < 0 or length > n - pos - 4:
             raise LengthError("record length out of range", path=path, offset=base + pos,
                               expected=f"0..{n - pos - 4}", actual=length)
-        pos += 4
-        records.append(bytes(content[pos : pos + length]))
-        pos += length
-    return AvroContent(version, tuple(records), pos)
+        lengths[i] = length
+        pos += 4 + length
+    lens = np.array(lengths, dtype=np.int64)
+    starts = np.empty(count, dtype=np.int64)
+    if count:
+        starts[0] = 12
+        np.cumsum(lens[:-1] + 4, out=starts[1:])
+        starts[1:] += 12
+    return starts, lens, pos
+
+
+def decode_avro_content(content: bytes | memoryview, *, base: int = 0,
+                        path: str | None = None) -> AvroContent:
+    """Split the content into records; every length is checked before use."""
+    version = read_content_version(content, base=base, path=path)
+    count = read_record_count(content, base=base, path=path)
+    starts, lengths, end = record_spans(content, count, base=base, path=path)
+    return AvroContent(version, content, starts, lengths, end)
 
 
 def encode_avro_content(records: Sequence[bytes], version: int = CURRENT_CONTENT_VERSION.number

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from morlog.compat.recompute import KeyDecoder, avro_block_keys
+from morlog.logformat import HeaderKey
+from morlog.logformat.avro_content import decode_avro_content, decode_records
 from morlog.logformat.avroschema import arrow_to_avro_schema
-from morlog.logformat.blocks import RECORD_KEY_FIELD, arrow_to_records, records_to_arrow
-from morlog.logformat.errors import MorlogError
+from morlog.logformat.blocks import (
+    RECORD_KEY_FIELD,
+    arrow_to_records,
+    avro_data_block,
+    records_to_arrow,
+)
+from morlog.logformat.errors import ContentError, MorlogError
 from morlog.logformat.indexed_block import PreparedBlock, prepare_avro, prepare_avro_arrow
 from morlog.writers.indexed import IndexedLogWriter
 
+from . import hudi_fixtures as hf
 from .test_avro_columnar import _Names, _trips, records
 
 BASE = "20250101000000000"
@@ -124,3 +134,89 @@ def test_missing_key_column_is_a_usage_error() -> None:
     assert _error(lambda: prepare_avro_arrow(table, schema, "1", key_field=RECORD_KEY_FIELD)) \
         == _error(lambda: prepare_avro(arrow_to_records(table), schema, "1",
                                        key_field=RECORD_KEY_FIELD))
+
+
+# --- the record split and the key-only decoder ----------------------------------------------
+
+
+def _old_split(content: bytes) -> tuple[tuple[bytes, ...], int]:
+    """The per-record split as it was (framing checks aside: the inputs here are valid)."""
+    (count,) = struct.unpack_from(">i", content, 4)
+    pos, out = 8, []
+    for _ in range(count):
+        (length,) = struct.unpack_from(">i", content, pos)
+        out.append(content[pos + 4: pos + 4 + length])
+        pos += 4 + length
+    return tuple(out), pos
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return ("ok", fn())
+    except (MorlogError, IndexError, UnicodeDecodeError, ValueError) as exc:
+        return ("error", type(exc).__name__)
+
+
+def _keys_both(header: Any, content: bytes) -> tuple[Any, Any]:
+    """Keys by the column-wise decoder and by the per-record one (as before)."""
+    def old() -> list[str | None]:
+        framing = decode_avro_content(content)
+        try:
+            return KeyDecoder(header.get(HeaderKey.SCHEMA), RECORD_KEY_FIELD).keys(
+                framing.records)
+        except (IndexError, UnicodeDecodeError, ValueError):
+            decode_records(content, header.get(HeaderKey.SCHEMA))
+            raise ContentError("key field does not decode") from None
+    return (_outcome(lambda: avro_block_keys(header, content)), _outcome(old))
+
+
+@st.composite
+def key_blocks(draw: st.DrawFn) -> tuple[Any, bytes]:
+    schema, table = draw(keyed_tables())
+    if draw(st.booleans()):  # a nullable key, some nulls
+        s = json.loads(schema)
+        for f in s["fields"]:
+            if f["name"] == RECORD_KEY_FIELD:
+                f["type"] = draw(st.sampled_from([["null", "string"], ["string", "null"]]))
+        schema = json.dumps(s)
+        rows = arrow_to_records(table)
+        for r in rows:
+            if draw(st.booleans()):
+                r[RECORD_KEY_FIELD] = None
+        table = records_to_arrow(rows, schema)
+    frame = avro_data_block(arrow_to_records(table), schema, "1")
+    content = bytes(frame.content) + draw(st.binary(max_size=8))
+    if draw(st.booleans()) and len(content) > 8:  # damage a byte after the header
+        at = draw(st.integers(8, len(content) - 1))
+        content = content[:at] + bytes([draw(st.integers(0, 255))]) + content[at + 1:]
+    return frame.header, content
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key_blocks())
+def test_split_and_keys_equal_the_per_record_loops(case: tuple[Any, bytes]) -> None:
+    header, content = case
+    try:
+        framing = decode_avro_content(content)
+    except MorlogError:
+        return
+    records, end = _old_split(content)
+    assert (framing.records, framing.end, len(framing)) == (records, end, len(records))
+    new, old = _keys_both(header, content)
+    assert new == old
+
+
+@hf.requires_fixtures
+def test_fixture_blocks_split_and_keys_as_before() -> None:
+    from .test_avro_columnar import _fixture_avro_blocks
+    checked = 0
+    for name, i, content, schema in _fixture_avro_blocks():
+        framing = decode_avro_content(content)
+        assert (framing.records, framing.end) == _old_split(content), (name, i)
+        names = [f["name"] for f in json.loads(schema)["fields"]]
+        if RECORD_KEY_FIELD in names:
+            header = avro_data_block([], schema, "1").header
+            new, old = _keys_both(header, content)
+            assert new == old, (name, i)
+            checked += 1
+    assert checked
