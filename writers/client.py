@@ -489,13 +489,17 @@ class MorTable:
         sub = batch if rows is None else batch.take(pa.array(list(rows), type=pa.int64()))
         n = sub.num_rows
         keys = sub.column(self.key_field).cast(pa.string())
+        def same(value: str) -> pa.Array:
+            return pa.repeat(pa.scalar(value, pa.string()), n)
+
+        # Hudi's sequence number <instant>_<partition id>_<record index>, built column-wise
+        seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
         meta = {
-            "_hoodie_commit_time": pa.array([instant] * n, pa.string()),
-            "_hoodie_commit_seqno": pa.array([f"{instant}_0_{i}" for i in range(n)],
-                                             pa.string()),
+            "_hoodie_commit_time": same(instant),
+            "_hoodie_commit_seqno": pc.binary_join_element_wise(same(f"{instant}_0_"), seq, ""),
             "_hoodie_record_key": keys,
-            "_hoodie_partition_path": pa.array([partition] * n, pa.string()),
-            "_hoodie_file_name": pa.array([fid] * n, pa.string()),
+            "_hoodie_partition_path": same(partition),
+            "_hoodie_file_name": same(fid),
         }
         cols = [meta[f.name] if f.name in meta else sub.column(f.name)
                 for f in self.arrow_schema]
