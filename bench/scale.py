@@ -399,6 +399,9 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     best["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in ok)
     best["runs_seconds"] = [num(r["seconds"]) for r in ok]
     best["seconds"] = num(best["seconds"])
+    failed = [r for r in runs if r["status"] != "ok"]
+    if failed:  # a repeat that timed out or failed is reported, not dropped silently
+        best["failed_runs"] = failed
     return best
 
 
