@@ -5,7 +5,8 @@ Each scenario prints one JSON object (``--json``) or a readable summary, and wri
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
 runs every scenario (writing their files too) and reports them as one object:
 ``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged (``upsert`` needs
-pyspark: without it ``all`` skips it with a warning).
+pyspark: without it ``all`` skips it with a warning; ``scale`` runs at 200,000 rows there
+unless ``--rows`` says otherwise).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, emit
 
-from . import append, lookup, probe, tag
+from . import append, lookup, probe, scale, tag
 from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
@@ -32,11 +33,12 @@ from .common import (
 
 Runner = Callable[..., dict[str, Any]]
 
-#: every scenario, in the order ``all`` runs them (``tag``, ``upsert`` after those of ``common``)
-ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert")))
+#: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
+#: of ``common``)
+ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
-#: takes minutes)
-DEFAULT_REPEATS: dict[str, int] = {"upsert": 1}
+#: takes minutes, a scale run at 1,000,000 rows too)
+DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
 
 RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "probe": (probe.run, probe.plot),
@@ -44,6 +46,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "append": (append.run, append.plot),
     "tag": (tag.run, tag.plot),
     "upsert": (upsert.run, upsert.plot),
+    "scale": (scale.run, scale.plot),
 }
 
 
@@ -64,13 +67,23 @@ def combine(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
-              repeats: int | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Run one scenario (or ``all``); return its report and the files written."""
+              repeats: int | None = None, rows: str | None = None,
+              timeout: float | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Run one scenario (or ``all``); return its report and the files written.
+
+    ``rows`` (``"100000,1000000"``) and ``timeout`` (seconds per step) are ``scale``'s."""
     if scenario not in (*ALL_SCENARIOS, "all"):
         raise UsageError("unknown benchmark scenario", expected=[*ALL_SCENARIOS, "all"],
                          actual=scenario)
     if repeats is not None and repeats < 1:
         raise UsageError("--repeats must be at least 1", actual=repeats)
+    if (rows is not None or timeout is not None) and scenario not in ("scale", "all"):
+        raise UsageError("--rows and --timeout are options of bench scale", actual=scenario)
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive", actual=timeout)
+    sizes = scale.parse_rows(rows) if rows is not None else None
+    if sizes is None and scenario == "all" and not quick:
+        sizes = scale.ALL_ROWS
     names = ALL_SCENARIOS if scenario == "all" else (scenario,)
     reports: dict[str, dict[str, Any]] = {}
     written: list[str] = []
@@ -80,7 +93,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
             continue
         run, plot = RUNNERS[name]
         n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))
-        reports[name] = run(quick=quick, repeats=n)
+        extra: dict[str, Any] = {"rows": sizes, "timeout": timeout} if name == "scale" else {}
+        reports[name] = run(quick=quick, repeats=n, **extra)
         written += write_outputs(reports[name], out, plot)
     if scenario != "all":
         return reports[scenario], written
@@ -91,7 +105,7 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
 
 def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
     report, written = run_bench(args.scenario, out=args.out, quick=args.quick,
-                                repeats=args.repeats)
+                                repeats=args.repeats, rows=args.rows, timeout=args.timeout)
     # the report is always indented, and strict JSON (no NaN)
     emit(report, lambda r, o: print_summary(r, written, o), out=out, as_json=args.json,
          pretty=True, allow_nan=False)
@@ -101,7 +115,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup, append, tagging and Spark upsert performance",
+        help="measure filter, lookup, append, tagging, Spark upsert and scale performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
@@ -109,9 +123,11 @@ def add_bench_command(sub: Any) -> None:
         "against a generated MOR table: morlog's table lookup vs what Hudi's bloom index can "
         "do, every log block's keys read), 'upsert' (upsert batches from Spark: morlog's insert "
         "routing vs every batch's inserts in new file groups, files and time; needs "
-        "pyspark), or 'all'. Prints one JSON object "
-        "(--json) or a summary, and writes DIR/<scenario>.json and DIR/<scenario>.png "
-        "(the plot needs matplotlib).",
+        "pyspark), 'scale' (create, 10 upserts, snapshot reads and tagging of an N-row "
+        "trips table side by side with delta-rs and hudi-rs, each step in its own "
+        "subprocess: time and peak memory; --rows N[,N...], default 1,000,000), or 'all'. "
+        "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
+        "DIR/<scenario>.png (the plot needs matplotlib).",
     )
     p.add_argument("scenario", choices=[*ALL_SCENARIOS, "all"], help="what to measure")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -120,8 +136,14 @@ def add_bench_command(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="about 20x smaller sizes and one repeat (smoke test)")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
-                   help="timed runs per measurement, best kept (default: 3, 1 for upsert; "
-                   "1 with --quick)")
+                   help="timed runs per measurement, best kept (default: 3, 1 for upsert, "
+                   "2 for scale; 1 with --quick)")
+    p.add_argument("--rows", default=None, metavar="N[,N...]",
+                   help="scale: table sizes, e.g. 100000,1000000 (default 1,000,000; "
+                   "20,000 with --quick; 200,000 in 'all')")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"scale: per-step limit; a step over it is recorded as a timeout "
+                   f"(default {scale.DEFAULT_TIMEOUT:.0f})")
     p.set_defaults(func=cmd_bench)
 
 

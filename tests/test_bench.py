@@ -21,6 +21,10 @@ GOALS = {
     "append": {"indexed_over_plain_time", "index_share_of_data"},
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
     "upsert": {"files_vs_baseline", "time_vs_baseline"},
+    "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
+              "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
+              "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
+              "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s"},
 }
 OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -189,3 +193,71 @@ def test_bench_rejects_bad_repeats(tmp_path: Path, capsys: pytest.CaptureFixture
     rc = main(["bench", "probe", "--quick", "--repeats", "0", "--out", str(tmp_path)])
     _, err = capsys.readouterr()
     assert rc == 2 and "repeats" in err
+
+
+SCALE_STEPS = {"create": {"morlog", "delta_rs"},
+               "upsert": {"morlog", "morlog_parquet", "delta_rs"},
+               "read_avro": {"morlog", "hudi_rs"},
+               "read_parquet": {"morlog", "hudi_rs", "delta_rs"},
+               "tag": {"morlog", "bloom_index"}}
+
+
+def test_bench_scale_runs_every_engine_on_the_same_data(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("deltalake")
+    pytest.importorskip("hudi")
+    rc, report, err = _run(capsys, "bench", "scale", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, "scale")
+    p = report["params"]
+    assert p["rows"] == [20_000] and p["goals_at_rows"] == 20_000
+    r = report["results"]["20000"]
+    for step, engines in SCALE_STEPS.items():
+        assert set(r[step]) == engines, step
+        for engine, m in r[step].items():
+            assert m["status"] == "ok", (step, engine, m)
+            assert m["seconds"] > 0 and m["peak_rss_bytes"] >= m["rss_before_bytes"] > 0
+    # every engine read the same snapshot, and both taggers gave the same answers
+    checks = r["checks"]
+    assert all(c["ok"] for k, c in checks.items() if k != "expected"), checks
+    assert {k for k in checks if k.startswith("read_")} == {
+        f"{s}.{e}" for s in ("read_avro", "read_parquet") for e in SCALE_STEPS[s]}
+    assert checks["tag"]["found"] == {"morlog": checks["tag"]["expected_found"],
+                                      "bloom_index": checks["tag"]["expected_found"]}
+    data = report["results"]["data"]["20000"]
+    assert checks["expected"]["rows"] == data["distinct_keys_after_upserts"]
+    assert data["upsert_updates"] == 6_000 and data["upsert_inserts"] == 14_000
+    assert r["read_avro"]["morlog"]["columns"] == 17  # 12 columns and Hudi's 5 meta fields
+    assert r["read_parquet"]["delta_rs"]["columns"] == 12
+    png = tmp_path / "scale.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_scale_records_timeouts_instead_of_failing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("deltalake")
+    pytest.importorskip("hudi")
+    rc, report, err = _run(capsys, "bench", "scale", "--rows", "200", "--timeout", "0.01",
+                           "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    r = report["results"]["200"]
+    assert r["create"]["morlog"]["status"] == "timeout"
+    assert r["upsert"]["morlog"]["status"] == "skipped"
+    for name, g in report["goals"].items():
+        assert g["met"] is False and "status" in g, name
+    assert (tmp_path / "scale.json").exists()
+
+
+def test_bench_scale_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from morlog.bench.scale import parse_rows
+
+    assert parse_rows("1_000_000,100000") == (100_000, 1_000_000)
+    for argv in (["bench", "probe", "--quick", "--rows", "1000"],
+                 ["bench", "scale", "--rows", "ten"],
+                 ["bench", "scale", "--rows", "10"],
+                 ["bench", "scale", "--timeout", "0"]):
+        rc = main([*argv, "--out", str(tmp_path)])
+        _, err = capsys.readouterr()
+        assert rc == 2, argv
+        assert "--rows" in err or "--timeout" in err, err

@@ -1,0 +1,721 @@
+"""``morlog bench scale``: morlog side by side with the Rust engines, on the same data, in one run.
+
+A trips-like table (12 columns: ``uuid`` key string, ``city`` partition string (4 values), ``ts``
+long ordering field, two integers, five doubles, two nullable strings) of N rows is written,
+upserted, read and tagged by each engine, for each size of ``--rows`` (default 1,000,000):
+
+=================  ==========================================  ===============================
+step               morlog                                      baseline (same run, same rows)
+=================  ==========================================  ===============================
+create             ``MorTable.create`` + ``insert`` (N rows)    delta-rs ``write_deltalake``
+                                                               (partitioned by ``city``)
+upsert             10 ``upsert`` s of N/10 rows, 30 % updates   delta-rs ``MERGE`` (matched:
+                   (Avro log blocks; Parquet carrier too,      update all, not matched: insert
+                   reported without a goal)                    all; partition in the predicate)
+read_avro          ``Table(path).read()``                      hudi-rs ``HudiTable.read()`` of
+                                                               the same morlog-written table
+read_parquet       the same, table written with the Parquet    hudi-rs (same table); delta-rs
+                   carrier                                     ``to_pyarrow_table`` (no merge)
+tag                ``KeyTagger.tag`` of 100,000 keys, half     ``bench tag``'s Hudi bloom index
+                   present, with their partitions              baseline (every log block read)
+=================  ==========================================  ===============================
+
+Every timed step of every engine runs in a subprocess of its own (``python -c`` into
+:func:`child_main`), started fresh for each repeat (nothing cached across repeats): the child
+loads its input (untimed), runs the step once under ``time.perf_counter`` and reports the time,
+its peak resident set (``VmHWM`` of ``/proc/self/status``: Arrow's and the Rust engines'
+allocations included, which ``tracemalloc`` would miss) and what it produced (row count, sum of
+``ts``, tag answers), which the parent checks across engines. Writes go to fresh directories
+(upserts to a fresh copy of the created table) on local disk; before each read every file of the
+table is read once (warm page cache for all engines). Engines take turns within a repeat; the
+best time of ``--repeats`` is kept. A step that exceeds ``--timeout`` seconds is killed and
+recorded as a timeout (its goals missed); a step that fails is recorded with its error.
+
+The goals are judged at the largest size; with two sizes or more, morlog's time per row at the
+largest is also compared with the smallest (``time_per_row_growth_*``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .common import (
+    BenchError,
+    goal,
+    make_keys,
+    make_report,
+    make_rng,
+    num,
+    progress,
+    rate,
+    ratio,
+    require,
+)
+
+KEY_FIELD = "uuid"
+PARTITION_FIELD = "city"
+ORDERING_FIELD = "ts"
+CITIES = ("san_francisco", "sao_paulo", "chennai", "amsterdam")
+ARROW_SCHEMA = pa.schema([
+    pa.field(KEY_FIELD, pa.string(), nullable=False),
+    pa.field(PARTITION_FIELD, pa.string(), nullable=False),
+    pa.field(ORDERING_FIELD, pa.int64(), nullable=False),
+    pa.field("passengers", pa.int32()),
+    pa.field("distance_m", pa.int64()),
+    pa.field("begin_lat", pa.float64()),
+    pa.field("begin_lon", pa.float64()),
+    pa.field("end_lat", pa.float64()),
+    pa.field("end_lon", pa.float64()),
+    pa.field("fare", pa.float64()),
+    pa.field("rider", pa.string()),
+    pa.field("driver", pa.string()),
+])
+UPSERT_BATCHES = 10
+UPDATE_SHARE = 0.3
+TAG_KEYS = 100_000
+DEFAULT_ROWS = (1_000_000,)
+QUICK_ROWS = (20_000,)
+#: ``bench all`` runs scale at this size unless --rows says otherwise
+ALL_ROWS = (200_000,)
+DEFAULT_TIMEOUT = 900.0
+#: (step, engine) pairs in the order they run; the first engine of a step is morlog's
+STEPS: dict[str, tuple[str, ...]] = {
+    "create": ("morlog", "delta_rs"),
+    "upsert": ("morlog", "morlog_parquet", "delta_rs"),
+    "read_avro": ("morlog", "hudi_rs"),
+    "read_parquet": ("morlog", "hudi_rs", "delta_rs"),
+    "tag": ("morlog", "bloom_index"),
+}
+
+
+# --- the data -------------------------------------------------------------------------------
+
+
+def _rows(keys: Sequence[str], cities: Any, ts: Any, nprng: np.random.Generator
+          ) -> pa.Table:
+    """The rows of ``keys`` (``cities``: indices into :data:`CITIES`; ``ts``: ints)."""
+    n = len(keys)
+
+    def nullable_names(prefix: str) -> pa.Array:
+        ids = nprng.integers(0, 1000, n)
+        nulls = nprng.random(n) < 0.1
+        return pa.array([None if z else f"{prefix}-{i:03d}" for i, z in zip(ids, nulls,
+                                                                             strict=True)],
+                        type=pa.string())
+
+    return pa.table({
+        KEY_FIELD: pa.array(keys, type=pa.string()),
+        PARTITION_FIELD: pa.array([CITIES[c] for c in cities], type=pa.string()),
+        ORDERING_FIELD: pa.array(ts, type=pa.int64()),
+        "passengers": pa.array(nprng.integers(1, 7, n), type=pa.int32()),
+        "distance_m": pa.array(nprng.integers(100, 50_000, n), type=pa.int64()),
+        "begin_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
+        "begin_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
+        "end_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
+        "end_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
+        "fare": pa.array(np.round(nprng.uniform(5, 100, n), 2), type=pa.float64()),
+        "rider": nullable_names("rider"),
+        "driver": nullable_names("driver"),
+    }, schema=ARROW_SCHEMA)
+
+
+@dataclass
+class DataSet:
+    """The files of one size: the create batch, the upsert batches, the tag batch."""
+
+    rows: int
+    create: str
+    upserts: list[str]
+    tag: str
+    distinct_keys: int
+    #: sum of every key's latest ts: what a correct snapshot sums to
+    latest_ts_sum: int
+    tag_present: int
+    upsert_updates: int
+    upsert_inserts: int
+
+
+def make_data(directory: str, n: int) -> DataSet:
+    """Generate the rows of one size into Parquet files under ``directory`` (seeded)."""
+    os.makedirs(directory, exist_ok=True)
+    rng = make_rng(1200 + n % 997)
+    nprng = np.random.default_rng(rng.getrandbits(64))
+    keys = make_keys(n, rng)
+    cities = nprng.integers(0, len(CITIES), n)
+    ts = 1_700_000_000_000 + nprng.integers(0, 10**9, n)
+    latest = ts.astype(np.int64).copy()
+    create = os.path.join(directory, "create.parquet")
+    pq.write_table(_rows(keys, cities, ts, nprng), create)
+    per = max(1, n // UPSERT_BATCHES)
+    upserts = []
+    upd_total = ins_total = 0
+    for b in range(UPSERT_BATCHES):
+        n_upd = round(per * UPDATE_SHARE)
+        n_ins = per - n_upd
+        upd = nprng.choice(len(keys), n_upd, replace=False)
+        new = make_keys(n_ins, rng)
+        new_cities = nprng.integers(0, len(CITIES), n_ins)
+        idx = np.concatenate([upd, np.arange(len(keys), len(keys) + n_ins)])
+        keys.extend(new)
+        cities = np.concatenate([cities, new_cities])
+        latest = np.concatenate([latest, np.zeros(n_ins, dtype=np.int64)])
+        nprng.shuffle(idx)
+        bts = 1_700_000_000_000 + (b + 1) * 10**9 + nprng.integers(0, 10**9, per)
+        latest[idx] = bts
+        path = os.path.join(directory, f"upsert_{b:02d}.parquet")
+        pq.write_table(_rows([keys[i] for i in idx], cities[idx], bts, nprng), path)
+        upserts.append(path)
+        upd_total += n_upd
+        ins_total += n_ins
+    # the tag batch: half keys live in the table, half new ones, each with its partition
+    n_tag = min(TAG_KEYS, len(keys))
+    half = n_tag // 2
+    present = nprng.choice(len(keys), half, replace=False)
+    absent = make_keys(n_tag - half, rng)
+    tag_keys = [keys[i] for i in present] + absent
+    tag_cities = np.concatenate([cities[present],
+                                 nprng.integers(0, len(CITIES), n_tag - half)])
+    order = nprng.permutation(n_tag)
+    tag = os.path.join(directory, "tag.parquet")
+    pq.write_table(pa.table({
+        KEY_FIELD: pa.array([tag_keys[i] for i in order], type=pa.string()),
+        PARTITION_FIELD: pa.array([CITIES[c] for c in tag_cities[order]], type=pa.string()),
+    }), tag)
+    return DataSet(n, create, upserts, tag, len(keys), int(latest.sum()), half,
+                   upd_total, ins_total)
+
+
+# --- the child: one step of one engine ------------------------------------------------------
+
+
+def _rss_now() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _peak_rss() -> int:
+    """Peak resident set of this process since its ``exec``: ``VmHWM`` (Linux). Not
+    ``ru_maxrss``: exec keeps the high-water mark of the process before it, so a child's
+    ``ru_maxrss`` starts at the parent's size at fork (the parent holds the generated data)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)
+
+
+def _snapshot_summary(t: pa.Table) -> dict[str, Any]:
+    return {"rows": int(t.num_rows),
+            "ts_sum": int(pc.sum(t.column(ORDERING_FIELD)).as_py() or 0) if t.num_rows else 0}
+
+
+def _tag_summary(locations: Sequence[tuple[str, str] | None]) -> dict[str, Any]:
+    h = hashlib.sha256()
+    found = 0
+    for loc in locations:
+        if loc is None:
+            h.update(b"-\n")
+        else:
+            found += 1
+            h.update(f"{loc[0]}/{loc[1]}\n".encode())
+    return {"found": found, "digest": h.hexdigest()[:16]}
+
+
+def _morlog_config(carrier: str) -> Any:
+    from morlog.writers.client import WriteConfig
+
+    return WriteConfig(carrier="parquet" if carrier == "parquet" else "avro", fsync=False)
+
+
+def run_step(step: str, engine: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run ``step`` of ``engine`` once (inputs loaded untimed); return its time and result."""
+    path = args["path"]
+    out: dict[str, Any] = {}
+    if step == "create":
+        data = pq.read_table(args["input"])
+        if engine == "morlog":
+            from morlog.writers.client import MorTable
+            rss0, t0 = _rss_now(), time.perf_counter()
+            t = MorTable.create(path, ARROW_SCHEMA, key_field=KEY_FIELD,
+                                partition_field=PARTITION_FIELD, ordering_field=ORDERING_FIELD,
+                                config=_morlog_config("avro"))
+            t.insert(data)
+            dt = time.perf_counter() - t0
+        else:
+            from deltalake import write_deltalake
+            rss0, t0 = _rss_now(), time.perf_counter()
+            write_deltalake(path, data, partition_by=[PARTITION_FIELD])
+            dt = time.perf_counter() - t0
+        out["rows_written"] = int(data.num_rows)
+    elif step == "upsert":
+        batches = [pq.read_table(p) for p in args["inputs"]]
+        if engine in ("morlog", "morlog_parquet"):
+            from morlog.writers.client import MorTable
+            rss0, t0 = _rss_now(), time.perf_counter()
+            t = MorTable(path, _morlog_config("parquet" if engine == "morlog_parquet"
+                                              else "avro"))
+            commits = [t.upsert(b) for b in batches]
+            dt = time.perf_counter() - t0
+            out["inserts"] = sum(c.inserts for c in commits)
+            out["updates"] = sum(c.updates for c in commits)
+        else:
+            from deltalake import DeltaTable
+            pred = (f"t.{PARTITION_FIELD} = s.{PARTITION_FIELD} AND "
+                    f"t.{KEY_FIELD} = s.{KEY_FIELD}")
+            rss0, t0 = _rss_now(), time.perf_counter()
+            for b in batches:
+                dtab = DeltaTable(path)
+                res = (dtab.merge(b, pred, source_alias="s", target_alias="t")
+                       .when_matched_update_all().when_not_matched_insert_all().execute())
+            dt = time.perf_counter() - t0
+            out["last_merge_metrics"] = {k: v for k, v in res.items()
+                                         if isinstance(v, int | float)}
+        out["rows_written"] = sum(int(b.num_rows) for b in batches)
+    elif step in ("read_avro", "read_parquet"):
+        if engine == "morlog":
+            from morlog.readers.table import Table
+            rss0, t0 = _rss_now(), time.perf_counter()
+            tab = Table(path).read()
+            dt = time.perf_counter() - t0
+        elif engine == "hudi_rs":
+            import hudi
+            rss0, t0 = _rss_now(), time.perf_counter()
+            batches = hudi.HudiTableBuilder.from_base_uri(path).build().read()
+            dt = time.perf_counter() - t0
+            tab = pa.Table.from_batches(batches) if batches else pa.table({})
+        else:
+            from deltalake import DeltaTable
+            rss0, t0 = _rss_now(), time.perf_counter()
+            tab = DeltaTable(path).to_pyarrow_table()
+            dt = time.perf_counter() - t0
+        out.update(_snapshot_summary(tab))
+        out["columns"] = tab.num_columns
+    elif step == "tag":
+        keys = pq.read_table(args["input"])
+        k = keys.column(KEY_FIELD).combine_chunks()
+        p = keys.column(PARTITION_FIELD).combine_chunks()
+        if engine == "morlog":
+            from morlog.readers.lookup import KeyTagger
+            from morlog.readers.table import Table
+            rss0, t0 = _rss_now(), time.perf_counter()
+            locations = KeyTagger(Table(path)).tag(k, p).locations
+            dt = time.perf_counter() - t0
+        else:
+            from .tag import bloom_index_baseline
+            rss0, t0 = _rss_now(), time.perf_counter()
+            locations = bloom_index_baseline(path, k, p).locations
+            dt = time.perf_counter() - t0
+        out.update(_tag_summary(locations))
+        out["keys"] = len(k)
+    else:
+        raise BenchError(f"unknown scale step {step!r}")
+    out.update({"seconds": dt, "peak_rss_bytes": _peak_rss(), "rss_before_bytes": rss0})
+    return out
+
+
+def child_main() -> None:
+    """Entry of a step's subprocess: ``argv[1]`` is ``{"step", "engine", "args"}``; prints the
+    result as one JSON line on stdout."""
+    req = json.loads(sys.argv[1])
+    res = run_step(req["step"], req["engine"], req["args"])
+    sys.stdout.write(json.dumps(res) + "\n")
+    sys.stdout.flush()
+
+
+CHILD_CODE = "from morlog.bench.scale import child_main; child_main()"
+
+
+def run_child(step: str, engine: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One step of one engine in a fresh subprocess; a timeout or failure is a result too
+    (``status``), never an exception."""
+    req = json.dumps({"step": step, "engine": engine, "args": args})
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, "-c", CHILD_CODE, req], capture_output=True,
+                           text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "timeout_seconds": timeout,
+                "wall_seconds": num(time.perf_counter() - t0)}
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"status": "error", "returncode": r.returncode, "error": tail[:500]}
+    res: dict[str, Any] = json.loads(lines[-1])
+    res["status"] = "ok"
+    return res
+
+
+# --- the parent -----------------------------------------------------------------------------
+
+
+def warm(path: str) -> None:
+    """Read every file under ``path`` once (the page cache is warm for every engine)."""
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                while fh.read(1 << 22):
+                    pass
+
+
+def dir_bytes(path: str) -> tuple[int, int]:
+    """(files, bytes) under ``path``."""
+    n = size = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            n += 1
+            size += os.path.getsize(os.path.join(root, f))
+    return n, size
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fastest ok run (peak memory: the largest of the ok runs), or the first failure."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    if not ok:
+        return dict(runs[0])
+    best = dict(min(ok, key=lambda r: r["seconds"]))
+    best["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in ok)
+    best["runs_seconds"] = [num(r["seconds"]) for r in ok]
+    best["seconds"] = num(best["seconds"])
+    failed = [r for r in runs if r["status"] != "ok"]
+    if failed:  # a repeat that timed out or failed is reported, not dropped silently
+        best["failed_runs"] = failed
+    return best
+
+
+def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str, Any]:
+    """Every step of every engine at one size; the tables they leave are read and tagged."""
+    n = data.rows
+    tables = {"morlog": os.path.join(work, "morlog"),
+              "morlog_parquet": os.path.join(work, "morlog_parquet"),
+              "delta_rs": os.path.join(work, "delta")}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {s: {e: [] for e in es}
+                                                       for s, es in STEPS.items()}
+
+    def fresh(p: str) -> str:
+        if os.path.exists(p):
+            shutil.rmtree(p)
+        return p
+
+    # create: each repeat into a fresh directory; the last one stays, copied for the upserts
+    # (the carrier is a write setting, not a table property: both morlog carriers upsert
+    # into copies of the same created table)
+    created = {"morlog": tables["morlog"] + ".created",
+               "delta_rs": tables["delta_rs"] + ".created"}
+    created["morlog_parquet"] = created["morlog"]
+    for rep in range(repeats):
+        for engine in STEPS["create"]:
+            progress(f"scale {n:,}: create, {engine} ({rep + 1}/{repeats})")
+            runs["create"][engine].append(run_child(
+                "create", engine, {"path": fresh(created[engine]), "input": data.create},
+                timeout))
+    created_ok = {e: runs["create"][e][-1]["status"] == "ok" for e in STEPS["create"]}
+    created_ok["morlog_parquet"] = created_ok["morlog"]
+    # upserts: each repeat on a fresh copy of the created table
+    for rep in range(repeats):
+        for engine in STEPS["upsert"]:
+            if not created_ok[engine]:
+                runs["upsert"][engine].append({"status": "skipped",
+                                               "error": "create did not finish"})
+                continue
+            fresh(tables[engine])
+            shutil.copytree(created[engine], tables[engine])
+            progress(f"scale {n:,}: {UPSERT_BATCHES} upserts, {engine} ({rep + 1}/{repeats})")
+            runs["upsert"][engine].append(run_child(
+                "upsert", engine, {"path": tables[engine], "inputs": data.upserts}, timeout))
+    upserted_ok = {e: runs["upsert"][e][-1]["status"] == "ok" for e in tables}
+    reads = {"read_avro": {"morlog": "morlog", "hudi_rs": "morlog"},
+             "read_parquet": {"morlog": "morlog_parquet", "hudi_rs": "morlog_parquet",
+                              "delta_rs": "delta_rs"},
+             "tag": {"morlog": "morlog", "bloom_index": "morlog"}}
+    for rep in range(repeats):
+        for step, engines in reads.items():
+            for engine, table in engines.items():
+                if not upserted_ok[table]:
+                    runs[step][engine].append({"status": "skipped",
+                                               "error": f"the {table} upserts did not finish"})
+                    continue
+                warm(tables[table])
+                progress(f"scale {n:,}: {step}, {engine} ({rep + 1}/{repeats})")
+                args = {"path": tables[table], "input": data.tag}
+                runs[step][engine].append(run_child(step, engine, args, timeout))
+    out: dict[str, Any] = {step: {e: _best(rs) for e, rs in by.items()}
+                           for step, by in runs.items()}
+    out["tables"] = {name: dict(zip(("files", "bytes"), dir_bytes(p), strict=True))
+                     for name, p in tables.items() if os.path.isdir(p)}
+    out["checks"] = checks(out, data)
+    return out
+
+
+def checks(res: dict[str, Any], data: DataSet) -> dict[str, Any]:
+    """Each engine's output against what the data says it must be (ok runs only)."""
+    want = {"rows": data.distinct_keys, "ts_sum": data.latest_ts_sum}
+    out: dict[str, Any] = {}
+    for step in ("read_avro", "read_parquet"):
+        for engine, r in res[step].items():
+            if r["status"] == "ok":
+                got = {"rows": r["rows"], "ts_sum": r["ts_sum"]}
+                out[f"{step}.{engine}"] = {"ok": got == want, **got}
+    for engine, r in res["upsert"].items():
+        if r["status"] == "ok" and "inserts" in r:
+            ok = (r["inserts"], r["updates"]) == (data.upsert_inserts, data.upsert_updates)
+            out[f"upsert.{engine}"] = {"ok": ok, "inserts": r["inserts"],
+                                       "updates": r["updates"]}
+    tag = res["tag"]
+    if all(r["status"] == "ok" for r in tag.values()):
+        digests = {r["digest"] for r in tag.values()}
+        found = {e: r["found"] for e, r in tag.items()}
+        out["tag"] = {"ok": len(digests) == 1 and set(found.values()) == {data.tag_present},
+                      "found": found, "expected_found": data.tag_present}
+    out["expected"] = want
+    return out
+
+
+# --- goals ----------------------------------------------------------------------------------
+
+
+def _seconds(r: dict[str, Any]) -> float | None:
+    return float(r["seconds"]) if r.get("status") == "ok" else None
+
+
+def ratio_goal(res: dict[str, Any], step: str, engine: str, baseline: str, target: float,
+               *, key: str = "seconds", bad: Sequence[str] = ()) -> dict[str, Any]:
+    """morlog's ``key`` over the baseline's, as a ``<=`` goal; a morlog timeout counts at the
+    timeout (a lower bound) and misses; anything not measured misses with value 0."""
+    m, b = res[step][engine], res[step][baseline]
+    if m["status"] == "ok" and b["status"] == "ok":
+        g = goal(ratio(float(m[key]), float(b[key])), target, "<=")
+        if any(c in bad for c in (f"{step}.{engine}", step)):
+            g.update(met=False, status="wrong_result")
+        return g
+    if m["status"] == "timeout" and b["status"] == "ok" and key == "seconds":
+        g = goal(ratio(float(m["timeout_seconds"]), float(b["seconds"])), target, "<=")
+        g.update(met=False, status="timeout")
+        return g
+    g = goal(0.0, target, "<=")
+    failed = engine if m["status"] != "ok" else baseline
+    g.update(met=False, status=f"{failed}: {res[step][failed]['status']}")
+    return g
+
+
+def make_goals(res: dict[str, Any], data: DataSet, per_row: dict[str, float] | None
+               ) -> dict[str, dict[str, Any]]:
+    bad = [k for k, c in res["checks"].items() if isinstance(c, dict) and c.get("ok") is False]
+    goals = {
+        "create_vs_delta_rs": ratio_goal(res, "create", "morlog", "delta_rs", 1.5, bad=bad),
+        "upsert_vs_delta_rs_merge": ratio_goal(res, "upsert", "morlog", "delta_rs", 1.0,
+                                               bad=bad),
+    }
+    up = res["upsert"]["morlog"]
+    s = _seconds(up)
+    g = goal(rate(_upsert_rows(data), s) if s else 0.0, 200_000, ">=")
+    if s is None:
+        g.update(met=False, status=up["status"])
+    goals["upsert_rows_per_s"] = g
+    goals["read_avro_vs_hudi_rs"] = ratio_goal(res, "read_avro", "morlog", "hudi_rs", 1.0,
+                                               bad=bad)
+    goals["read_avro_peak_rss_vs_hudi_rs"] = ratio_goal(
+        res, "read_avro", "morlog", "hudi_rs", 1.0, key="peak_rss_bytes", bad=bad)
+    goals["read_parquet_vs_hudi_rs"] = ratio_goal(res, "read_parquet", "morlog", "hudi_rs", 0.5,
+                                                  bad=bad)
+    goals["read_parquet_vs_delta_rs"] = ratio_goal(res, "read_parquet", "morlog", "delta_rs",
+                                                   2.0, bad=bad)
+    tm, tb = res["tag"]["morlog"], res["tag"]["bloom_index"]
+    if tm["status"] == "ok" and tb["status"] == "ok":
+        sp = goal(ratio(tb["seconds"], tm["seconds"]), 5, ">=")
+        kps = goal(rate(tm["keys"], tm["seconds"]), 500_000, ">=")
+        if "tag" in bad:
+            sp.update(met=False, status="wrong_result")
+            kps.update(met=False, status="wrong_result")
+    else:
+        sp, kps = goal(0.0, 5, ">="), goal(0.0, 500_000, ">=")
+        sp.update(met=False, status=f"morlog {tm['status']}, baseline {tb['status']}")
+        kps.update(met=False, status=f"morlog {tm['status']}")
+    goals["tag_100k_vs_bloom_index_speedup"] = sp
+    goals["tag_100k_keys_per_s"] = kps
+    if per_row is not None:
+        for step, growth in per_row.items():
+            g = goal(growth, 1.3, "<=")
+            if growth <= 0:
+                g.update(met=False, status="not measured at both sizes")
+            goals[f"time_per_row_growth_{step}"] = g
+    return goals
+
+
+def _upsert_rows(data: DataSet) -> int:
+    return data.upsert_inserts + data.upsert_updates
+
+
+def per_row_growth(by_size: dict[int, dict[str, Any]]) -> dict[str, float] | None:
+    """morlog's time per row at the largest size over that at the smallest, per step
+    (tag: 100,000 keys at both sizes, so per tagged key against a table 10x larger)."""
+    if len(by_size) < 2:
+        return None
+    lo, hi = min(by_size), max(by_size)
+    out: dict[str, float] = {}
+    for step in ("create", "upsert", "read_avro", "read_parquet", "tag"):
+        a, b = by_size[lo][step]["morlog"], by_size[hi][step]["morlog"]
+        work = {"tag": (a.get("keys", 0), b.get("keys", 0))}.get(step, (lo, hi))
+        if a["status"] == "ok" and b["status"] == "ok" and all(work):
+            out[step] = num((b["seconds"] / work[1]) / (a["seconds"] / work[0]))
+        else:
+            out[step] = 0.0
+    return out
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def parse_rows(text: str) -> tuple[int, ...]:
+    """``--rows 100000,1000000`` (underscores allowed) -> sizes, ascending."""
+    from morlog.logformat.errors import UsageError
+
+    try:
+        sizes = tuple(sorted({int(x.replace("_", "")) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise UsageError("--rows takes row counts separated by commas",
+                         actual=text) from None
+    if not sizes or sizes[0] < 100:
+        raise UsageError("--rows: every size must be at least 100", actual=text)
+    return sizes
+
+
+def run(*, quick: bool = False, repeats: int = 1, rows: Sequence[int] | None = None,
+        timeout: float | None = None) -> dict[str, Any]:
+    require("deltalake", "scale")
+    require("hudi", "scale")
+    sizes = tuple(sorted(set(rows))) if rows else (QUICK_ROWS if quick else DEFAULT_ROWS)
+    timeout = float(timeout or DEFAULT_TIMEOUT)
+    by_size: dict[int, dict[str, Any]] = {}
+    datasets: dict[int, DataSet] = {}
+    gen_seconds: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="morlog-bench-scale-") as tmp:
+        for n in sizes:
+            progress(f"scale: generating {n:,} rows and {UPSERT_BATCHES} upsert batches")
+            t0 = time.perf_counter()
+            datasets[n] = make_data(os.path.join(tmp, f"data-{n}"), n)
+            gen_seconds[str(n)] = num(time.perf_counter() - t0)
+            by_size[n] = run_size(datasets[n], os.path.join(tmp, f"work-{n}"), repeats,
+                                  timeout)
+            shutil.rmtree(os.path.join(tmp, f"work-{n}"), ignore_errors=True)
+    top = max(sizes)
+    growth = per_row_growth(by_size)
+    goals = make_goals(by_size[top], datasets[top], growth)
+    results: dict[str, Any] = {str(n): by_size[n] for n in sizes}
+    results["data"] = {str(n): {"rows": d.rows, "distinct_keys_after_upserts": d.distinct_keys,
+                                "upsert_updates": d.upsert_updates,
+                                "upsert_inserts": d.upsert_inserts,
+                                "tag_keys_present": d.tag_present,
+                                "generate_seconds": gen_seconds[str(n)]}
+                       for n, d in datasets.items()}
+    ratios: dict[str, Any] = {}
+    for n in sizes:
+        r = by_size[n]
+        ratios[str(n)] = {name: g["value"] for name, g in make_goals(
+            r, datasets[n], None).items()}
+    if growth is not None:
+        ratios["time_per_row_growth"] = growth
+    params: dict[str, Any] = {
+        "rows": list(sizes),
+        "goals_at_rows": top,
+        "partitions": len(CITIES),
+        "columns": len(ARROW_SCHEMA),
+        "upsert_batches": UPSERT_BATCHES,
+        "update_share": UPDATE_SHARE,
+        "tag_keys": TAG_KEYS,
+        "repeats": repeats,
+        "timeout_seconds": timeout,
+        "quick": quick,
+        "morlog": "MorTable.create + insert, MorTable.upsert x10 (WriteConfig(carrier=avro|"
+                  "parquet, fsync=False)), Table(path).read(), KeyTagger(Table(path)).tag",
+        "delta_rs": "write_deltalake(partition_by=city); DeltaTable.merge(predicate on city "
+                    "and uuid).when_matched_update_all().when_not_matched_insert_all() x10; "
+                    "DeltaTable.to_pyarrow_table()",
+        "hudi_rs": "HudiTableBuilder.from_base_uri(path).build().read() of the morlog table",
+        "bloom_index": "bench tag's bloom_index_baseline on the morlog (Avro) table",
+        "timing": "each step of each engine in its own fresh subprocess per repeat, inputs "
+                  "loaded untimed; best of repeats; peak RSS = VmHWM of that subprocess "
+                  "(imports and inputs included; the largest of the repeats); writes to fresh "
+                  "directories on local disk; reads after every file of the table was read "
+                  "once (warm page cache)",
+    }
+    return make_report("scale", params, results, ratios, goals)
+
+
+# --- the plot -------------------------------------------------------------------------------
+
+PLOT_STEPS = ("create", "upsert", "read_avro", "read_parquet", "tag")
+COLORS = {"morlog": "#4878a8", "morlog_parquet": "#80a8d0", "delta_rs": "#e0a040",
+          "hudi_rs": "#6aa86a", "bloom_index": "#b05050"}
+
+
+def plot(plt: Any, report: dict[str, Any]) -> Any:
+    sizes = [int(n) for n in report["params"]["rows"]]
+    res = report["results"]
+    fig, axes = plt.subplots(1, len(PLOT_STEPS) + 1, figsize=(4 * (len(PLOT_STEPS) + 1), 4))
+    for ax, step in zip(axes, PLOT_STEPS, strict=False):
+        engines = list(STEPS[step])
+        if len(sizes) > 1:
+            for e in engines:
+                pts = [(n, res[str(n)][step][e]["seconds"]) for n in sizes
+                       if res[str(n)][step][e]["status"] == "ok"]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=e,
+                            color=COLORS[e])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("rows")
+            ax.legend(fontsize=7)
+        else:
+            r = res[str(sizes[0])][step]
+            vals = [float(r[e]["seconds"]) if r[e]["status"] == "ok" else 0.0 for e in engines]
+            bars = ax.bar(engines, vals, color=[COLORS[e] for e in engines])
+            for b, e, v in zip(bars, engines, vals, strict=True):
+                label = f"{v:.3g}" if r[e]["status"] == "ok" else r[e]["status"]
+                ax.annotate(label, (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(step, fontsize=10)
+        ax.set_ylabel("seconds")
+    ax = axes[-1]
+    top = str(max(sizes))
+    labels, vals, colors = [], [], []
+    for step in ("read_avro", "read_parquet"):
+        for e in STEPS[step]:
+            r = res[top][step][e]
+            labels.append(f"{step[5:]}\n{e}")
+            vals.append(r["peak_rss_bytes"] / 2**20 if r["status"] == "ok" else 0.0)
+            colors.append(COLORS[e])
+    ax.bar(labels, vals, color=colors)
+    ax.set_title(f"read peak RSS at {int(top):,} rows", fontsize=10)
+    ax.set_ylabel("MiB")
+    ax.tick_params(axis="x", labelsize=6)
+    fig.suptitle(f"morlog bench scale: {', '.join(f'{n:,}' for n in sizes)} rows "
+                 f"({len(CITIES)} partitions, {len(ARROW_SCHEMA)} columns)", fontsize=11)
+    return fig
+
+
+__all__ = ["ARROW_SCHEMA", "child_main", "make_data", "parse_rows", "plot", "run",
+           "run_step"]
