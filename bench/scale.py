@@ -343,6 +343,10 @@ def child_main() -> None:
     res = run_step(req["step"], req["engine"], req["args"])
     sys.stdout.write(json.dumps(res) + "\n")
     sys.stdout.flush()
+    # The measurement is out. Leave without the interpreter's teardown: deltalake's native
+    # runtime can abort there ("terminate called without an active exception", SIGABRT),
+    # which would turn a finished step into a failed one.
+    os._exit(0)
 
 
 CHILD_CODE = "from morlog.bench.scale import child_main; child_main()"
