@@ -155,6 +155,12 @@ def _is_own(value: ast.expr) -> bool:
             and value.func.id == "super")
 
 
+#: names that only look private: documented public API of the standard library
+DOCUMENTED_UNDERSCORE = {"os._exit", "sys._getframe"}
+#: namedtuple's documented methods and attributes
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
+
+
 def private_reach_ins(path: Path, root: Path = REPO) -> list[str]:
     """Where a file uses another object's or module's private member (``file:line: code``).
 
@@ -172,7 +178,9 @@ def private_reach_ins(path: Path, root: Path = REPO) -> list[str]:
         if isinstance(node, ast.ClassDef):
             members = members | _class_members(node)
         if (isinstance(node, ast.Attribute) and _is_private(node.attr)
-                and not _is_own(node.value) and node.attr not in members):
+                and not _is_own(node.value) and node.attr not in members
+                and node.attr not in NAMEDTUPLE_API
+                and ast.unparse(node) not in DOCUMENTED_UNDERSCORE):
             found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
         elif isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names if _is_private(a.name)]
