@@ -35,6 +35,7 @@ from morlog.logformat.blocks import META_FIELDS, avro_data_block
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.index_trailer import CumulativeKind
+from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN
 from morlog.readers.index import read_stored_index
 from morlog.readers.logfile import LogFileReader
 from morlog.writers.indexed import DEFAULT_CHECKPOINT_EVERY, IndexedLogWriter
@@ -45,7 +46,7 @@ T = TypeVar("T")
 SEED = 20260101
 FILE_ID = "b3c1e0a2-5d4f-4e6a-8b7c-9d0e1f2a3b4c-0"
 BASE_INSTANT = "20260101000000000"
-WRITE_TOKEN = "1-0-1"
+WRITE_TOKEN = UNKNOWN_WRITE_TOKEN
 PARTITION = "city=san_francisco"
 DEFAULT_OUT = "bench-results"
 SCENARIOS = ("probe", "lookup", "append")

@@ -66,6 +66,7 @@ from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_
 from morlog.readers.probe import SliceProbe
 from morlog.readers.storage import LocalFileSource
 from morlog.readers.table import FileSlice, Table
+from morlog.writers.commit import WRITE_TOKEN
 from morlog.writers.indexed import IndexedLogWriter
 
 from .common import (
@@ -99,7 +100,6 @@ SCHEMA: dict[str, Any] = {
 }
 SCHEMA_TEXT = json.dumps(SCHEMA, separators=(",", ":"))
 ARROW_SCHEMA = avro_to_arrow_schema(SCHEMA)
-WRITE_TOKEN = "0-1-1"
 #: entries per row of the base files' DYNAMIC_V0 filter (Hudi's default)
 BLOOM_ENTRIES = 60_000
 

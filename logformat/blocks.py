@@ -84,7 +84,6 @@ def avro_data_block(
 #: it; the fastavro path then gives the result or the typed error it always gave
 FAST_PATH_MISSES = (Unsupported, ValueError, TypeError, IndexError, KeyError, OverflowError,
                     pa.ArrowException)
-_FAST_PATH_MISSES = FAST_PATH_MISSES
 
 
 def _has_map(t: pa.DataType) -> bool:
@@ -128,7 +127,7 @@ def avro_data_block_from_arrow(table: pa.Table | pa.RecordBatch, instant: str, *
     text = _schema_text(avro)
     try:  # column-wise; byte-identical to the per-record path below
         body, count = encode_arrow_to_records(table, text)
-    except _FAST_PATH_MISSES:
+    except FAST_PATH_MISSES:
         return avro_data_block(arrow_to_records(table), text, instant, extra_header=extra_header)
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
     prefix = struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count)
@@ -227,7 +226,7 @@ def decode_data_table(block_type: int, header: MetadataMap, content: bytes | mem
         schema = _require_schema(header, base, path)
         try:  # column-wise; equal to the per-record path below
             return decode_block_records_to_arrow(content, schema, base=base, path=path)
-        except _FAST_PATH_MISSES:
+        except FAST_PATH_MISSES:
             pass
         records = decode_records(content, schema, base=base, path=path)
         return records_to_arrow(records, schema, base=base, path=path)
@@ -254,7 +253,7 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
             keys = table.column(key_field)
             if pa.types.is_string(keys.type):
                 return keys.to_pylist()  # type: ignore[no-any-return]
-        except _FAST_PATH_MISSES:
+        except FAST_PATH_MISSES:
             pass
         return [r[key_field] for r in decode_records(content, schema, base=base, path=path)]
     if block_type == BlockType.PARQUET_DATA:

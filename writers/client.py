@@ -293,21 +293,14 @@ class MorTable:
         if self.partition_field and self.partition_field not in names:
             raise UsageError(f"the batch has no partition field {self.partition_field!r}",
                              path=self.path)
-        keys = table.column(self.key_field)
-        if keys.null_count:
-            raise UsageError("record keys must not be null", path=self.path)
-        if table.num_rows and pc.any(pc.equal(keys.cast(pa.string()), "")).as_py():
-            raise UsageError("record keys must not be empty", path=self.path)
+        ordering = self.ordering_field
+        if operation != "delete" and ordering is not None and ordering not in names:
+            raise UsageError(f"the batch has no ordering field {ordering!r}",
+                             path=self.path, expected=ordering, actual=names)
+        check_row_values(table, self.key_field, ordering if operation != "delete" else None,
+                         self.path)
         if self.partition_field:
             self.partition_paths(table.column(self.partition_field))
-        ordering = self.ordering_field
-        if operation != "delete" and ordering is not None:
-            if ordering not in names:
-                raise UsageError(f"the batch has no ordering field {ordering!r}",
-                                 path=self.path, expected=ordering, actual=names)
-            if table.column(ordering).null_count:
-                raise UsageError(f"ordering field {ordering!r} must not be null",
-                                 path=self.path)
         if operation == "delete":
             keep = [self.key_field] + ([self.partition_field] if self.partition_field else [])
             if ordering is not None and ordering in names:
@@ -600,6 +593,20 @@ class MorTable:
 URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
 
 
+def check_row_values(table: pa.Table, key_field: str, ordering_field: str | None,
+                     path: str) -> None:
+    """Hudi's rules on a batch's values (``UsageError`` otherwise): record keys neither null
+    nor empty; ordering values (when ``ordering_field``) not null. The write client and
+    Spark's tagging tasks both check rows with it."""
+    keys = table.column(key_field)
+    if keys.null_count:
+        raise UsageError("record keys must not be null", path=path)
+    if table.num_rows and pc.any(pc.equal(keys.cast(pa.string()), "")).as_py():
+        raise UsageError("record keys must not be empty", path=path)
+    if ordering_field is not None and table.column(ordering_field).null_count:
+        raise UsageError(f"ordering field {ordering_field!r} must not be null", path=path)
+
+
 def partition_paths_of(values: pa.ChunkedArray | pa.Array, field_name: str, *,
                        urlencode: bool = False, hive_style: bool = False,
                        path: str | None = None) -> pa.Array:
@@ -676,5 +683,5 @@ class _Plan:
 
 
 __all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",
-           "CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig", "new_instant",
-           "partition_paths_of"]
+           "CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig",
+           "check_row_values", "new_instant", "partition_paths_of"]

@@ -54,7 +54,7 @@ from morlog.readers.spark_source import (
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
-from .client import MorTable, WriteConfig, partition_paths_of
+from .client import MorTable, WriteConfig, check_row_values, partition_paths_of
 from .commit import base_file_name
 from .store import WriteStore, store_at
 
@@ -338,13 +338,7 @@ class _BatchRules:
     ordering: str | None
 
     def partition_paths(self, data: pa.Table, uri: str) -> pa.Array:
-        keys = data.column(self.key).combine_chunks()
-        if keys.null_count:
-            raise UsageError("record keys must not be null", path=uri)
-        if pa.compute.any(pa.compute.equal(keys.cast(pa.string()), "")).as_py():
-            raise UsageError("record keys must not be empty", path=uri)
-        if self.ordering is not None and data.column(self.ordering).null_count:
-            raise UsageError(f"ordering field {self.ordering!r} must not be null", path=uri)
+        check_row_values(data, self.key, self.ordering, uri)
         if not self.partition:
             return pa.array([""] * data.num_rows, pa.string())
         return partition_paths_of(data.column(self.partition), self.partition,
