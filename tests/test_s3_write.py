@@ -192,9 +192,9 @@ class Killed(BaseException):
     """The writer process dies (not an error it could handle and roll back)."""
 
 
-#: PUTs of the second commit: requested, inflight, one new log version per partition (2),
-#: completed
-@pytest.mark.parametrize("fail_at", range(1, 6))
+#: PUTs of the second commit: requested, heartbeat, inflight, one new log version per
+#: partition (2), completed
+@pytest.mark.parametrize("fail_at", range(1, 7))
 def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) -> None:
     """The n-th object PUT of a commit fails (the writer dies there): the table reads as
     before; the next writer rolls the instant back and commits."""
@@ -236,7 +236,7 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
     assert r.rolled_back or fail_at == 1
 
 
-@pytest.mark.parametrize("fail_at", range(2, 6))
+@pytest.mark.parametrize("fail_at", range(2, 7))
 def test_a_put_failing_on_s3_is_rolled_back_by_the_same_call(s3: str, fail_at: int) -> None:
     """The n-th object PUT of a commit fails with an error (the writer lives): the call
     rolls its instant back, releases the lock and raises a typed error."""

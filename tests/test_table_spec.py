@@ -14,6 +14,7 @@ import pytest
 from morlog.compat.base_footer import parse_base_footer
 from morlog.logformat import BlockType
 from morlog.logformat.table_files import parse_properties
+from morlog.logformat.timeline_meta import decode_avro
 from morlog.readers import LogFileReader
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable, WriteConfig, new_instant
@@ -70,10 +71,13 @@ def test_timeline_files_and_commit_metadata(table: tuple[Path, MorTable]) -> Non
     i = r.instant
     assert names == [f"{i}.deltacommit", f"{i}.deltacommit.inflight",
                      f"{i}.deltacommit.requested", "hoodie.properties", "morlog.lock"]
-    assert json.loads((hoodie / f"{i}.deltacommit.requested").read_text()) == {}
+    assert (hoodie / f"{i}.deltacommit.requested").read_bytes() == b""  # as Hudi's
     inflight = json.loads((hoodie / f"{i}.deltacommit.inflight").read_text())
-    assert {(g["partition"], g["fileId"]) for g in inflight["morlogFileGroups"]} == set(
-        r.groups_touched)
+    # the workload profile: every file group the commit writes, as write stats
+    assert {(p, s["fileId"]) for p, ss in inflight["partitionToWriteStats"].items()
+            for s in ss} == set(r.groups_touched)
+    assert inflight["extraMetadata"] == {"morlog.writer": "1"}
+    assert not (hoodie / ".heartbeat" / i).exists()  # removed once the commit is done
     meta = json.loads((hoodie / f"{i}.deltacommit").read_text())
     assert meta["operationType"] == "UPSERT" and meta["compacted"] is False
     assert json.loads(meta["extraMetadata"]["schema"])["name"] == "spec_table_record"
@@ -140,9 +144,14 @@ def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.Monkey
     hoodie = path / ".hoodie"
     assert not list(hoodie.glob(f"{failed}.*"))  # the failed instant's files are gone
     (rb,) = list(hoodie.glob("*.rollback"))
-    meta = json.loads(rb.read_text())
+    meta = decode_avro(rb.read_bytes())  # Avro, as Hudi's rollback metadata
     assert meta["commitsRollback"] == [failed]
-    assert (hoodie / f"{rb.stem}.rollback.requested").exists()
+    assert meta["instantsRollback"] == [{"commitTime": failed, "action": "deltacommit"}]
+    plan = decode_avro((hoodie / f"{rb.stem}.rollback.requested").read_bytes())
+    assert plan["instantToRollback"] == {"commitTime": failed, "action": "deltacommit"}
+    logs_given_a_block = [k for m in meta["partitionMetadata"].values()
+                          for k in (m["rollbackLogFiles"] or {})]
+    assert logs_given_a_block and all((path / k).is_file() for k in logs_given_a_block)
     # a ROLLBACK command block targets the failed instant in the logs it wrote to
     targets = []
     for log in path.rglob(".*.log.*"):

@@ -58,16 +58,26 @@ from morlog.logformat.table_files import (
     format_partition_metadata,
     partition_depth,
 )
+from morlog.logformat.timeline_meta import (
+    ROLLBACK_METADATA_SCHEMA,
+    ROLLBACK_PLAN_SCHEMA,
+    decode_avro,
+    encode_avro,
+    encode_commit_metadata,
+    write_stat,
+)
 from morlog.readers.containment import check_file_name, resolve_under
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
 from .logwriter import LogFileWriter, Mode
 from .repair import sweep_orphan_temps
-from .store import LocalStore, WriterLock, WriteStore
+from .store import ConcurrentWriterError, LocalStore, WriterLock, WriteStore
 
 #: the write token of every file morlog writes (``taskPartitionId-stageId-taskAttemptId``)
 WRITE_TOKEN = "0-1-1"
+#: extra metadata entry of a morlog writer's inflight instant
+MORLOG_WRITER_KEY = "morlog.writer"
 #: the timeline file of each state of an instant, by the names the protocol uses
 _STATES = {"requested": REQUESTED, "inflight": INFLIGHT, "completed": COMPLETED}
 
@@ -87,40 +97,96 @@ def base_file_name(file_id: str, instant: str) -> str:
 
 
 class TimelineWriter:
-    """Writes a table's timeline files (layout 1, ``.hoodie/``), each published whole."""
+    """Writes a table's timeline files in the table's layout, each published whole.
 
-    def __init__(self, store: WriteStore, location: TableLocation, *,
+    Layout 1 (table version 6): ``.hoodie/<instant>.<action>[.<state>]``, commit metadata as
+    JSON. Layout 2 (table versions 8 and 9): ``.hoodie/timeline/``, a completed instant named
+    ``<requested>_<completed>.<action>`` and its commit metadata as Avro. Rollback plans and
+    rollback metadata are Avro in both (``morlog.logformat.timeline_meta``)."""
+
+    def __init__(self, store: WriteStore, location: TableLocation, *, layout: int = 1,
                  fsync: bool = True) -> None:
         self.store = store
         self.location = location
+        self.layout = layout
         self.fsync = fsync
+        self.directory = (store.join(location.path, ".hoodie", "timeline") if layout == 2
+                          else store.join(location.path, ".hoodie"))
 
-    def path(self, instant: str, state: str, action: str = "deltacommit") -> str:
-        """The file of ``instant`` in ``state`` (requested, inflight, completed)."""
-        name = TimelineFileName(instant, action, _STATES[state])
-        return self.store.join(self.location.path, ".hoodie", str(name))
+    def path(self, instant: str, state: str, action: str = "deltacommit",
+             completed: str | None = None) -> str:
+        """The file of ``instant`` in ``state`` (requested, inflight, completed; a completed
+        instant of layout 2 needs its completion time)."""
+        name = TimelineFileName(instant, action, _STATES[state],
+                                completed if self.layout == 2 else None, self.layout)
+        return self.store.join(self.directory, str(name))
+
+    def encode(self, state: str, meta: dict[str, Any], action: str) -> bytes:
+        """The bytes of a timeline file: empty for an empty ``meta`` of a pending state,
+        rollback plans and metadata as Avro, commit metadata in the layout's encoding."""
+        if action == "rollback":
+            if state == "requested":
+                return encode_avro(ROLLBACK_PLAN_SCHEMA, meta)
+            if state == "completed":
+                return encode_avro(ROLLBACK_METADATA_SCHEMA, meta)
+            return b""
+        if not meta and state != "completed":
+            return b""
+        return encode_commit_metadata(meta, self.layout)
 
     def write(self, instant: str, state: str, meta: dict[str, Any],
-              action: str = "deltacommit") -> None:
-        """Publish one timeline file with ``meta`` as JSON; the name must be free."""
-        final = self.path(instant, state, action)
-        data = json.dumps(meta, indent=2).encode("utf-8")
+              action: str = "deltacommit") -> str:
+        """Publish one timeline file with ``meta``; the name must be free. Returns the
+        completion time (layout 2 completed instants; otherwise ``instant``)."""
+        done = new_instant(instant) if state == "completed" and self.layout == 2 else instant
+        final = self.path(instant, state, action, done)
+        data = self.encode(state, meta, action)
         if not self.store.create(final, data, sync=self.fsync):
             raise UsageError("timeline file exists already", path=final)
+        return done
 
-    def inflight_groups(self, instant: str) -> list[Any]:
-        """The file group entries a pending delta commit said it writes ([] when unknown or
-        unreadable); unchecked: see :func:`safe_group`."""
-        inflight = self.path(instant, "inflight")
+    def inflight_meta(self, instant: str, action: str = "deltacommit") -> dict[str, Any]:
+        """The inflight commit metadata of a pending instant ({} when absent or unreadable);
+        unchecked: see :func:`safe_group`."""
+        inflight = self.path(instant, "inflight", action)
         if not self.store.exists(inflight):
-            return []
-        text = self.store.read(inflight).decode("utf-8", errors="replace")
+            return {}
+        data = self.store.read(inflight)
+        meta: Any
         try:
-            meta = json.loads(text) if text.strip() else {}
-        except (ValueError, RecursionError):
-            return []
-        groups = meta.get("morlogFileGroups", []) if isinstance(meta, dict) else []
-        return list(groups) if isinstance(groups, list) else []
+            if data[:4] == b"Obj\x01":
+                meta = decode_avro(data, inflight)
+            else:
+                text = data.decode("utf-8", errors="replace")
+                meta = json.loads(text) if text.strip() else {}
+        except (MorlogError, ValueError, RecursionError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
+
+    def inflight_groups(self, instant: str, action: str = "deltacommit") -> list[Any]:
+        """The file group entries (``{"partition", "fileId"}``) a pending commit said it
+        writes, from its inflight commit metadata ([] when unknown); unchecked: see
+        :func:`safe_group`."""
+        meta = self.inflight_meta(instant, action)
+        out: list[Any] = []
+        legacy = meta.get("morlogFileGroups")  # written by morlog before table versions 8+
+        if isinstance(legacy, list):
+            out += legacy
+        stats = meta.get("partitionToWriteStats")
+        if isinstance(stats, dict):
+            for part, entries in stats.items():
+                for e in entries if isinstance(entries, list) else [entries]:
+                    fid = e.get("fileId") if isinstance(e, dict) else e
+                    if fid != "":  # Hudi's workload profile lists inserts with no file id
+                        out.append({"partition": part, "fileId": fid})
+        return out
+
+    def is_morlogs(self, instant: str, action: str = "deltacommit") -> bool:
+        """Whether a pending instant is a morlog writer's (its inflight metadata says so)."""
+        meta = self.inflight_meta(instant, action)
+        extra = meta.get("extraMetadata")
+        return "morlogFileGroups" in meta or (isinstance(extra, dict)
+                                              and MORLOG_WRITER_KEY in extra)
 
     def remove_pending(self, instant: str, action: str = "deltacommit") -> None:
         for state in ("requested", "inflight"):
@@ -162,17 +228,42 @@ def safe_group(location: TableLocation, entry: Any) -> tuple[str, str]:
     return partition, fid
 
 
+def instant_files(store: WriteStore, directory: str, instant: str,
+                  file_id: str | None = None) -> list[str]:
+    """Names of the data files in ``directory`` that ``instant`` created: base files of any
+    format and log files named after it (of group ``file_id`` when given)."""
+    out = []
+    for name in store.listdir(directory):
+        if BaseFileName.matches(name):
+            b = BaseFileName.parse(name)
+            if b.instant == instant and file_id in (None, b.file_id):
+                out.append(name)
+        elif LogFileName.matches(name):
+            ln = LogFileName.parse(name)
+            if ln.instant == instant and file_id in (None, ln.file_id):
+                out.append(name)
+    return out
+
+
 def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
-                     fsync: bool = True, view: Table | None = None) -> list[str]:
-    """Roll back delta commits a dead writer left requested or inflight; their instants."""
+                     fsync: bool = True, view: Table | None = None,
+                     hooks: RollbackHooks | None = None) -> list[str]:
+    """Roll back the delta commits that dead writers left requested or inflight; their
+    instants. A pending instant of a live Hudi writer (fresh heartbeat) is never touched:
+    :class:`ConcurrentWriterError` names it (see :func:`pending_owner`)."""
     table = view or Table(location)
-    timeline = TimelineWriter(store, location, fsync=fsync)
+    timeline = TimelineWriter(store, location, layout=table.timeline.layout, fsync=fsync)
     done = []
     skipped: list[str] = []
     for inst in table.timeline.pending():
         if inst.action != "deltacommit":
             continue
-        skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync)
+        if not timeline.is_morlogs(inst.requested):
+            # we hold morlog's writer lock, so a morlog instant's writer is gone; another
+            # writer's instant follows Hudi's heartbeat rule
+            check_heartbeat(store, location, inst.requested)
+        skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync,
+                             hooks)
         done.append(inst.requested)
     for inst in table.timeline.pending():
         if inst.action == "rollback":
@@ -189,37 +280,112 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
     return done
 
 
+#: Hudi's heartbeat of a writer's instant (``HoodieHeartbeatClient``): a file
+#: ``.hoodie/.heartbeat/<instant>`` whose modification time the writer refreshes every
+#: ``hoodie.client.heartbeat.interval_in_ms`` (default 60000); the instant counts as failed
+#: once ``hoodie.client.heartbeat.tolerable.misses`` (default 2) intervals passed without one
+HEARTBEAT_DIR = ".heartbeat"
+HEARTBEAT_INTERVAL_MS = 60_000
+HEARTBEAT_TOLERABLE_MISSES = 2
+
+
+def heartbeat_path(store: WriteStore, location: TableLocation, instant: str) -> str:
+    return store.join(location.path, ".hoodie", HEARTBEAT_DIR, instant)
+
+
+def check_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> None:
+    """:class:`ConcurrentWriterError` when pending ``instant`` has a heartbeat fresher than
+    Hudi's expiry (its writer is alive); a missing or expired heartbeat means a dead writer,
+    whose instant Hudi's next writer rolls back too."""
+    path = heartbeat_path(store, location, instant)
+    mtime = store.mtime(path)
+    if mtime is None:
+        return
+    expiry = HEARTBEAT_INTERVAL_MS * (HEARTBEAT_TOLERABLE_MISSES + 1) / 1000.0
+    if time.time() - mtime < expiry:
+        raise ConcurrentWriterError(
+            f"instant {instant} is pending with a live heartbeat (another writer is writing "
+            f"the table; it counts as failed {expiry:.0f} s after its last heartbeat)",
+            path=location.uri)
+
+
+class RollbackHooks:
+    """What a rollback must also undo outside the data files (the metadata table)."""
+
+    def rolled_back(self, failed: str, rollback_instant: str,
+                    deleted: dict[str, list[str]]) -> None:  # pragma: no cover - interface
+        """``failed`` was rolled back; ``deleted``: partition -> data file names removed."""
+
+
 def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
-              table: Table, failed: str, mode: Mode, fsync: bool) -> list[str]:
-    """Roll back instant ``failed``; the file group entries skipped as unsafe, each
-    described."""
+              table: Table, failed: str, mode: Mode, fsync: bool,
+              hooks: RollbackHooks | None = None) -> list[str]:
+    """Roll back instant ``failed``; the file group entries skipped as unsafe, each described.
+
+    Files named after ``failed`` (its new base files, and the log files it created) are
+    deleted. In layout 1 (table version 6) a log of an older slice may hold its blocks too:
+    each such log of the groups its inflight metadata names gets a ROLLBACK command block.
+    In layout 2 (8+) every log file carries its delta commit's instant, so deleting is all
+    (Hudi 1.x rolls back the same way)."""
+    started = time.monotonic()
     skipped = []
     groups = timeline.inflight_groups(failed)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
     rb = new_instant(max(x for x in (last, failed) if x is not None))
-    timeline.write(rb, "requested", {}, "rollback")
-    timeline.write(rb, "inflight", {}, "rollback")
-    slices = {(s.partition, s.file_id): s for s in table.file_slices()}
+    keys: list[tuple[str, str]] = []
     for g in groups:
         try:
-            key = safe_group(location, g)
+            keys.append(safe_group(location, g))
         except MorlogError as exc:
             skipped.append(f"{repr(g)[:200]} ({exc.message})")
-            continue
-        d = location.partition_path(key[0])
-        # base files the failed instant created go away
-        for name in st.listdir(d):
-            if (name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet")
-                    and BaseFileName.matches(name)):
-                st.delete(st.join(d, check_file_name(name)))
-        s = slices.get(key)
-        if s is not None and has_logs(st, d, key[1]):
-            d = ensure_partition(st, location, key[0], fsync=fsync)
-            LogFileWriter(d, key[1], s.base_instant, write_token=WRITE_TOKEN, mode=mode,
-                          fsync=fsync, store=st).append(rollback_block(rb, failed))
-    timeline.write(rb, "completed", {"commitsRollback": [failed], "startRollbackTime": rb,
-                                     "totalFilesDeleted": 0}, "rollback")
+    # every partition may hold a new file group of the failed instant (Hudi's inflight
+    # metadata does not name them): list them all, delete what the instant named
+    partitions = sorted(set(table.partitions()) | {p for p, _ in keys})
+    doomed = {p: instant_files(st, location.partition_path(p), failed) for p in partitions}
+    doomed = {p: names for p, names in doomed.items() if names}
+    slices = {(s.partition, s.file_id): s for s in table.file_slices()}
+    command: list[tuple[str, str]] = []
+    if timeline.layout == 1:
+        for key in dict.fromkeys(keys):
+            s = slices.get(key)
+            d = location.partition_path(key[0])
+            if s is not None and s.base_instant != failed and has_logs(st, d, key[1]):
+                command.append(key)
+    requests = [{"partitionPath": p, "fileId": "", "latestBaseInstant": "",
+                 "filesToBeDeleted": names, "logBlocksToBeDeleted": {}}
+                for p, names in doomed.items()]
+    requests += [{"partitionPath": p, "fileId": f, "latestBaseInstant": slices[(p, f)].base_instant,
+                  "filesToBeDeleted": [], "logBlocksToBeDeleted": {}} for p, f in command]
+    timeline.write(rb, "requested", {"instantToRollback": {"commitTime": failed,
+                                                           "action": "deltacommit"},
+                                     "RollbackRequests": requests, "version": 1}, "rollback")
+    timeline.write(rb, "inflight", {}, "rollback")
+    part_meta: dict[str, dict[str, Any]] = {}
+    for p, names in doomed.items():
+        d = location.partition_path(p)
+        for name in names:
+            st.delete(st.join(d, check_file_name(name)))
+        part_meta[p] = {"partitionPath": p, "successDeleteFiles": names,
+                        "failedDeleteFiles": [], "rollbackLogFiles": None,
+                        "logFilesFromFailedCommit": None}
+    for p, fid in command:
+        d = ensure_partition(st, location, p, fsync=fsync)
+        r = LogFileWriter(d, fid, slices[(p, fid)].base_instant, write_token=WRITE_TOKEN,
+                          mode=mode, fsync=fsync, store=st).append(rollback_block(rb, failed))
+        entry = part_meta.setdefault(p, {"partitionPath": p, "successDeleteFiles": [],
+                                         "failedDeleteFiles": [], "rollbackLogFiles": None,
+                                         "logFilesFromFailedCommit": None})
+        entry["rollbackLogFiles"] = {**(entry["rollbackLogFiles"] or {}),
+                                     st.relpath(r.path, location.path): r.size}
+    if hooks is not None:
+        hooks.rolled_back(failed, rb, doomed)
+    timeline.write(rb, "completed", {
+        "startRollbackTime": rb, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": sum(len(n) for n in doomed.values()),
+        "commitsRollback": [failed], "partitionMetadata": part_meta, "version": 1,
+        "instantsRollback": [{"commitTime": failed, "action": "deltacommit"}]}, "rollback")
     timeline.remove_pending(failed)
+    st.delete(heartbeat_path(st, location, failed))
     return skipped
 
 
@@ -230,19 +396,25 @@ class Commit:
     """
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
-                 operation: str, schema: dict[str, Any], fsync: bool = True) -> None:
+                 operation: str, schema: dict[str, Any], fsync: bool = True,
+                 action: str = "deltacommit", hooks: CommitHooks | None = None) -> None:
         self.store = store
         self.location = location
         self.mode: Mode = mode
         self.operation = operation
         self.schema = schema
         self.fsync = fsync
+        self.action = action
+        #: what else the commit keeps true in the same instant (the metadata table)
+        self.hooks = hooks
         self.timeline = TimelineWriter(store, location, fsync=fsync)
         self._lock: WriterLock | None = None
         #: set on entering: the instants rolled back, the table after that, the new instant
         self.rolled_back: list[str] = []
         self.view: Table | None = None
         self.instant = ""
+        #: completion time of the instant (layout 2; the instant itself in layout 1)
+        self.completed_at = ""
         #: temporary files of dead writers removed on entering
         self.swept: list[str] = []
         self._started = False
@@ -251,9 +423,13 @@ class Commit:
     def __enter__(self) -> Commit:
         lock = self.store.lock(self.location.path)
         try:
+            first = Table(self.location)
+            self.timeline = TimelineWriter(self.store, self.location,
+                                           layout=first.timeline.layout, fsync=self.fsync)
             self.rolled_back = rollback_pending(self.store, self.location, mode=self.mode,
-                                                fsync=self.fsync)
-            view = self.view = Table(self.location)
+                                                fsync=self.fsync, view=first,
+                                                hooks=self.hooks)
+            view = self.view = Table(self.location) if self.rolled_back else first
             last = view.timeline.instants[-1].requested if view.timeline.instants else None
             self.instant = new_instant(last)
             if isinstance(self.store, LocalStore):
@@ -278,6 +454,8 @@ class Commit:
                     and not self._completed):
                 self._roll_back_own(exc)
         finally:
+            if self.instant:
+                self.store.delete(heartbeat_path(self.store, self.location, self.instant))
             lock.release()
 
     def _roll_back_own(self, exc: Exception) -> None:
@@ -285,7 +463,7 @@ class Commit:
         table is left as before, not for the next writer); raise the typed error."""
         try:
             _rollback(self.store, self.location, self.timeline, Table(self.location),
-                      self.instant, self.mode, self.fsync)
+                      self.instant, self.mode, self.fsync, self.hooks)
         except Exception as rb_exc:
             raise WriteError(
                 f"the commit failed ({_describe(exc)}) and so did its rollback "
@@ -305,25 +483,48 @@ class Commit:
 
     def start(self, groups: Iterable[tuple[str, str]]) -> None:
         """Write the requested and inflight instant; ``groups``: (partition, file id) of
-        every file group the commit will write."""
+        every file group the commit will write (the inflight metadata lists them as write
+        stats, Hudi's workload profile, so that a rollback knows where to look). A heartbeat
+        file tells Hudi writers that the instant's writer is alive."""
         self._started = True
-        self.timeline.write(self.instant, "requested", {})
-        self.timeline.write(self.instant, "inflight", {"morlogFileGroups": [
-            {"partition": p, "fileId": f} for p, f in groups]})
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for p, f in groups:
+            stats.setdefault(p, []).append(write_stat(p, f))
+        self.timeline.write(self.instant, "requested", {}, self.action)
+        hb = heartbeat_path(self.store, self.location, self.instant)
+        self.store.makedirs(self.store.join(self.location.path, ".hoodie", HEARTBEAT_DIR))
+        self.store.create(hb, b"", sync=False)
+        self.timeline.write(self.instant, "inflight", {
+            "partitionToWriteStats": stats, "extraMetadata": {MORLOG_WRITER_KEY: "1"},
+            "operationType": self.operation.upper()}, self.action)
 
     def complete(self, stats: dict[str, list[dict[str, Any]]],
-                 summary: dict[str, str]) -> None:
+                 summary: dict[str, str], extra: dict[str, Any] | None = None) -> None:
         """Complete the instant with Hudi's commit metadata: ``stats`` (write stats per
-        partition) and ``summary`` (``morlog.*`` entries of the extra metadata)."""
+        partition), ``summary`` (``morlog.*`` entries of the extra metadata) and ``extra``
+        (further top-level fields, e.g. a replace commit's ``partitionToReplaceFileIds``).
+        The hooks (metadata table) are committed first, as Hudi does: a reader of the
+        metadata table only trusts instants completed on the data timeline."""
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
-        self.timeline.write(self.instant, "completed", {
+        if self.hooks is not None:
+            self.hooks.committing(self.instant, stats)
+        self.completed_at = self.timeline.write(self.instant, "completed", {
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
                               **summary},
-            "operationType": self.operation.upper()})
+            "operationType": self.operation.upper(), **(extra or {})}, self.action)
         self._completed = True
+
+
+class CommitHooks(RollbackHooks):
+    """What a commit keeps true beside the data timeline (the metadata table)."""
+
+    def committing(self, instant: str, stats: dict[str, list[dict[str, Any]]]
+                   ) -> None:  # pragma: no cover - interface
+        """The data files of ``instant`` are written; ``stats``: partition -> write stats
+        (``path`` relative to the table, ``fileSizeInBytes``)."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -335,5 +536,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-__all__ = ["WRITE_TOKEN", "Commit", "TimelineWriter", "base_file_name",
+__all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RollbackHooks",
+           "TimelineWriter", "check_heartbeat", "instant_files", "base_file_name",
            "ensure_partition", "new_instant", "rollback_pending", "safe_group"]

@@ -90,6 +90,10 @@ class WriteStore:
             raise UsageError("path is not under the table", path=path, expected=start)
         return path[len(start):]
 
+    def mtime(self, path: str) -> float | None:
+        """When ``path`` was last modified (seconds since the epoch), None if absent."""
+        raise NotImplementedError
+
     def makedirs(self, directory: str) -> None:
         """Make ``directory`` exist (a no-op on object stores)."""
 
@@ -153,6 +157,12 @@ class LocalStore(WriteStore):
 
     def relpath(self, path: str, start: str) -> str:
         return os.path.relpath(path, start)
+
+    def mtime(self, path: str) -> float | None:
+        try:
+            return os.stat(path).st_mtime
+        except FileNotFoundError:
+            return None
 
     def makedirs(self, directory: str) -> None:
         os.makedirs(directory, exist_ok=True)
@@ -256,6 +266,14 @@ class ArrowStore(WriteStore):
         with self.fs.open_output_stream(path) as out:
             out.write(data)
         return True
+
+    def mtime(self, path: str) -> float | None:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound or info.mtime is None:
+            return None
+        return float(info.mtime.timestamp())
 
     def delete(self, path: str) -> bool:
         if not self.exists(path):
