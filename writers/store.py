@@ -28,6 +28,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
 import uuid
@@ -104,6 +105,13 @@ class WriteStore:
     def delete(self, path: str) -> bool:
         """Delete ``path``; False if it did not exist."""
         raise NotImplementedError
+
+    def remove_tree(self, directory: str) -> None:
+        """Delete ``directory`` and everything under it (no-op if absent)."""
+        for name in self.listdir(directory):
+            self.delete(self.join(directory, name))
+        for sub in self.storage.subdirs(directory):
+            self.remove_tree(self.join(directory, sub))
 
     def append(self, path: str, produce: Callable[[int], bytes], *, sync: bool = True) -> int:
         """Append ``produce(current size)`` to ``path`` under an exclusive lock, all or
@@ -193,6 +201,9 @@ class LocalStore(WriteStore):
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+    def remove_tree(self, directory: str) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
 
     def delete(self, path: str) -> bool:
         try:

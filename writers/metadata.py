@@ -1,0 +1,167 @@
+"""The table's metadata table (MDT, ``.hoodie/metadata``): kept true, or dropped as Hudi does.
+
+Readers that list a table's files through its metadata table (Hudi by default since 0.11,
+hudi-rs for every table of version 8+ whose ``hoodie.table.metadata.partitions`` lists
+``files``) see only what it lists, so a writer either keeps every MDT partition the table
+lists true in the same instant, or does what Hudi's own writer does when the metadata table
+(or one of its indexes) is turned off: it deletes that partition's directory, or the whole
+``.hoodie/metadata``, and removes it from ``hoodie.table.metadata.partitions``
+(``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
+``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
+
+morlog does the latter only when the writer opts in with Hudi's own switches (write options
+of ``WriteConfig.hoodie_options``):
+
+- ``hoodie.metadata.enable=false``: the whole metadata table;
+- ``hoodie.metadata.index.column.stats.enable=false``: ``column_stats``;
+- ``hoodie.metadata.index.partition.stats.enable=false``: ``partition_stats``;
+- ``hoodie.metadata.record.index.enable=false``: ``record_index``;
+- ``hoodie.metadata.index.bloom.filter.enable=false``: ``bloom_filters``;
+- ``hoodie.metadata.index.secondary.enable=false``: every ``secondary_index_*``;
+- ``hoodie.metadata.index.expression.enable=false``: every ``expr_index_*``.
+
+A listed partition morlog can neither keep nor was allowed to drop is refused with an
+:class:`UnsupportedSettingError` naming ``hoodie.table.metadata.partitions``, its value and
+the switch, before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from morlog.logformat.errors import UnsupportedSettingError
+from morlog.logformat.table_files import PROPERTIES_FILE, format_properties
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
+
+from .store import WriteStore
+
+METADATA_DIR = "metadata"
+PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
+INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
+ENABLE = "hoodie.metadata.enable"
+#: MDT partitions morlog keeps true on every commit
+KEPT: frozenset[str] = frozenset()
+#: the switch that turns each MDT partition (by name or name prefix) off
+_SWITCHES = {
+    "files": ENABLE,
+    "column_stats": "hoodie.metadata.index.column.stats.enable",
+    "partition_stats": "hoodie.metadata.index.partition.stats.enable",
+    "record_index": "hoodie.metadata.record.index.enable",
+    "bloom_filters": "hoodie.metadata.index.bloom.filter.enable",
+    "secondary_index_": "hoodie.metadata.index.secondary.enable",
+    "expr_index_": "hoodie.metadata.index.expression.enable",
+}
+
+
+def switch_of(partition: str) -> str:
+    """Hudi's write option that turns MDT partition ``partition`` off."""
+    for name, key in _SWITCHES.items():
+        if partition == name or (name.endswith("_") and partition.startswith(name)):
+            return key
+    return ENABLE
+
+
+def listed_partitions(table: Table) -> list[str]:
+    """The MDT partitions ``hoodie.properties`` lists (built or being built)."""
+    out: list[str] = []
+    for key in (PARTITIONS_PROPERTY, INFLIGHT_PROPERTY):
+        for p in (table.config.get(key) or "").split(","):
+            if p.strip() and p.strip() not in out:
+                out.append(p.strip())
+    return out
+
+
+def _off(options: dict[str, str], key: str) -> bool:
+    return (options.get(key) or "").strip().lower() == "false"
+
+
+@dataclass
+class MetadataPlan:
+    """What a commit does with the metadata table."""
+
+    #: drop the whole metadata table
+    drop_all: bool = False
+    #: MDT partitions to drop (their switch is off)
+    drop: list[str] = field(default_factory=list)
+    #: MDT partitions to keep true in every commit
+    keep: list[str] = field(default_factory=list)
+
+    @property
+    def changes_table(self) -> bool:
+        return self.drop_all or bool(self.drop)
+
+
+def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> MetadataPlan:
+    """Decide, before anything is written, what the commit does with each MDT partition;
+    :class:`UnsupportedSettingError` for a partition morlog can neither keep nor drop."""
+    listed = listed_partitions(table)
+    mdt_dir = store.join(table.path, ".hoodie", METADATA_DIR)
+    exists = bool(store.listdir(mdt_dir)) or bool(store.storage.subdirs(mdt_dir))
+    if not listed and not exists:
+        return MetadataPlan()
+    if _off(options, ENABLE):
+        return MetadataPlan(drop_all=True)
+    plan = MetadataPlan()
+    for p in listed:
+        if _off(options, switch_of(p)):
+            plan.drop.append(p)
+        elif p in KEPT:
+            plan.keep.append(p)
+        else:
+            raise UnsupportedSettingError(
+                f"morlog cannot keep the metadata table's {p!r} partition true (it keeps "
+                f"{sorted(KEPT)}); set {switch_of(p)}=false to drop it as Hudi's writer "
+                "does (readers then list files directly)",
+                property=PARTITIONS_PROPERTY, value=table.config.get(PARTITIONS_PROPERTY),
+                path=table.config.path)
+    if "files" in plan.drop or (not plan.keep and exists):
+        # without ``files`` the metadata table is off altogether (Hudi's rule: every other
+        # partition needs it)
+        return MetadataPlan(drop_all=True)
+    return plan
+
+
+def apply_drops(store: WriteStore, location: TableLocation, table: Table,
+                plan: MetadataPlan, *, fsync: bool = True) -> None:
+    """Delete what ``plan`` drops and update ``hoodie.properties`` as Hudi does (the caller
+    holds the writer lock). ``hoodie.properties`` is replaced through
+    ``hoodie.properties.backup``, which Hudi's readers fall back to meanwhile."""
+    if not plan.changes_table:
+        return
+    mdt = store.join(location.path, ".hoodie", METADATA_DIR)
+    props = dict(table.config.props)
+    if plan.drop_all:
+        # the properties first: a reader never sees listed partitions without their files
+        props[PARTITIONS_PROPERTY] = ""
+        if INFLIGHT_PROPERTY in props:
+            props[INFLIGHT_PROPERTY] = ""
+        update_properties(store, location, props, fsync=fsync)
+        store.remove_tree(mdt)
+        return
+    for key in (PARTITIONS_PROPERTY, INFLIGHT_PROPERTY):
+        if key in props:
+            props[key] = ",".join(p for p in (props[key] or "").split(",")
+                                  if p.strip() and p.strip() not in plan.drop)
+    update_properties(store, location, props, fsync=fsync)
+    for p in plan.drop:
+        store.remove_tree(store.join(mdt, p))
+
+
+def update_properties(store: WriteStore, location: TableLocation, props: dict[str, str],
+                      *, fsync: bool = True) -> None:
+    """Replace ``hoodie.properties`` with ``props`` (Hudi's way: a backup copy first, the
+    file deleted and written again, the backup removed)."""
+    hoodie = store.join(location.path, ".hoodie")
+    path = store.join(hoodie, PROPERTIES_FILE)
+    backup = store.join(hoodie, PROPERTIES_FILE + ".backup")
+    store.delete(backup)
+    store.create(backup, store.read(path), sync=fsync)
+    store.delete(path)
+    store.create(path, format_properties(props).encode("utf-8"), sync=fsync)
+    store.delete(backup)
+
+
+__all__ = ["ENABLE", "KEPT", "METADATA_DIR", "PARTITIONS_PROPERTY", "MetadataPlan",
+           "apply_drops", "listed_partitions", "plan_metadata", "switch_of",
+           "update_properties"]

@@ -1,0 +1,210 @@
+"""What a table's ``hoodie.properties`` asks of a writer, checked before anything is written.
+
+:func:`write_profile` reads every setting that changes what a writer must write (Hudi's
+names, ``HoodieTableConfig``) and returns a :class:`WriteProfile`, or raises
+:class:`UnsupportedSettingError` naming the first property whose value morlog cannot honour.
+The write client builds it when a table is opened, so a refused table is never touched.
+
+Settings and what morlog does with them (``spec/table.md`` §"Writing into Hudi's tables"):
+
+========================================================  =====================================
+``hoodie.table.type``                                      MERGE_ON_READ; COPY_ON_WRITE refused
+``hoodie.table.version``                                   6 (layout 1), 8 and 9 (layout 2)
+``hoodie.timeline.layout.version``                         must match the version (1 / 2)
+``hoodie.table.recordkey.fields``, key generator settings  ``morlog.logformat.keygen``
+``hoodie.table.ordering.fields`` / ``precombine.field``     one field (several: refused)
+``hoodie.record.merge.mode``                               EVENT_TIME_ORDERING,
+                                                           COMMIT_TIME_ORDERING; CUSTOM refused
+``hoodie.compaction.payload.class`` (version 6)            the overwrite and event-time payloads;
+                                                           partial-update payloads refused
+``hoodie.populate.meta.fields``                            true; false refused
+``hoodie.datasource.write.drop.partition.columns``         false; true refused
+``hoodie.table.cdc.enabled``                               false; true refused
+``hoodie.bootstrap.base.path``                             absent; bootstrap tables refused
+``hoodie.table.format`` (version 9)                        native; others refused
+``hoodie.table.base.file.format``                          PARQUET (others: the base-file module)
+``hoodie.table.metadata.partitions``                       ``morlog.writers.metadata``
+========================================================  =====================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from morlog.logformat.avroschema import avro_to_arrow_schema, parse_avro_schema
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.errors import (
+    ContentError,
+    MorlogError,
+    UnsupportedSettingError,
+    UsageError,
+)
+from morlog.readers.table import Table
+
+#: table versions morlog writes, and the timeline layout of each
+WRITE_VERSIONS = {6: 1, 8: 2, 9: 2}
+#: payload classes whose merge morlog's readers and writers implement (version 6 tables)
+_PAYLOADS = {
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload": "COMMIT_TIME_ORDERING",
+    "org.apache.hudi.common.model.DefaultHoodieRecordPayload": "EVENT_TIME_ORDERING",
+    "org.apache.hudi.common.model.EventTimeAvroPayload": "EVENT_TIME_ORDERING",
+}
+_MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
+#: the record merge strategy ids of Hudi's built-in merges (HoodieRecordMerger): event time
+#: ordering (0.x: the default, payload-driven merger), its 0.15 id, commit time ordering, and
+#: payload-based merging (then the payload class decides)
+_STRATEGIES = {"eeb8d96f-b1e4-49fd-bbf8-28ac514178e5", "53ce6957-2a07-4c95-bf1e-548663905b70",
+               "ce9acb64-bde0-424c-9b91-f6ebba25356d", "00000000-0000-0000-0000-000000000000"}
+
+
+@dataclass
+class WriteProfile:
+    """What a writer of one table must honour (read from ``hoodie.properties``)."""
+
+    version: int
+    layout: int
+    ordering_field: str | None
+    merge_mode: str
+    #: the record schema blocks and base files are written with (meta fields first)
+    avro_schema: dict[str, Any]
+    arrow_schema: pa.Schema
+    #: the data columns (no meta fields)
+    data_schema: pa.Schema
+
+
+def _flag(props: dict[str, str], key: str, default: str) -> bool:
+    return (props.get(key) or default).strip().lower() == "true"
+
+
+def check_settings(table: Table) -> None:
+    """:class:`UnsupportedSettingError` for the first setting morlog cannot honour."""
+    cfg = table.config
+    props = cfg.props
+    where = cfg.path
+
+    def refuse(key: str, why: str, expected: Any = None) -> None:
+        hint = f" (supported: {expected})" if expected is not None else ""
+        raise UnsupportedSettingError(why + hint, property=key, value=props.get(key),
+                                      path=where)
+
+    if cfg.table_type != "MERGE_ON_READ":
+        refuse("hoodie.table.type", "morlog writes merge-on-read tables only",
+               "MERGE_ON_READ")
+    if cfg.version not in WRITE_VERSIONS:
+        raise UnsupportedSettingError("morlog writes table versions 6, 8 and 9",
+                                      property="hoodie.table.version",
+                                      value=str(cfg.version), path=where)
+    layout = props.get("hoodie.timeline.layout.version")
+    if layout and layout.strip() != str(WRITE_VERSIONS[cfg.version]):
+        refuse("hoodie.timeline.layout.version",
+               f"table version {cfg.version} uses timeline layout "
+               f"{WRITE_VERSIONS[cfg.version]}", str(WRITE_VERSIONS[cfg.version]))
+    if not cfg.record_key_fields:
+        refuse("hoodie.table.recordkey.fields", "morlog writes keyed tables only")
+    if len(cfg.ordering_fields) > 1:
+        key = ("hoodie.table.ordering.fields" if props.get("hoodie.table.ordering.fields")
+               else "hoodie.table.precombine.field")
+        refuse(key, "morlog orders records by one ordering field")
+    mode = props.get("hoodie.record.merge.mode")
+    if mode and mode not in _MERGE_MODES:
+        refuse("hoodie.record.merge.mode", "custom record mergers are not supported",
+               list(_MERGE_MODES))
+    strategy = props.get("hoodie.record.merge.strategy.id") or props.get(
+        "hoodie.compaction.record.merger.strategy")
+    if strategy and strategy not in _STRATEGIES:
+        key = ("hoodie.record.merge.strategy.id" if props.get("hoodie.record.merge.strategy.id")
+               else "hoodie.compaction.record.merger.strategy")
+        refuse(key, "custom record merge strategies are not supported", sorted(_STRATEGIES))
+    payload = props.get("hoodie.compaction.payload.class")
+    if payload and payload not in _PAYLOADS and not mode:
+        refuse("hoodie.compaction.payload.class",
+               "morlog merges with the overwrite and event-time payloads only",
+               sorted(_PAYLOADS))
+    if not cfg.populate_meta_fields:
+        refuse("hoodie.populate.meta.fields",
+               "morlog writes tables that populate Hudi's meta fields", "true")
+    if _flag(props, "hoodie.datasource.write.drop.partition.columns", "false"):
+        refuse("hoodie.datasource.write.drop.partition.columns",
+               "morlog keeps partition columns in the data files", "false")
+    if _flag(props, "hoodie.table.cdc.enabled", "false"):
+        refuse("hoodie.table.cdc.enabled", "morlog does not write change-data-capture logs",
+               "false")
+    if props.get("hoodie.bootstrap.base.path"):
+        refuse("hoodie.bootstrap.base.path", "bootstrapped tables are not supported")
+    fmt = props.get("hoodie.table.format")
+    if fmt and fmt.strip().lower() != "native":
+        refuse("hoodie.table.format", "morlog writes Hudi's native table format", "native")
+    if props.get("hoodie.write.partial.update.mode") or props.get(
+            "hoodie.table.partial.update.mode"):
+        refuse("hoodie.table.partial.update.mode", "partial updates are not supported")
+
+
+def table_schema_json(table: Table) -> str:
+    """The table's latest schema as Avro JSON text: the schema of the latest completed
+    commit that carries one (``extraMetadata.schema``, as Hudi's ``TableSchemaResolver``
+    prefers), else ``hoodie.table.create.schema``."""
+    tl = table.timeline
+    for inst in reversed(tl.completed(frozenset({"commit", "deltacommit", "replacecommit"}))):
+        try:
+            meta = tl.metadata(inst)
+        except MorlogError:
+            continue
+        extra = meta.get("extraMetadata")
+        text = extra.get("schema") if isinstance(extra, dict) else None
+        if isinstance(text, str) and text.strip():
+            return text
+    text = table.config.get("hoodie.table.create.schema")
+    if not text:
+        raise UsageError("table has no hoodie.table.create.schema and no commit with a "
+                         "schema", path=table.config.path)
+    return text
+
+
+def _meta_field(name: str) -> dict[str, Any]:
+    # as Hudi adds them (HoodieAvroUtils.addMetadataFields): nullable strings, empty doc
+    return {"name": name, "type": ["null", "string"], "doc": "", "default": None}
+
+
+def write_schema(schema_json: str, *, where: str | None = None) -> dict[str, Any]:
+    """The record schema a writer writes: Hudi's five meta fields first, then the data
+    fields of ``schema_json`` (its own meta fields, if any, replaced)."""
+    try:
+        avro = parse_avro_schema(schema_json)
+    except ContentError as exc:
+        raise exc.at(where) from exc.__cause__
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        raise UsageError("the table schema is not an Avro record", path=where)
+    data = [f for f in avro.get("fields", []) if f.get("name") not in META_FIELDS]
+    return {**avro, "fields": [_meta_field(n) for n in META_FIELDS] + data}
+
+
+def write_profile(table: Table) -> WriteProfile:
+    """The profile of ``table`` for writing; raises before anything is written."""
+    check_settings(table)
+    cfg = table.config
+    schema = write_schema(table_schema_json(table), where=cfg.path)
+    try:
+        arrow = avro_to_arrow_schema(json.dumps(schema))
+    except ContentError as exc:
+        raise exc.at(cfg.path) from exc.__cause__
+    ordering = cfg.ordering_fields
+    data = pa.schema([f for f in arrow if f.name not in META_FIELDS])
+    for f in ordering:
+        if f not in data.names:
+            raise UnsupportedSettingError(
+                f"the ordering field is not a column of the table schema {data.names}",
+                property="hoodie.table.ordering.fields"
+                if cfg.get("hoodie.table.ordering.fields") else "hoodie.table.precombine.field",
+                value=f, path=cfg.path)
+    return WriteProfile(version=cfg.version, layout=WRITE_VERSIONS[cfg.version],
+                        ordering_field=ordering[0] if ordering else None,
+                        merge_mode=cfg.merge_mode, avro_schema=schema, arrow_schema=arrow,
+                        data_schema=data)
+
+
+__all__ = ["WRITE_VERSIONS", "WriteProfile", "check_settings",
+           "table_schema_json", "write_profile", "write_schema"]
