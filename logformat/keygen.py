@@ -19,6 +19,7 @@ with the Hudi source it comes from. In short:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from enum import Enum
@@ -114,6 +115,8 @@ _TS_TYPES = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS",
              "EPOCHMICROSECONDS": "MICROSECONDS", "SCALAR": None, "DATE_STRING": None,
              "MIXED": None}
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+#: how settings are looked up: the value of a setting, or None when it is not set
+_Get = Callable[[str], "str | None"]
 
 
 def _bool(value: str | None) -> bool:
@@ -140,7 +143,7 @@ class TimestampConfig:
     parsers: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
-    def from_settings(cls, get: Any) -> TimestampConfig:
+    def from_settings(cls, get: _Get) -> TimestampConfig:
         def setting(key: str) -> tuple[str, str | None]:
             for k in (key, key.replace(_TS, _TS_OLD)):
                 v = get(k)
@@ -314,7 +317,7 @@ class KeyGenSpec:
         )
 
     @staticmethod
-    def _kind(get: Any, n_keys: int, partition_raw: str) -> KeyGenKind:
+    def _kind(get: _Get, n_keys: int, partition_raw: str) -> KeyGenKind:
         for key, table in ((WRITE_KEYGEN_CLASS, _CLASSES), (KEYGEN_CLASS, _CLASSES),
                            (WRITE_KEYGEN_TYPE, _TYPES), (KEYGEN_TYPE, _TYPES)):
             value = get(key)
@@ -338,7 +341,7 @@ class KeyGenSpec:
         return KeyGenKind.COMPLEX
 
     @staticmethod
-    def _prefixed(get: Any, kind: KeyGenKind, n_keys: int) -> bool:
+    def _prefixed(get: _Get, kind: KeyGenKind, n_keys: int) -> bool:
         if kind is not KeyGenKind.COMPLEX or n_keys != 1:
             return n_keys > 1
         recorded = get(COMPLEX_ENCODING)
