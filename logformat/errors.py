@@ -15,7 +15,8 @@ Branches: :class:`FormatError` (the bytes are wrong: corrupt, truncated or forei
 :class:`ChecksumError` a CRC-32 mismatch, with the stored and computed values),
 :class:`UnsupportedVersionError` (the bytes are a valid version this reader does not support:
 not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`,
-:class:`StorageError` (:class:`MissingFileError`).
+:class:`StorageError` (:class:`MissingFileError`). :class:`UsageError` has
+:class:`UnsupportedSettingError` (a setting morlog cannot honour).
 """
 
 from __future__ import annotations
@@ -181,6 +182,18 @@ UNUSABLE = (FormatError, UnsupportedVersionError)
 
 class UsageError(MorlogError):
     """The library was called wrongly (invalid arguments, values that cannot be encoded)."""
+
+
+class UnsupportedSettingError(UsageError):
+    """A table or writer setting that morlog cannot honour (a user key generator class, a
+    timestamp type or date pattern it does not implement...). ``property`` names the setting,
+    ``value`` is its value; the message names both."""
+
+    def __init__(self, message: str, *, property: str, value: str | None,
+                 path: str | None = None) -> None:
+        self.property = property
+        self.value = value
+        super().__init__(f"{property}={value!r}: {message}", path=path)
 
 
 class LogFileExistsError(MorlogError, FileExistsError):
