@@ -46,7 +46,7 @@ def _examples(n: int) -> int:
     return n * 20 if SLOW else n
 
 
-def _batch(ids: Any, ts: int | None = 1, region: str = "eu") -> pa.Table:
+def _batch(ids: Any, ts: int | None = 1, region: str | None = "eu") -> pa.Table:
     ids = list(ids)
     return pa.table({"id": [f"k{i}" for i in ids], "region": [region] * len(ids),
                      "ts": [ts] * len(ids), "amount": [float(i) for i in ids]}, schema=SCHEMA)
@@ -94,7 +94,7 @@ def _cli(argv: list[str]) -> tuple[int, str]:
 # --- 1. partition values escape the table ------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["..", "../escape", "ABSOLUTE", "", ".", ".hoodie",
+@pytest.mark.parametrize("value", ["..", "../escape", "ABSOLUTE", ".", ".hoodie",
                                    ".hoodie/x", "a/../../escape"])
 def test_partition_values_never_leave_the_table(tmp_path: Path, value: str) -> None:
     root = tmp_path / "t"
@@ -111,6 +111,21 @@ def test_partition_values_never_leave_the_table(tmp_path: Path, value: str) -> N
     assert _files(root) - inside <= {".hoodie/morlog.lock"}, "refused batch wrote files"
     _assert_clean(root)
     _assert_writable(t, root, 3)
+
+
+@pytest.mark.parametrize("value", ["", None])
+def test_empty_partition_values_go_to_hudis_default_partition(tmp_path: Path,
+                                                              value: str | None) -> None:
+    """Hudi's key generators write a null or empty partition value to
+    ``__HIVE_DEFAULT_PARTITION__`` (KeyGenUtils); so does morlog, inside the table."""
+    root = tmp_path / "t"
+    t = _create(root)
+    t.upsert(_batch(range(3)))
+    t.upsert(_batch([100], 2, region=value))
+    assert (root / "__HIVE_DEFAULT_PARTITION__" / ".hoodie_partition_metadata").is_file()
+    rows = Table(str(root)).read().to_pylist()
+    assert [r["_hoodie_partition_path"] for r in rows if r["id"] == "k100"] == [
+        "__HIVE_DEFAULT_PARTITION__"]
 
 
 # --- 2. hostile timeline: rollback deletes outside the table ------------------------------
@@ -445,10 +460,15 @@ def test_deeply_nested_schema_is_a_typed_error(tmp_path: Path) -> None:
         '{"type":"array","items":' * 5000) + '"int"' + "}" * 5000 + "}]}"
     _set_prop(root, "hoodie.table.create.schema", nested)
     with pytest.raises(MorlogError):
-        MorTable(str(root))
-    with pytest.raises(MorlogError):
         Table(str(root)).arrow_schema()
     _every_entry_point(root)
+    # a writer takes the schema of the latest commit (Hudi's TableSchemaResolver) and falls
+    # back to the create schema only on a table without commits
+    empty = tmp_path / "empty"
+    _create(empty)
+    _set_prop(empty, "hoodie.table.create.schema", nested)
+    with pytest.raises(MorlogError):
+        MorTable(str(empty))
 
 
 @pytest.mark.parametrize("action", ["rollback", "replacecommit"])

@@ -46,15 +46,13 @@ import pyarrow.parquet as pq
 from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.avroschema import (
     arrow_to_avro_schema,
-    avro_to_arrow_schema,
-    parse_avro_schema,
 )
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
+from morlog.logformat.keygen import KeyGenKind, KeyGenSpec
 from morlog.logformat.naming import LogFileName
-from morlog.logformat.partition_path import DEFAULT_PARTITION_PATH, partition_path
 from morlog.logformat.table_files import (
     PAYLOAD_COMMIT_TIME,
     PAYLOAD_EVENT_TIME,
@@ -77,6 +75,8 @@ from .commit import (
 )
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
+from .metadata import apply_drops, plan_metadata
+from .profile import write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
     ConcurrentWriterError,
@@ -168,30 +168,34 @@ class MorTable:
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
-        if table.version != 6:
-            raise UsageError("morlog writes table version 6 layouts", path=self.uri,
-                             expected=6, actual=table.version)
+        #: what hoodie.properties asks of a writer; raises before anything is written
+        self.profile = write_profile(table)
+        self.version = self.profile.version
         self.props = table.config.props
-        keys = table.config.record_key_fields
-        if not keys:
-            raise UsageError("the table has no record key field (hoodie.table.recordkey.fields "
-                             "is empty): morlog writes keyed tables only", path=self.uri)
-        self.key_field = keys[0]
-        parts = table.config.partition_fields
+        #: how records get their keys and partition paths (Hudi's key generators)
+        self.keygen = KeyGenSpec.from_properties(self.props)
+        self.key_fields = self.keygen.key_fields
+        #: the first key and partition field (the one field of simple keys and partitions)
+        self.key_field = self.key_fields[0]
+        parts = self.keygen.partition_fields
         self.partition_field = parts[0] if parts else None
-        #: how partition values become directories (Hudi's key generators; the table keeps
-        #: both settings in hoodie.properties, see HoodieTableConfig)
-        self.hive_style = table.config.hive_style_partitioning
-        self.urlencode = (self.props.get(URLENCODE_PROPERTY) or "false").lower() == "true"
-        ordering = table.config.ordering_fields
-        self.ordering_field = ordering[0] if ordering else None
-        schema_json = self.props.get("hoodie.table.create.schema")
-        if not schema_json:
-            raise UsageError("table has no hoodie.table.create.schema", path=self.uri)
-        self.avro_schema = parse_avro_schema(schema_json)
-        self.arrow_schema = avro_to_arrow_schema(self.avro_schema)
-        self.data_schema = pa.schema([f for f in self.arrow_schema
-                                      if f.name not in META_FIELDS])
+        self.hive_style = self.keygen.hive_style
+        self.urlencode = self.keygen.urlencode
+        self.ordering_field = self.profile.ordering_field
+        self.avro_schema = self.profile.avro_schema
+        self.arrow_schema = self.profile.arrow_schema
+        self.data_schema = self.profile.data_schema
+        #: what every commit does with the metadata table (refused here if it cannot)
+        self.metadata_plan = plan_metadata(table, self.store, self.config.hoodie_options)
+
+    @property
+    def simple_keys(self) -> bool:
+        """Whether record keys are one field's values and partition paths one field's
+        (the distributed Spark upsert needs this)."""
+        return (self.keygen.kind in (KeyGenKind.SIMPLE, KeyGenKind.NON_PARTITION)
+                and len(self.key_fields) == 1 and "." not in self.key_field
+                and not self.keygen.single_key_field_prefixed
+                and len(self.keygen.partition_fields) <= 1)
 
     def table(self) -> Table:
         """The table as it is now, for reading."""
@@ -243,7 +247,13 @@ class MorTable:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
         instant; see ``morlog.writers.commit``)."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self.avro_schema, fsync=self.config.fsync)
+                      schema=self._commit_schema(), fsync=self.config.fsync)
+
+    def _commit_schema(self) -> dict[str, Any]:
+        """The schema a commit records (``extraMetadata.schema``): the data fields, without
+        meta fields, as Hudi's writers record it."""
+        return {**self.avro_schema, "fields": [f for f in self.avro_schema["fields"]
+                                               if f["name"] not in META_FIELDS]}
 
     # --- public operations -------------------------------------------------------------
 
@@ -263,11 +273,18 @@ class MorTable:
         t0 = time.perf_counter()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         table = self.validate(table, operation)
+        # keys and partition paths before anything is written (bad values raise here)
+        keys = self.keygen.record_keys(table)
+        parts = self.keygen.partition_paths(table)
+        if operation != "delete":
+            table, keys, parts = self._combine_duplicates(table, keys, parts)
         with self.commit(operation) as c:
             self._sizes = {}
             instant = c.instant
             result = CommitResult(instant, operation, rolled_back=c.rolled_back)
-            plan = self._plan(c.table(), table, operation, result)
+            apply_drops(self.store, self.location, c.table(), self.metadata_plan,
+                        fsync=self.config.fsync)
+            plan = self._plan(c.table(), table, keys, parts, operation, result)
             result.seconds["plan"] = time.perf_counter() - t0
             c.start(plan.groups())
             t1 = time.perf_counter()
@@ -287,23 +304,21 @@ class MorTable:
         unless ``set_null_for_missing_columns``; every partition value makes a safe
         relative partition path (:meth:`partition_paths`)."""
         names = table.column_names
-        if self.key_field not in names:
-            raise UsageError(f"the batch has no key field {self.key_field!r}", path=self.path,
-                             expected=self.key_field, actual=names)
-        if self.partition_field and self.partition_field not in names:
-            raise UsageError(f"the batch has no partition field {self.partition_field!r}",
-                             path=self.path)
+        missing_keys = [c for c in self.keygen.required_columns if c not in names]
+        if missing_keys:
+            raise UsageError(f"the batch lacks key or partition fields {missing_keys}",
+                             path=self.path, expected=list(self.keygen.required_columns),
+                             actual=names)
         ordering = self.ordering_field
         if operation != "delete" and ordering is not None and ordering not in names:
             raise UsageError(f"the batch has no ordering field {ordering!r}",
                              path=self.path, expected=ordering, actual=names)
-        check_row_values(table, self.key_field, ordering if operation != "delete" else None,
-                         self.path)
-        if self.partition_field:
-            self.partition_paths(table.column(self.partition_field))
+        if operation != "delete" and ordering is not None and table.column(
+                ordering).null_count:
+            raise UsageError(f"ordering field {ordering!r} must not be null", path=self.path)
         if operation == "delete":
-            keep = [self.key_field] + ([self.partition_field] if self.partition_field else [])
-            if ordering is not None and ordering in names:
+            keep = list(self.keygen.required_columns)
+            if ordering is not None and ordering in names and ordering not in keep:
                 keep.append(ordering)
             return table.select(keep)
         unknown = [n for n in names if n not in self.data_schema.names]
@@ -329,25 +344,19 @@ class MorTable:
                                      path=self.path) from None
             else:
                 cols.append(pa.nulls(table.num_rows, f.type))
-        table = pa.Table.from_arrays(cols, schema=self.data_schema)
-        return self._combine_duplicates(table)
+        return pa.Table.from_arrays(cols, schema=self.data_schema)
 
-    def partition_paths(self, values: pa.ChunkedArray | pa.Array) -> pa.Array:
-        """The relative partition path of every value of the partition column, as Hudi's
-        key generator builds it with this table's ``hive_style_partitioning`` and
-        ``partitionpath.urlencode``; :class:`UsageError` (an ``UnsafePathError`` for a
-        path that would leave the table or cannot be a directory name) for a null or empty
-        value. Computed once per distinct value."""
-        return partition_paths_of(values, self.partition_field or "", urlencode=self.urlencode,
-                                  hive_style=self.hive_style, path=self.path)
+    def partition_paths(self, batch: pa.Table) -> pa.Array:
+        """The relative partition path of every record of ``batch``, as Hudi's key
+        generator of this table builds it (``morlog.logformat.keygen``)."""
+        return self.keygen.partition_paths(batch)
 
-    def _combine_duplicates(self, table: pa.Table) -> pa.Table:
+    def _combine_duplicates(self, table: pa.Table, keys: pa.Array, parts: pa.Array
+                            ) -> tuple[pa.Table, pa.Array, pa.Array]:
         """One record per key: the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
-        keys = table.column(self.key_field)
         if pc.count_distinct(keys).as_py() == n:
-            return table
-        order_cols = [(self.key_field, "ascending")]
+            return table, keys, parts
         idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
         if self.ordering_field:
             idx = idx.append_column("o", table.column(self.ordering_field))
@@ -359,22 +368,15 @@ class MorTable:
         k = idx.column("k")
         last = np.ones(n, dtype=bool)
         last[:-1] = ~pc.equal(k.slice(0, n - 1), k.slice(1)).to_numpy(zero_copy_only=False)
-        rows = np.sort(idx.column("i").to_numpy()[last])
-        return table.take(pa.array(rows))
+        rows = pa.array(np.sort(idx.column("i").to_numpy()[last]))
+        return table.take(rows), keys.take(rows), parts.take(rows)
 
     # --- planning -----------------------------------------------------------------------
 
-    def _partition_values(self, table: pa.Table) -> pa.Array:
-        """Every record's relative partition path ("" on a non-partitioned table)."""
-        if not self.partition_field:
-            return pa.array([""] * table.num_rows, type=pa.string())
-        return self.partition_paths(table.column(self.partition_field))
-
-    def _plan(self, table_view: Table, batch: pa.Table, operation: str,
-              result: CommitResult) -> _Plan:
+    def _plan(self, table_view: Table, batch: pa.Table, keys: pa.Array, parts: pa.Array,
+              operation: str, result: CommitResult) -> _Plan:
         plan = _Plan()
-        keys = batch.column(self.key_field).cast(pa.string()).combine_chunks()
-        parts = self._partition_values(batch)
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         if operation == "insert":
             locations: list[tuple[str, str] | None] = [None] * len(keys)
         else:
@@ -481,7 +483,8 @@ class MorTable:
                    partition: str) -> pa.Table:
         sub = batch if rows is None else batch.take(pa.array(list(rows), type=pa.int64()))
         n = sub.num_rows
-        keys = sub.column(self.key_field).cast(pa.string())
+        keys = self.keygen.record_keys(sub)
+
         def same(value: str) -> pa.Array:
             return pa.repeat(pa.scalar(value, pa.string()), n)
 
@@ -498,7 +501,17 @@ class MorTable:
                 for f in self.arrow_schema]
         return pa.Table.from_arrays(cols, schema=self.arrow_schema)
 
-    def _log_writer(self, partition: str, fid: str, base_instant: str) -> IndexedLogWriter:
+    def _log_writer(self, partition: str, fid: str, base_instant: str, instant: str = "",
+                    slice_logs: Sequence[str] = ()) -> IndexedLogWriter:
+        """The indexed log writer of a file slice keyed ``base_instant``: logs named after it
+        in table version 6, after the delta commit ``instant`` in 8+ (one set of log files
+        per delta commit, the slice's earlier ones in ``slice_logs``)."""
+        if self.version >= 8 and instant:
+            return IndexedLogWriter(self._dir(partition), fid, instant,
+                                    write_token=WRITE_TOKEN, mode="rollover",
+                                    key_field=RECORD_KEY_FIELD, fsync=self.config.fsync,
+                                    store=self.store, scope=base_instant,
+                                    slice_log_files=slice_logs)
         return IndexedLogWriter(self._dir(partition), fid, base_instant,
                                 write_token=WRITE_TOKEN, mode=self.mode,
                                 key_field=RECORD_KEY_FIELD, fsync=self.config.fsync,
@@ -521,7 +534,8 @@ class MorTable:
             s = slices.get((partition, fid))
             for w in self.write_group(instant, partition, fid,
                                       None if new else (s.base_instant if s else instant),
-                                      rows_of(upd), rows_of(dels)):
+                                      rows_of(upd), rows_of(dels),
+                                      slice_logs=s.log_files if s is not None else ()):
                 stats.setdefault(partition, []).append(w.stat(self.store, self.path))
                 result.groups_touched[(partition, fid)] = result.groups_touched.get(
                     (partition, fid), 0) + w.num_writes
@@ -530,7 +544,8 @@ class MorTable:
         return stats
 
     def write_group(self, instant: str, partition: str, fid: str, base_instant: str | None,
-                    records: pa.Table | None, deletes: pa.Table | None) -> list[GroupWrite]:
+                    records: pa.Table | None, deletes: pa.Table | None, *,
+                    slice_logs: Sequence[str] = ()) -> list[GroupWrite]:
         """Write one file group's share of a commit: ``records`` (updates and routed inserts,
         data columns) as one indexed block, ``deletes`` (key and partition columns) as one
         delete block. ``base_instant`` None opens a new file group (a base file, or a log of
@@ -545,7 +560,7 @@ class MorTable:
                                     self._with_meta(records, None, instant, fid, partition))
             return [GroupWrite(partition, fid, path, records.num_rows, True)]
         slice_instant = instant if base_instant is None else base_instant
-        w = self._log_writer(partition, fid, slice_instant)
+        w = self._log_writer(partition, fid, slice_instant, instant, slice_logs)
         if records is not None and records.num_rows:
             meta = self._with_meta(records, None, instant, fid, partition)
             r = (w.append_parquet(meta, instant, schema=self.avro_schema)
@@ -553,7 +568,7 @@ class MorTable:
                  else w.append_avro_arrow(meta, self.avro_schema, instant))
             out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))
         if deletes is not None and deletes.num_rows:
-            keys = deletes.column(self.key_field).cast(pa.string()).to_pylist()
+            keys = self.keygen.record_keys(deletes).to_pylist()
             ords = (deletes.column(self.ordering_field).to_pylist()
                     if self.ordering_field is not None
                     and self.ordering_field in deletes.column_names else None)
@@ -591,44 +606,6 @@ class MorTable:
 #: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
 #: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
 URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
-
-
-def check_row_values(table: pa.Table, key_field: str, ordering_field: str | None,
-                     path: str) -> None:
-    """Hudi's rules on a batch's values (``UsageError`` otherwise): record keys neither null
-    nor empty; ordering values (when ``ordering_field``) not null. The write client and
-    Spark's tagging tasks both check rows with it."""
-    keys = table.column(key_field)
-    if keys.null_count:
-        raise UsageError("record keys must not be null", path=path)
-    if table.num_rows and pc.any(pc.equal(keys.cast(pa.string()), "")).as_py():
-        raise UsageError("record keys must not be empty", path=path)
-    if ordering_field is not None and table.column(ordering_field).null_count:
-        raise UsageError(f"ordering field {ordering_field!r} must not be null", path=path)
-
-
-def partition_paths_of(values: pa.ChunkedArray | pa.Array, field_name: str, *,
-                       urlencode: bool = False, hive_style: bool = False,
-                       path: str | None = None) -> pa.Array:
-    """The relative partition path of each of ``values`` (see
-    :meth:`MorTable.partition_paths`); the work is per distinct value, vectorised."""
-    col = values.cast(pa.string())
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    if col.null_count:
-        raise UsageError("partition values must not be null (Hudi would write them to "
-                         f"{DEFAULT_PARTITION_PATH}; morlog refuses them)", path=path)
-    uniques = pc.unique(col)
-    out = []
-    for v in uniques.to_pylist():
-        if v == "":
-            raise UsageError("partition values must not be empty (Hudi would write them to "
-                             f"{DEFAULT_PARTITION_PATH}; morlog refuses them)", path=path)
-        p = partition_path([field_name], [v], urlencode=urlencode, hive_style=hive_style)
-        out.append(p)
-    if out == uniques.to_pylist():
-        return col  # every value is its own path (the usual case): no copy
-    return pc.take(pa.array(out, pa.string()), pc.index_in(col, value_set=uniques))
 
 
 def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
@@ -684,4 +661,4 @@ class _Plan:
 
 __all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",
            "CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig",
-           "check_row_values", "new_instant", "partition_paths_of"]
+           "new_instant"]

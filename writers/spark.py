@@ -43,6 +43,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.table_files import PROPERTIES_FILE
 from morlog.readers.spark_source import (
     READ_OPTIONS,
@@ -54,7 +55,7 @@ from morlog.readers.spark_source import (
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
-from .client import MorTable, WriteConfig, check_row_values, partition_paths_of
+from .client import MorTable, WriteConfig
 from .commit import base_file_name
 from .store import WriteStore, store_at
 
@@ -247,6 +248,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         MorTable.create(location, arrow_schema, key_field=key, partition_field=partition,
                         ordering_field=ordering, name=table_name, config=cfg)
     table = MorTable(location, cfg)
+    if not table.simple_keys:
+        raise UsageError("the distributed upsert writes tables keyed by one field and "
+                         "partitioned by at most one (simple key generator); this table's "
+                         "keys or partition paths are composite: write it with "
+                         "df.write.format('morlog') instead", path=location.uri,
+                         actual=(list(table.key_fields), list(table.keygen.partition_fields)))
     if table.key_field != key or (table.partition_field or None) != (partition or None):
         raise UsageError("key or partition field differs from the table's",
                          path=location.uri, expected=(table.key_field, table.partition_field),
@@ -260,7 +267,7 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             data = _combine_duplicates(data, key, ordering, F, Window)
         tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
                                    [(_PART, "string"), (_FID, "string"), (_BASE, "string")])
-        check = _BatchRules(key, partition, table.urlencode, table.hive_style,
+        check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None)
         tagged = data.mapInArrow(_tagger(location, check), tag_schema).cache()
         # routing: inserts per partition -> bins (driver)
@@ -329,26 +336,22 @@ def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window:
 class _BatchRules:
     """What a tagging task checks in its rows, as ``MorTable.validate`` does on one
     machine: keys neither null nor empty, ordering values not null, every partition value a
-    safe partition path (with the table's URL-encoding and Hive-style settings)."""
+    safe partition path (the table's key generator, ``morlog.logformat.keygen``)."""
 
-    key: str
-    partition: str | None
-    urlencode: bool
-    hive_style: bool
+    keygen: KeyGenSpec
     ordering: str | None
 
-    def partition_paths(self, data: pa.Table, uri: str) -> pa.Array:
-        check_row_values(data, self.key, self.ordering, uri)
-        if not self.partition:
-            return pa.array([""] * data.num_rows, pa.string())
-        return partition_paths_of(data.column(self.partition), self.partition,
-                                  urlencode=self.urlencode, hive_style=self.hive_style,
-                                  path=uri)
+    @property
+    def key(self) -> str:
+        return self.keygen.key_fields[0]
+
+    def keys_and_partitions(self, data: pa.Table, uri: str) -> tuple[pa.Array, pa.Array]:
+        if self.ordering is not None and data.column(self.ordering).null_count:
+            raise UsageError(f"ordering field {self.ordering!r} must not be null", path=uri)
+        return self.keygen.record_keys(data), self.keygen.partition_paths(data)
 
 
 def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
-    key = rules.key
-
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.readers.lookup import KeyTagger
 
@@ -358,10 +361,9 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
         if not rows:
             return
         data = pa.Table.from_batches(rows)
-        keys = data.column(key).combine_chunks()
-        parts = rules.partition_paths(data, location.uri)
+        keys, parts = rules.keys_and_partitions(data, location.uri)
         index = KeyTagger(Table(location))
-        locs = index.tag(keys.cast(pa.string()), parts).locations
+        locs = index.tag(keys, parts).locations
         slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
         fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
         bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
@@ -417,8 +419,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
         data = pa.Table.from_batches(parts)
         # the latest slice of every existing group (inserts routed into a group carry no
         # base instant of their own); the new instant is not completed, so this is stable
-        latest = {(s.partition, s.file_id): s.base_instant
-                  for s in table.table().file_slices()}
+        latest = {(s.partition, s.file_id): s for s in table.table().file_slices()}
         st = table.store
         out: list[dict[str, Any]] = []
         for fid in pc_unique(data.column(_FID)):
@@ -426,23 +427,28 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
             partition = g.column(_PART)[0].as_py()
             new = bool(g.column(_NEW)[0].as_py())
             base = None
+            slice_logs: list[str] = []
             if not new:
-                base = latest.get((partition, fid))
-                if base is None:
+                s = latest.get((partition, fid))
+                if s is None:
                     raise UsageError("file group vanished during the upsert",
                                      path=location.uri, actual=(partition, fid))
+                base, slice_logs = s.base_instant, s.log_files
             directory = table.partition_path(partition)
-            # a retried task: drop what an earlier attempt wrote for this instant
-            discard_uncommitted(directory, fid, instant if base is None else base, instant,
-                                st)
+            # a retried task: drop what an earlier attempt wrote for this instant (its own
+            # log files in table version 8+, named after the instant)
+            discard_uncommitted(directory, fid, instant if base is None or table.version >= 8
+                                else base, instant, st)
             st.delete(st.join(directory, base_file_name(fid, instant)))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
-                writes = table.write_group(instant, partition, fid, base, None, rows)
+                writes = table.write_group(instant, partition, fid, base, None, rows,
+                                           slice_logs=slice_logs)
             else:
                 rows = table.validate(rows, operation)
-                writes = table.write_group(instant, partition, fid, base, rows, None)
+                writes = table.write_group(instant, partition, fid, base, rows, None,
+                                           slice_logs=slice_logs)
             out += [{"partition": w.partition, "file_id": w.file_id,
                      "path": st.relpath(w.path, location.path), "num_writes": w.num_writes,
                      "created": w.created} for w in writes]
