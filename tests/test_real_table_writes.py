@@ -1,0 +1,187 @@
+"""Writing into the tables Hudi wrote (issue: real Hudi tables).
+
+Each fixture table under ``shared/fixtures/hudi/tables`` is copied, takes an upsert (updates
+of existing rows with a later ordering value), an insert (a new key) and a delete through the
+write client, and must then read exactly the expected rows in morlog and in hudi-rs, with no
+pending instant left. Tables that keep a metadata table with partitions morlog cannot keep are
+refused untouched (same files, same bytes) unless the writer turns them off as Hudi's own
+writer does, which drops them. A failed write leaves the table reading as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.errors import MorlogError, UnsupportedSettingError
+from morlog.logformat.timeline_meta import decode_avro
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.metadata import listed_partitions
+
+from .hudi_fixtures import SKIP_REASON, tables
+
+TABLES = tables()
+pytestmark = pytest.mark.skipif(not TABLES, reason=SKIP_REASON)
+DROP_MDT = {"hoodie.metadata.enable": "false"}
+
+
+def _copy(src: Path, tmp: Path) -> Path:
+    dst = tmp / src.name
+    shutil.copytree(src, dst)
+    for p in [dst, *dst.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)  # fixtures are read-only
+    return dst
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "morlog.lock"}
+
+
+def _hudi_rs(path: Path) -> pa.Table:
+    import hudi
+
+    batches = hudi.HudiTableBuilder.from_base_uri(str(path)).build().read()
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def _rows(t: pa.Table, key: str) -> dict[Any, dict[str, Any]]:
+    return {r[key]: {k: v for k, v in r.items() if k not in META_FIELDS}
+            for r in t.to_pylist()}
+
+
+def _data(path: Path) -> pa.Table:
+    t = Table(str(path)).read()
+    return t.select([c for c in t.column_names if c not in META_FIELDS])
+
+
+def _new_key(t: pa.Table, key: str) -> pa.Scalar:
+    typ = t.schema.field(key).type
+    return pa.scalar("morlog-new-key" if pa.types.is_string(typ) else 10**6, typ)
+
+
+def _later(batch: pa.Table, ordering: str | None) -> pa.Table:
+    if ordering is None:
+        return batch
+    col = batch.column(ordering)
+    i = batch.schema.get_field_index(ordering)
+    return batch.set_column(i, ordering, pc.add(col, pa.scalar(10**6, col.type)))
+
+
+def _options(path: Path) -> dict[str, str]:
+    return DROP_MDT if listed_partitions(Table(str(path))) else {}
+
+
+@pytest.mark.parametrize("src", TABLES, ids=[p.name for p in TABLES])
+def test_upsert_insert_delete_read_right_in_morlog_and_hudi_rs(tmp_path: Path,
+                                                               src: Path) -> None:
+    path = _copy(src, tmp_path)
+    t = MorTable(str(path), WriteConfig(hoodie_options=_options(path)))
+    key = t.key_field
+    data = _data(path)
+    assert data.num_rows >= 3
+    expected = _rows(data, key)
+    upd = _later(data.slice(0, 2), t.ordering_field)
+    r = t.upsert(upd)
+    assert (r.updates, r.inserts) == (2, 0)
+    ins = data.slice(2, 1)
+    ins = ins.set_column(ins.schema.get_field_index(key), key,
+                         pa.array([_new_key(data, key)]))
+    assert t.insert(ins).inserts == 1
+    gone = data.slice(data.num_rows - 1, 1)
+    assert t.delete(gone.select(list(t.keygen.required_columns))).deletes == 1
+    expected.update(_rows(upd, key))
+    expected.update(_rows(ins, key))
+    for k in _rows(gone, key):
+        expected.pop(k)
+    view = Table(str(path))
+    assert view.timeline.pending() == []
+    assert _rows(view.read(), key) == expected
+    assert _rows(_hudi_rs(path), key) == expected
+    # every completed instant morlog wrote decodes as Hudi's commit metadata
+    for inst in view.timeline.completed()[-3:]:
+        meta = view.timeline.metadata(inst)
+        assert meta["operationType"] in ("UPSERT", "INSERT", "DELETE")
+        assert all(s["fileId"] and s["path"] for ss in meta["partitionToWriteStats"].values()
+                   for s in ss)
+
+
+@pytest.mark.parametrize("src", [p for p in TABLES if p.name.startswith(("v8", "v9"))],
+                         ids=lambda p: p.name)
+def test_table_version_8_and_9_commits_use_layout_2(tmp_path: Path, src: Path) -> None:
+    """Completed instants ``<requested>_<completed>.deltacommit`` with Avro commit metadata,
+    log files named after the delta commit (one set per commit, Hudi 1.x's naming)."""
+    path = _copy(src, tmp_path)
+    t = MorTable(str(path), WriteConfig(hoodie_options=_options(path)))
+    data = _data(path)
+    r = t.upsert(_later(data.slice(0, 1), t.ordering_field))
+    timeline = path / ".hoodie" / "timeline"
+    done = [p for p in timeline.iterdir() if p.name.startswith(r.instant + "_")]
+    assert len(done) == 1 and done[0].name.endswith(".deltacommit")
+    completed = done[0].name.split("_")[1].split(".")[0]
+    assert completed >= r.instant
+    meta = decode_avro(done[0].read_bytes())
+    assert meta["operationType"] == "UPSERT"
+    assert (timeline / f"{r.instant}.deltacommit.requested").read_bytes() == b""
+    logs = [p for p in path.rglob(f".*_{r.instant}.log.*")]
+    assert logs, "the update's log file is named after its delta commit"
+
+
+@pytest.mark.parametrize("src", [p for p in TABLES if Path(p / ".hoodie" / "metadata").is_dir()],
+                         ids=lambda p: p.name)
+def test_a_metadata_table_morlog_cannot_keep_is_refused_untouched(tmp_path: Path,
+                                                                  src: Path) -> None:
+    path = _copy(src, tmp_path)
+    before = _digest(path)
+    with pytest.raises(UnsupportedSettingError) as err:
+        MorTable(str(path)).upsert(_data(path).slice(0, 1))
+    assert err.value.property == "hoodie.table.metadata.partitions"
+    assert "hoodie.metadata" in err.value.message  # names the switch that drops it
+    assert _digest(path) == before
+    # opting in drops it as Hudi's writer does with the metadata table turned off
+    MorTable(str(path), WriteConfig(hoodie_options=DROP_MDT)).upsert(
+        _later(_data(path).slice(0, 1), Table(str(path)).config.ordering_fields[0]))
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert listed_partitions(Table(str(path))) == []
+    assert not (path / ".hoodie" / "hoodie.properties.backup").exists()
+
+
+@pytest.mark.parametrize("src", TABLES, ids=[p.name for p in TABLES])
+def test_a_failed_write_leaves_the_table_reading_as_before(tmp_path: Path, src: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    path = _copy(src, tmp_path)
+    cfg = WriteConfig(hoodie_options=_options(path))
+    t = MorTable(str(path), cfg)
+    key = t.key_field
+    # the metadata table is dropped by a first write (the switch is the user's opt-in)
+    t.upsert(_later(_data(path).slice(0, 1), t.ordering_field))
+    before = _rows(Table(str(path)).read(), key)
+    calls = {"n": 0}
+    real = MorTable.write_group
+
+    def failing(self: MorTable, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        real(self, *args, **kwargs)
+        raise OSError(5, "disk failed after a file group was written")
+
+    monkeypatch.setattr(MorTable, "write_group", failing)
+    with pytest.raises(MorlogError, match="rolled back"):
+        MorTable(str(path), cfg).upsert(_later(_data(path).slice(1, 2), t.ordering_field))
+    monkeypatch.undo()
+    assert calls["n"] >= 1
+    view = Table(str(path))
+    assert view.timeline.pending() == []
+    assert _rows(view.read(), key) == before
+    assert _rows(_hudi_rs(path), key) == before
+    rollbacks = [i for i in view.timeline.instants if i.action == "rollback"]
+    assert rollbacks and rollbacks[-1].is_completed
+    assert len(view.timeline.rolled_back_instants()) >= 1
