@@ -7,13 +7,14 @@ decoded (``morlog.readers.table`` reads them, ``morlog.writers.client`` and
 - Java ``.properties`` (:func:`parse_properties`, :func:`format_properties`): the subset of the
   format Hudi writes plus what ``java.util.Properties`` accepts (comments, ``=``/``:``/space
   separators, escapes, ``\\uXXXX``, line continuations).
-- The properties of a new merge-on-read table of version 6 (:func:`new_table_properties`).
+- The properties of a new merge-on-read table of version 6, 8 or 9 (:func:`new_table_properties`).
 - A partition's ``.hoodie_partition_metadata`` (:func:`format_partition_metadata`,
   :func:`parse_partition_metadata`).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 
 from .errors import ContentError
@@ -110,29 +111,74 @@ def format_properties(props: Mapping[str, str]) -> str:
     return "".join(f"{esc(k, True)}={esc(v, False)}\n" for k, v in props.items())
 
 
+#: the table version a new table gets (the version current Hudi writes, 1.1)
+DEFAULT_TABLE_VERSION = 9
+#: Hudi's record merge strategy ids (HoodieRecordMerger)
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+
+
+def table_checksum(name: str, database: str = "") -> str:
+    """``hoodie.table.checksum``: CRC-32 of ``<database>.<table name>`` in UTF-8
+    (``HoodieTableConfig.generateChecksum``; verified on the fixture tables)."""
+    return str(zlib.crc32(f"{database}.{name}".encode()))
+
+
 def new_table_properties(*, name: str, key_field: str, partition_field: str | None,
                          ordering_field: str | None, create_schema: str,
                          event_time_ordering: bool,
-                         archive_folder: str | None = "archived") -> dict[str, str]:
-    """``hoodie.properties`` of a new merge-on-read table of version 6 (timeline layout 1),
-    in the order morlog writes them. ``create_schema``: the Avro schema as JSON text."""
+                         archive_folder: str | None = "archived",
+                         version: int = 6, metadata_partitions: str = "") -> dict[str, str]:
+    """``hoodie.properties`` of a new merge-on-read table of ``version`` 6 (timeline layout
+    1) or 8/9 (layout 2, ``.hoodie/timeline``), in the order morlog writes them, as Hudi's
+    writer of that version creates them. ``create_schema``: the Avro schema as JSON text."""
+    keygen = "SIMPLE" if partition_field else "NON_PARTITION"
     props = {
         "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": "6",
+        "hoodie.table.version": str(version),
         "hoodie.table.name": name,
         "hoodie.table.recordkey.fields": key_field,
         "hoodie.table.partition.fields": partition_field or "",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
-        if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.table.create.schema": create_schema,
-        "hoodie.datasource.write.hive_style_partitioning": "false",
-        "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event_time_ordering
-        else PAYLOAD_COMMIT_TIME,
     }
+    if version >= 8:
+        props.update({
+            "hoodie.table.initial.version": str(version),
+            "hoodie.table.keygenerator.type": keygen,
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.timeline.path": "timeline",
+            "hoodie.timeline.history.path": "history",
+            "hoodie.table.create.schema": create_schema,
+            "hoodie.datasource.write.hive_style_partitioning": "false",
+            "hoodie.datasource.write.partitionpath.urlencode": "false",
+            "hoodie.datasource.write.drop.partition.columns": "false",
+            "hoodie.record.merge.mode": "EVENT_TIME_ORDERING" if event_time_ordering
+            else "COMMIT_TIME_ORDERING",
+            "hoodie.table.metadata.partitions": metadata_partitions,
+            "hoodie.table.checksum": table_checksum(name),
+        })
+        if version == 8:
+            props["hoodie.record.merge.strategy.id"] = (
+                EVENT_TIME_STRATEGY if event_time_ordering else COMMIT_TIME_STRATEGY)
+            props["hoodie.compaction.payload.class"] = (
+                PAYLOAD_EVENT_TIME if event_time_ordering else PAYLOAD_COMMIT_TIME)
+        else:
+            props["hoodie.table.format"] = "native"
+        if ordering_field:
+            props["hoodie.table.ordering.fields" if version >= 9
+                  else "hoodie.table.precombine.field"] = ordering_field
+    else:
+        props.update({
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
+            if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.create.schema": create_schema,
+            "hoodie.datasource.write.hive_style_partitioning": "false",
+            "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event_time_ordering
+            else PAYLOAD_COMMIT_TIME,
+        })
     if archive_folder is not None:
         props["hoodie.archivelog.folder"] = archive_folder
-    if ordering_field:
+    if ordering_field and version < 8:
         props["hoodie.table.precombine.field"] = ordering_field
     return props
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +33,44 @@ def _batch(ids: range, ts: int) -> pa.Table:
                      "ts": [ts] * len(ids), "note": [f"n{i}" for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> tuple[Path, MorTable]:
+@pytest.fixture(params=[6, 9], ids=["v6", "v9"])
+def table(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, MorTable]:
     t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", partition_field="part",
-                        ordering_field="ts", name="spec_table", config=CFG)
+                        ordering_field="ts", name="spec_table", config=CFG,
+                        table_version=request.param)
     return tmp_path, t
 
 
+def _timeline(path: Path, t: MorTable) -> Path:
+    return path / ".hoodie" / ("timeline" if t.version >= 8 else "")
+
+
+def _commit_meta(data: bytes, t: MorTable) -> dict[str, Any]:
+    """Commit metadata: JSON in layout 1, Avro in layout 2 (spec/table.md)."""
+    out: dict[str, Any] = decode_avro(data) if t.version >= 8 else json.loads(data)
+    return out
+
+
 def test_properties(table: tuple[Path, MorTable]) -> None:
-    path, _ = table
+    path, t = table
     props = parse_properties((path / ".hoodie" / "hoodie.properties").read_text())
     assert props["hoodie.table.type"] == "MERGE_ON_READ"
-    assert props["hoodie.table.version"] == "6"
+    assert props["hoodie.table.version"] == str(t.version)
     assert props["hoodie.table.name"] == "spec_table"
     assert props["hoodie.table.recordkey.fields"] == "id"
     assert props["hoodie.table.partition.fields"] == "part"
-    assert props["hoodie.table.precombine.field"] == "ts"
-    assert props["hoodie.timeline.layout.version"] == "1"
-    assert props["hoodie.compaction.payload.class"].endswith("DefaultHoodieRecordPayload")
+    if t.version == 6:
+        assert props["hoodie.table.precombine.field"] == "ts"
+        assert props["hoodie.timeline.layout.version"] == "1"
+        assert props["hoodie.compaction.payload.class"].endswith("DefaultHoodieRecordPayload")
+    else:
+        assert props["hoodie.table.ordering.fields"] == "ts"
+        assert props["hoodie.timeline.layout.version"] == "2"
+        assert props["hoodie.timeline.path"] == "timeline"
+        assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+        assert props["hoodie.table.keygenerator.type"] == "SIMPLE"
+        assert props["hoodie.table.checksum"] == str(zlib.crc32(b".spec_table"))
+        assert (path / ".hoodie" / "timeline").is_dir()
     schema = json.loads(props["hoodie.table.create.schema"])
     names = [f["name"] for f in schema["fields"]]
     assert names == ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
@@ -66,19 +87,26 @@ def test_instants_increase() -> None:
 def test_timeline_files_and_commit_metadata(table: tuple[Path, MorTable]) -> None:
     path, t = table
     r = t.upsert(_batch(range(20), 1))
-    hoodie = path / ".hoodie"
+    hoodie = _timeline(path, t)
     names = sorted(p.name for p in hoodie.iterdir() if p.is_file())
     i = r.instant
-    assert names == [f"{i}.deltacommit", f"{i}.deltacommit.inflight",
-                     f"{i}.deltacommit.requested", "hoodie.properties", "morlog.lock"]
+    (done,) = [n for n in names if n.endswith(".deltacommit")]
+    if t.version == 6:
+        assert done == f"{i}.deltacommit"
+        assert names == [done, f"{i}.deltacommit.inflight", f"{i}.deltacommit.requested",
+                         "hoodie.properties", "morlog.lock"]
+    else:  # <requested>_<completed>.deltacommit, the completion time not before it
+        assert re.fullmatch(rf"{i}_(\d{{17}})\.deltacommit", done)
+        assert done.split("_")[1][:17] >= i
+        assert names == [f"{i}.deltacommit.inflight", f"{i}.deltacommit.requested", done]
     assert (hoodie / f"{i}.deltacommit.requested").read_bytes() == b""  # as Hudi's
-    inflight = json.loads((hoodie / f"{i}.deltacommit.inflight").read_text())
+    inflight = _commit_meta((hoodie / f"{i}.deltacommit.inflight").read_bytes(), t)
     # the workload profile: every file group the commit writes, as write stats
     assert {(p, s["fileId"]) for p, ss in inflight["partitionToWriteStats"].items()
             for s in ss} == set(r.groups_touched)
     assert inflight["extraMetadata"] == {"morlog.writer": "1"}
-    assert not (hoodie / ".heartbeat" / i).exists()  # removed once the commit is done
-    meta = json.loads((hoodie / f"{i}.deltacommit").read_text())
+    assert not (path / ".hoodie" / ".heartbeat" / i).exists()  # removed once done
+    meta = _commit_meta((hoodie / done).read_bytes(), t)
     assert meta["operationType"] == "UPSERT" and meta["compacted"] is False
     assert json.loads(meta["extraMetadata"]["schema"])["name"] == "spec_table_record"
     assert meta["extraMetadata"]["morlog.inserts"] == "20"
@@ -141,24 +169,33 @@ def test_rollback_files(table: tuple[Path, MorTable], monkeypatch: pytest.Monkey
     failed = Table(str(path)).timeline.pending()[0].requested
     r = t.upsert(_batch(range(20, 22), 3))
     assert r.rolled_back == [failed]
-    hoodie = path / ".hoodie"
+    hoodie = _timeline(path, t)
     assert not list(hoodie.glob(f"{failed}.*"))  # the failed instant's files are gone
+    assert not list(path.rglob(f"*{failed}*"))  # and every data file named after it
     (rb,) = list(hoodie.glob("*.rollback"))
     meta = decode_avro(rb.read_bytes())  # Avro, as Hudi's rollback metadata
     assert meta["commitsRollback"] == [failed]
     assert meta["instantsRollback"] == [{"commitTime": failed, "action": "deltacommit"}]
-    plan = decode_avro((hoodie / f"{rb.stem}.rollback.requested").read_bytes())
+    requested = rb.name.split("_")[0].split(".")[0]
+    plan = decode_avro((hoodie / f"{requested}.rollback.requested").read_bytes())
     assert plan["instantToRollback"] == {"commitTime": failed, "action": "deltacommit"}
     logs_given_a_block = [k for m in meta["partitionMetadata"].values()
                           for k in (m["rollbackLogFiles"] or {})]
-    assert logs_given_a_block and all((path / k).is_file() for k in logs_given_a_block)
-    # a ROLLBACK command block targets the failed instant in the logs it wrote to
     targets = []
     for log in path.rglob(".*.log.*"):
         with LogFileReader(str(log)) as reader:
             targets += [b.target_instant for b in reader.blocks()
                         if b.block_type == BlockType.COMMAND]
-    assert failed in targets
+    if t.version == 6:
+        # a ROLLBACK command block targets the failed instant in the logs it wrote to
+        assert logs_given_a_block and all((path / k).is_file() for k in logs_given_a_block)
+        assert failed in targets
+    else:
+        # table version 8+: every log file carries its delta commit, so deleting is all
+        deleted = [f for m in meta["partitionMetadata"].values()
+                   for f in m["successDeleteFiles"]]
+        assert deleted and all(failed in f for f in deleted)
+        assert not logs_given_a_block and not targets
 
 
 def test_base_files_follow_the_hoodie_parquet_write_options(tmp_path: Path) -> None:

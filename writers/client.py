@@ -49,11 +49,12 @@ from morlog.logformat.avroschema import (
 )
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenKind, KeyGenSpec
 from morlog.logformat.naming import LogFileName
 from morlog.logformat.table_files import (
+    DEFAULT_TABLE_VERSION,
     PAYLOAD_COMMIT_TIME,
     PAYLOAD_EVENT_TIME,
     PROPERTIES_FILE,
@@ -76,7 +77,7 @@ from .commit import (
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
 from .metadata import apply_drops, plan_metadata
-from .profile import write_profile
+from .profile import WRITE_VERSIONS, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
     ConcurrentWriterError,
@@ -207,9 +208,15 @@ class MorTable:
     def create(cls, path: str | TableLocation, schema: pa.Schema, *, key_field: str,
                partition_field: str | None = None, ordering_field: str | None = None,
                name: str | None = None, event_time_ordering: bool | None = None,
-               config: WriteConfig | None = None) -> MorTable:
-        """Create an empty table (``hoodie.properties``, timeline directory)."""
+               config: WriteConfig | None = None,
+               table_version: int | None = None) -> MorTable:
+        """Create an empty table (``hoodie.properties``, timeline directory).
+
+        ``table_version``: 6, 8 or 9; default Hudi's ``hoodie.write.table.version`` from
+        ``config.hoodie_options``, else the version current Hudi writes
+        (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9)."""
         location = TableLocation.of(path)
+        version = _create_version(table_version, config)
         path = location.uri
         store, inner = _open_store(location, config or WriteConfig()), location.path
         props_path = store.join(inner, ".hoodie", PROPERTIES_FILE)
@@ -232,8 +239,11 @@ class MorTable:
         props = new_table_properties(
             name=table_name, key_field=key_field, partition_field=partition_field,
             ordering_field=ordering_field,
-            create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event)
+            create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event,
+            version=version)
         store.makedirs(store.join(inner, ".hoodie"))
+        if version >= 8:
+            store.makedirs(store.join(inner, ".hoodie", "timeline"))
         if not store.create(props_path, format_properties(props).encode("utf-8")):
             raise UsageError("a table was created here concurrently", path=path)
         return cls(location, config)
@@ -606,6 +616,26 @@ class MorTable:
 #: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
 #: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
 URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
+
+
+#: Hudi's write option choosing the table version of a new table
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+
+
+def _create_version(version: int | None, config: WriteConfig | None) -> int:
+    raw: Any = version
+    if raw is None and config is not None:
+        raw = config.hoodie_options.get(WRITE_TABLE_VERSION)
+    if raw is None:
+        return DEFAULT_TABLE_VERSION
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        v = -1
+    if v not in WRITE_VERSIONS:
+        raise UnsupportedSettingError("morlog creates tables of version 6, 8 or 9",
+                                      property=WRITE_TABLE_VERSION, value=str(raw))
+    return v
 
 
 def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
