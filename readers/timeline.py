@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
@@ -189,6 +189,77 @@ class Timeline:
                                            actual=type(fid).__name__)
                     out.add((part, fid))
         return out
+
+
+    def plan(self, instant: Instant) -> dict[str, Any]:
+        """The plan of a pending service (``<instant>.<action>.requested``: an Avro
+        HoodieCompactionPlan or HoodieRequestedReplaceMetadata); {} when empty."""
+        name = TimelineFileName(instant.requested, instant.action, REQUESTED, None,
+                                self.layout)
+        path = self.storage.join(self.directory, str(name))
+        if not self.storage.isfile(path):
+            return {}
+        data = self.storage.read(path)
+        if not data.strip():
+            return {}
+        try:
+            records = list(fastavro.reader(io.BytesIO(data)))
+        except Exception as exc:  # fastavro raises many types on hostile bytes
+            raise ContentError(f"service plan does not decode: {exc}", path=path) from None
+        first = records[0] if records else {}
+        return first if isinstance(first, dict) else {}
+
+    def pending_services(self) -> PendingServices:
+        """The file groups that pending compactions and clusterings work on (from their
+        plans: ``operations[].partitionPath/fileId`` of a compaction plan,
+        ``clusteringPlan.inputGroups[].slices[]`` of a clustering or replace plan)."""
+        out = PendingServices()
+        for i in self.pending():
+            if i.action in ("compaction", "logcompaction"):
+                where = self.storage.join(self.directory, i.file_name)
+                for op in _list_of(self.plan(i), "operations", where):
+                    key = _group_of(op, where)
+                    if key is not None:
+                        out.compaction[key] = i.requested
+            elif i.action in ("clustering", "replacecommit"):
+                where = self.storage.join(self.directory, i.file_name)
+                plan = self.plan(i).get("clusteringPlan")
+                if not isinstance(plan, dict):
+                    continue
+                for group in _list_of(plan, "inputGroups", where):
+                    if not isinstance(group, dict):
+                        raise ContentError("a clustering input group is not an object",
+                                           path=where)
+                    for sl in _list_of(group, "slices", where):
+                        key = _group_of(sl, where)
+                        if key is not None:
+                            out.clustering[key] = i.requested
+        return out
+
+
+@dataclass
+class PendingServices:
+    """File groups under pending table services: (partition, file id) -> service instant."""
+
+    compaction: dict[tuple[str, str], str] = field(default_factory=dict)
+    clustering: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _group_of(entry: Any, where: str) -> tuple[str, str] | None:
+    if not isinstance(entry, dict):
+        raise ContentError("a service plan entry is not an object", path=where)
+    part, fid = entry.get("partitionPath"), entry.get("fileId")
+    if not isinstance(fid, str) or not fid:
+        return None
+    if not isinstance(part, str):
+        raise ContentError("a service plan entry has no partition path", path=where)
+    if part:
+        try:
+            check_relative_partition_path(part)
+        except UsageError as exc:
+            raise ContentError(f"a service plan names an unsafe partition ({exc.message})",
+                               path=where) from None
+    return part, fid
 
 
 def _list_of(md: dict[str, Any], key: str, where: str) -> list[Any]:

@@ -292,9 +292,9 @@ class MorTable:
             self._sizes = {}
             instant = c.instant
             result = CommitResult(instant, operation, rolled_back=c.rolled_back)
+            plan = self._plan(c.table(), table, keys, parts, operation, result)
             apply_drops(self.store, self.location, c.table(), self.metadata_plan,
                         fsync=self.config.fsync)
-            plan = self._plan(c.table(), table, keys, parts, operation, result)
             result.seconds["plan"] = time.perf_counter() - t0
             c.start(plan.groups())
             t1 = time.perf_counter()
@@ -391,7 +391,21 @@ class MorTable:
             locations: list[tuple[str, str] | None] = [None] * len(keys)
         else:
             locations = KeyTagger(table_view).tag(keys, parts).locations
-        slices = {(s.partition, s.file_id): s for s in table_view.file_slices()}
+        pending = table_view.timeline.pending_services()
+        busy = {loc for loc in locations if loc is not None and loc in pending.clustering}
+        if busy:
+            p, f = sorted(busy)[0]
+            raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
+                             f"{pending.clustering[(p, f)]}: Hudi rejects updates and deletes "
+                             "to it until the clustering completes (its default "
+                             "hoodie.clustering.updates.strategy)", path=self.path,
+                             actual=len(busy))
+        plan.pending_compaction = pending.compaction
+        # file groups under a pending service take no routed inserts (Hudi's small-file
+        # selection skips them too)
+        slices = {(s.partition, s.file_id): s for s in table_view.file_slices()
+                  if (s.partition, s.file_id) not in pending.compaction
+                  and (s.partition, s.file_id) not in pending.clustering}
         inserts_by_part: dict[str, list[int]] = {}
         part_list = parts.to_pylist()
         for i, loc in enumerate(locations):
@@ -542,8 +556,13 @@ class MorTable:
         jobs += [((p, f), rows, None, True) for p, f, rows in plan.new_groups]
         for (partition, fid), upd, dels, new in jobs:
             s = slices.get((partition, fid))
-            for w in self.write_group(instant, partition, fid,
-                                      None if new else (s.base_instant if s else instant),
+            base = None if new else (s.base_instant if s else instant)
+            compaction = plan.pending_compaction.get((partition, fid))
+            if compaction is not None and base is not None and self.version < 8:
+                # table version 6: a group under a pending compaction takes new logs in the
+                # slice the compaction starts (named after its instant), as Hudi's writers do
+                base = compaction
+            for w in self.write_group(instant, partition, fid, base,
                                       rows_of(upd), rows_of(dels),
                                       slice_logs=s.log_files if s is not None else ()):
                 stats.setdefault(partition, []).append(w.stat(self.store, self.path))
@@ -682,6 +701,8 @@ class _Plan:
     deletes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     new_groups: list[tuple[str, str, list[int]]] = field(default_factory=list)
     planned_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: file groups under a pending compaction -> its instant
+    pending_compaction: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def groups(self) -> list[tuple[str, str]]:
         out = list(self.updates) + [g for g in self.deletes if g not in self.updates]

@@ -271,7 +271,10 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                             table.ordering_field if operation != "delete" else None)
         tagged = data.mapInArrow(_tagger(location, check), tag_schema).cache()
         # routing: inserts per partition -> bins (driver)
-        slices = {(s.partition, s.file_id): s for s in view.file_slices()}
+        pending = view.timeline.pending_services()
+        slices = {(s.partition, s.file_id): s for s in view.file_slices()
+                  if (s.partition, s.file_id) not in pending.compaction
+                  and (s.partition, s.file_id) not in pending.clustering}
         bins: dict[str, list[tuple[str, int, bool]]] = {}
         record_size = cfg.record_size or max(16, _estimate_record_size(arrow_schema))
         if operation != "delete":
