@@ -66,7 +66,11 @@ def decode_hfile_records(content: bytes | memoryview, schema: str | dict[str, An
                          key_field: str = MDT_KEY_FIELD, base: int = 0,
                          path: str | None = None) -> list[dict[str, Any]]:
     """The records of an HFILE_DATA block, in key order, with ``key_field`` restored from the
-    cell keys."""
+    cell keys.
+
+    A union with several record branches (the column statistics value wrappers) decodes to
+    ``(record full name, value)``, which :func:`encode_hfile_records` takes back, so the
+    branch Hudi chose survives a round trip (``IntWrapper`` and ``DateWrapper`` look alike)."""
     parsed = parse_schema(_schema_text(schema), path=path, offset=base)
     hf = decode_hfile(content, base=base, path=path)
     keys = _keys(hf, base, path)
@@ -75,7 +79,8 @@ def decode_hfile_records(content: bytes | memoryview, schema: str | dict[str, An
     for key, value in zip(keys, hf.values, strict=True):  # fastavro: one call per record
         buf = io.BytesIO(value)
         try:
-            rec = fastavro.schemaless_reader(buf, parsed, None)
+            rec = fastavro.schemaless_reader(buf, parsed, None, return_record_name=True,
+                                             return_record_name_override=True)
         except Exception as exc:  # fastavro raises many types on hostile bytes
             raise ContentError(f"HFile record value does not decode: {exc}", path=path,
                                offset=base) from None
