@@ -56,8 +56,9 @@ def _zeros_tables(length: int) -> tuple[U32, U32, U32, U32]:
 
 def _shift(reg: U32, tables: tuple[U32, U32, U32, U32]) -> U32:
     t0, t1, t2, t3 = tables
-    return (t0[reg & 0xFF] ^ t1[(reg >> 8) & 0xFF] ^ t2[(reg >> 16) & 0xFF]
-            ^ t3[(reg >> 24) & 0xFF])
+    out: U32 = (t0[reg & 0xFF] ^ t1[(reg >> 8) & 0xFF] ^ t2[(reg >> 16) & 0xFF]
+                ^ t3[(reg >> 24) & 0xFF])
+    return out
 
 
 def crc32c_chunks(data: bytes | memoryview, chunk: int) -> U32:

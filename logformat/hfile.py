@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .crc32c import crc32c_chunks
+from .crc32c import crc32c, crc32c_chunks
 from .errors import (
     ChecksumError,
     ContentError,
@@ -356,10 +356,8 @@ def _checksums(data: bytes, ctype: ChecksumType) -> bytes:
         return bytes(CHECKSUM_LEN * n)
     if ctype == ChecksumType.CRC32C:
         return crc32c_chunks(data, BYTES_PER_CHECKSUM).astype(">u4").tobytes()
-    view = memoryview(data)
-    return b"".join(_I32.pack(zlib.crc32(view[i:i + BYTES_PER_CHECKSUM]) - (1 << 32)
-                              if zlib.crc32(view[i:i + BYTES_PER_CHECKSUM]) >= 1 << 31
-                              else zlib.crc32(view[i:i + BYTES_PER_CHECKSUM]))
+    view = memoryview(data)  # CRC32: zlib per 16 KiB chunk
+    return b"".join(struct.pack(">I", zlib.crc32(view[i:i + BYTES_PER_CHECKSUM]))
                     for i in range(0, len(data), BYTES_PER_CHECKSUM))
 
 
@@ -438,8 +436,7 @@ def _block(data: bytes | memoryview, pos: int, limit: int, codec: Codec, *, base
         if ctype == ChecksumType.CRC32C and bpc == BYTES_PER_CHECKSUM:
             computed = crc32c_chunks(covered, bpc)
         else:
-            from .crc32c import crc32c as _c32c
-            fn = _c32c if ctype == ChecksumType.CRC32C else zlib.crc32
+            fn = crc32c if ctype == ChecksumType.CRC32C else zlib.crc32
             computed = np.array([fn(covered[i:i + bpc]) for i in range(0, len(covered), bpc)],
                                 dtype=np.uint32)
         bad = np.flatnonzero(computed != stored)
