@@ -616,8 +616,9 @@ def check_sorted_unique(keys: Sequence[bytes], *, what: str = "HFile keys") -> N
 
 
 def _encode_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> tuple[
-        bytes, npt.NDArray[np.int64]]:
-    """All cells back to back, and each cell's end offset (vectorized)."""
+        bytes, npt.NDArray[np.int64], int, int]:
+    """All cells back to back, each cell's end offset, and the total row and value bytes
+    (vectorized)."""
     n = len(keys)
     klen = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
     vlen = np.fromiter((len(v) for v in values), dtype=np.int64, count=n)
@@ -647,7 +648,7 @@ def _encode_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> tuple[
     out[np.repeat(vstart - np.concatenate(([0], np.cumsum(vlen)[:-1])), vlen)
         + np.arange(allv.size)] = allv
     # the MVCC byte (0) stays as allocated
-    return out.tobytes(), ends
+    return out.tobytes(), ends, int(klen.sum()), int(vlen.sum())
 
 
 def _split_blocks(ends: npt.NDArray[np.int64], block_size: int,
@@ -732,7 +733,7 @@ def encode_hfile(
     check_sorted_unique(keys)
     if block_size <= 0:
         raise UsageError("block_size must be positive", actual=block_size)
-    cells, ends = _encode_cells(keys, values)
+    cells, ends, row_bytes, vlen = _encode_cells(keys, values)
     out: list[bytes] = []
     offset = 0
     data_index: list[tuple[int, int, bytes]] = []
@@ -766,8 +767,7 @@ def encode_hfile(
     # HBase counts every block but the root data index, plus the trailer (spec/mdt.md §1.6)
     total_uncompressed += BLOCK_HEADER_LEN + len(meta_raw) + TRAILER_LEN
     n = len(keys)
-    klen = sum(len(k) for k in keys) + (n * (2 + KEY_SUFFIX_LEN) if style.full_index_keys else 0)
-    vlen = sum(len(v) for v in values)
+    klen = row_bytes + (n * (2 + KEY_SUFFIX_LEN) if style.full_index_keys else 0)
     info: dict[bytes, bytes] = {FI_MAX_MVCC: _I64.pack(0)}
     info.update({bytes(k): bytes(v) for k, v in (file_info or {}).items()})
     if n or not style.full_index_keys:
