@@ -28,6 +28,14 @@ from .constants import CURRENT_CONTENT_VERSION, BlockType, CommandType, HeaderKe
 from .delete_content import DeleteRecord, decode_delete_content, encode_delete_content
 from .errors import ContentError, UsageError
 from .framing import BlockFrame, MetadataMap
+from .hfile import HUDI_NATIVE, HFileStyle
+from .hfile_content import (
+    MDT_KEY_FIELD,
+    decode_hfile_records,
+    encode_hfile_records,
+    hfile_block_keys,
+    hfile_record_count,
+)
 from .parquet_content import (
     DEFAULT_COMPRESSION,
     decode_parquet_content,
@@ -168,6 +176,19 @@ def parquet_data_block(table: pa.Table, instant: str, *,
                       make_header(instant, {HeaderKey.SCHEMA: _schema_text(avro)}), content)
 
 
+def hfile_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, Any],
+                     instant: str, *, key_field: str = MDT_KEY_FIELD,
+                     style: HFileStyle = HUDI_NATIVE, create_time_ms: int = 0,
+                     extra_header: Mapping[HeaderKey, str] | None = None) -> BlockFrame:
+    """An HFILE_DATA block (metadata table): ``records`` keyed by ``key_field``, as Hudi
+    1.1's writer lays them out (spec/mdt.md §2)."""
+    text = _schema_text(schema)
+    content = encode_hfile_records(records, text, key_field=key_field, style=style,
+                                   create_time_ms=create_time_ms)
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
+    return BlockFrame(int(BlockType.HFILE_DATA), header, content)
+
+
 # --- decoding ---------------------------------------------------------------------------
 
 
@@ -192,6 +213,8 @@ def record_count(block_type: int, content: bytes | memoryview, *, base: int = 0,
         return len(decode_delete_content(content, base=base, path=path))
     if block_type == BlockType.PARQUET_DATA:
         return parquet_num_rows(content, base=base, path=path)
+    if block_type == BlockType.HFILE_DATA:
+        return hfile_record_count(content, base=base, path=path)
     if block_type == BlockType.COMMAND:
         return 0
     return None
@@ -209,6 +232,15 @@ def decode_avro_records(header: MetadataMap, content: bytes | memoryview, *, bas
     return decode_records(content, _require_schema(header, base, path), base=base, path=path)
 
 
+def decode_block_records(block_type: int, header: MetadataMap, content: bytes | memoryview, *,
+                         base: int = 0, path: str | None = None) -> list[dict[str, Any]]:
+    """Decoded records of an Avro, CDC or HFile data block, as dicts (HFile: key order)."""
+    if block_type == BlockType.HFILE_DATA:
+        return decode_hfile_records(content, _require_schema(header, base, path), base=base,
+                                    path=path)
+    return decode_avro_records(header, content, base=base, path=path)
+
+
 def records_to_arrow(records: Sequence[dict[str, Any]], schema: str | dict[str, Any], *,
                      base: int = 0, path: str | None = None) -> pa.Table:
     arrow_schema = avro_to_arrow_schema(schema)
@@ -221,7 +253,7 @@ def records_to_arrow(records: Sequence[dict[str, Any]], schema: str | dict[str, 
 
 def decode_data_table(block_type: int, header: MetadataMap, content: bytes | memoryview, *,
                       base: int = 0, path: str | None = None) -> pa.Table:
-    """The records of an Avro, CDC or Parquet data block as an Arrow table."""
+    """The records of an Avro, CDC, Parquet or HFile data block as an Arrow table."""
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
         try:  # column-wise; equal to the per-record path below
@@ -232,6 +264,10 @@ def decode_data_table(block_type: int, header: MetadataMap, content: bytes | mem
         return records_to_arrow(records, schema, base=base, path=path)
     if block_type == BlockType.PARQUET_DATA:
         return decode_parquet_content(content, base=base, path=path)
+    if block_type == BlockType.HFILE_DATA:
+        schema = _require_schema(header, base, path)
+        records = decode_hfile_records(content, schema, base=base, path=path)
+        return records_to_arrow(records, schema, base=base, path=path)
     raise UsageError(f"block type {BlockType(block_type).name} holds no decodable records")
 
 
@@ -262,6 +298,8 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
             raise ContentError(f"key field {key_field!r} is not a column of the block",
                                path=path, offset=base)
         return table.column(key_field).to_pylist()  # type: ignore[no-any-return]
+    if block_type == BlockType.HFILE_DATA:  # the cell keys are the record keys
+        return list(hfile_block_keys(content, base=base, path=path))
     raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
 
 

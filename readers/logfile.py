@@ -135,7 +135,7 @@ class LogBlock:
         return {"base": self.content_offset, "path": self.path}
 
     def record_count(self) -> int | None:
-        """Records (data) or keys (delete); None for HFile and CORRUPT blocks."""
+        """Records (data, HFile included) or keys (delete); None for CORRUPT blocks."""
         if self.is_corrupt:
             return None
         return _blocks.record_count(self.block_type, self.content(), **self._where())
@@ -145,8 +145,9 @@ class LogBlock:
                                   key_field=key_field, **self._where())
 
     def records(self) -> list[dict[str, Any]]:
-        """Decoded records of an Avro or CDC data block, as dicts."""
-        return _blocks.decode_avro_records(self.header, self.content(), **self._where())
+        """Decoded records of an Avro, CDC or HFile data block, as dicts."""
+        return _blocks.decode_block_records(self.block_type, self.header, self.content(),
+                                            **self._where())
 
     def to_arrow(self) -> pa.Table:
         """Records of an Avro, CDC or Parquet data block as an Arrow table."""

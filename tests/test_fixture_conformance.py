@@ -239,11 +239,12 @@ def _check_parquet_block(b: Any, content: bytes) -> None:
 
 
 def _check_hfile_block(b: Any, content: bytes) -> None:
-    # facts §5: a whole HFile v3, opaque to morlog
+    # facts §5: a whole HFile v3 (spec/mdt.md §2)
     assert content.startswith(b"DATABLK*")
     # trailer version: (minor << 24) | major, major 3; Hudi 0.x/1.1 fixtures minor 0, 1.0 minor 3
     assert content[-3:] == b"\x00\x00\x03" and content[-4] in (0, 3)
-    assert b.record_count() is None
+    count = b.record_count()
+    assert count is not None and count == len(b.records()) == len(b.keys())
     assert b.header.get(HeaderKey.SCHEMA) is not None
 
 
