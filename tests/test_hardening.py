@@ -52,9 +52,11 @@ def _batch(ids: Any, ts: int | None = 1, region: str | None = "eu") -> pa.Table:
                      "ts": [ts] * len(ids), "amount": [float(i) for i in ids]}, schema=SCHEMA)
 
 
-def _create(path: Path, **cfg: Any) -> MorTable:
+def _create(path: Path, version: int = 6, **cfg: Any) -> MorTable:
+    """A table of ``version`` (6: logs appended to, as several damage cases need)."""
     return MorTable.create(str(path), SCHEMA, key_field="id", partition_field="region",
-                           ordering_field="ts", config=WriteConfig(**{**FAST, **cfg}))
+                           ordering_field="ts", config=WriteConfig(**{**FAST, **cfg}),
+                           table_version=version)
 
 
 def _files(root: Path) -> set[str]:

@@ -76,7 +76,7 @@ from .commit import (
 )
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
-from .metadata import apply_drops, plan_metadata
+from .metadata import apply_drops, metadata_hooks, plan_metadata
 from .profile import WRITE_VERSIONS, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
@@ -257,7 +257,9 @@ class MorTable:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
         instant; see ``morlog.writers.commit``)."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self._commit_schema(), fsync=self.config.fsync)
+                      schema=self._commit_schema(), fsync=self.config.fsync,
+                      hooks=metadata_hooks(self.store, self.location, self.metadata_plan,
+                                           fsync=self.config.fsync))
 
     def _commit_schema(self) -> dict[str, Any]:
         """The schema a commit records (``extraMetadata.schema``): the data fields, without

@@ -498,6 +498,11 @@ class Commit:
             "partitionToWriteStats": stats, "extraMetadata": {MORLOG_WRITER_KEY: "1"},
             "operationType": self.operation.upper()}, self.action)
 
+    def written_files(self, stats: dict[str, list[dict[str, Any]]]
+                      ) -> dict[str, dict[str, int]]:
+        """partition -> {file name: size now} of the files named in ``stats``."""
+        return _written_files(self.store, self.location, stats)
+
     def complete(self, stats: dict[str, list[dict[str, Any]]],
                  summary: dict[str, str], extra: dict[str, Any] | None = None) -> None:
         """Complete the instant with Hudi's commit metadata: ``stats`` (write stats per
@@ -509,7 +514,7 @@ class Commit:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
         if self.hooks is not None:
-            self.hooks.committing(self.instant, stats)
+            self.hooks.committing(self.instant, self.written_files(stats))
         self.completed_at = self.timeline.write(self.instant, "completed", {
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
@@ -521,10 +526,24 @@ class Commit:
 class CommitHooks(RollbackHooks):
     """What a commit keeps true beside the data timeline (the metadata table)."""
 
-    def committing(self, instant: str, stats: dict[str, list[dict[str, Any]]]
+    def committing(self, instant: str, written: dict[str, dict[str, int]]
                    ) -> None:  # pragma: no cover - interface
-        """The data files of ``instant`` are written; ``stats``: partition -> write stats
-        (``path`` relative to the table, ``fileSizeInBytes``)."""
+        """The data files of ``instant`` are written and about to be completed;
+        ``written``: partition -> {file name: its size in bytes now} of every file the
+        commit created or appended to."""
+
+
+def _written_files(store: WriteStore, location: TableLocation,
+                   stats: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for part, entries in stats.items():
+        for e in entries:
+            rel = e.get("path")
+            if not isinstance(rel, str) or not rel:
+                continue
+            name = rel.rsplit("/", 1)[-1]
+            out.setdefault(part, {})[name] = store.size(store.join(location.path, rel))
+    return out
 
 
 def _describe(exc: BaseException) -> str:

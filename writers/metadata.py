@@ -34,6 +34,7 @@ from morlog.logformat.table_files import PROPERTIES_FILE, format_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
+from .commit import CommitHooks
 from .store import WriteStore
 
 METADATA_DIR = "metadata"
@@ -120,6 +121,15 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         # partition needs it)
         return MetadataPlan(drop_all=True)
     return plan
+
+
+def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
+                   fsync: bool = True) -> CommitHooks | None:
+    """What keeps the kept MDT partitions true in a commit (None: nothing kept)."""
+    if not plan.keep:
+        return None
+    raise UnsupportedSettingError("morlog keeps no metadata-table partition yet",
+                                  property=PARTITIONS_PROPERTY, value=",".join(plan.keep))
 
 
 def apply_drops(store: WriteStore, location: TableLocation, table: Table,

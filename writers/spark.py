@@ -57,6 +57,7 @@ from morlog.readers.table import Table
 
 from .client import MorTable, WriteConfig
 from .commit import base_file_name
+from .metadata import apply_drops
 from .store import WriteStore, store_at
 
 WRITE_OPTIONS = {
@@ -285,6 +286,8 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         groups = _assign(tagged, bins, key, operation, F, Window)
         touched = [(r[_PART], r[_FID]) for r in groups.select(_PART, _FID).distinct()
                    .collect()]
+        apply_drops(table.store, location, view, table.metadata_plan,
+                    fsync=cfg.fsync)
         commit.start(sorted(touched))
         n_tasks = max(1, min(len(touched), spark.sparkContext.defaultParallelism * 4))
         stats_schema = ("partition string, file_id string, path string, num_writes long, "
