@@ -52,6 +52,9 @@ class TagResult:
     #: per key: (partition, file id) or None for a new key
     locations: list[tuple[str, str] | None]
     stats: TagStats = field(default_factory=TagStats)
+    #: keys found in more than one file group (a table Hudi's ``insert`` wrote twice):
+    #: key position -> the other (partition, file id) that hold it too
+    also: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, dict[str, str] | None]:
         return {k: None if loc is None else {"partition": loc[0], "file_id": loc[1]}
@@ -115,6 +118,8 @@ class KeyTagger:
         sources: list[RangedSource] = []
         everyone = np.arange(n, dtype=np.int64)
         prepared: dict[str, PreparedKeys] = {}
+        hits = np.zeros(n, dtype=np.int64)
+        hit_rows: list[tuple[npt.NDArray[np.int64], FileSlice]] = []
         for s in self.slices:
             idx = groups.get(s.partition) if partitions is not None else everyone
             if idx is None or idx.size == 0:
@@ -127,6 +132,8 @@ class KeyTagger:
             local, instants = self._slice_hits(s, prepared[key], stats, sources)
             if local.size == 0:
                 continue
+            np.add.at(hits, idx[local], 1)
+            hit_rows.append((idx[local], s))
             # oldest first: where a key has several hits, the newest is assigned last
             order = np.argsort(instants, kind="stable")
             i, inst = idx[local[order]], instants[order]
@@ -141,7 +148,14 @@ class KeyTagger:
             x.close()
         locations = [None if p is None else (p, f) for p, f in zip(found_part, found_fid,
                                                                    strict=True)]
-        return TagResult(arr.to_pylist(), locations, stats)
+        also: dict[int, list[tuple[str, str]]] = {}
+        if (hits > 1).any():  # duplicates only: rare, so per key
+            dup = hits > 1
+            for rows, s in hit_rows:
+                for i in rows[dup[rows]].tolist():
+                    if locations[i] != (s.partition, s.file_id):
+                        also.setdefault(i, []).append((s.partition, s.file_id))
+        return TagResult(arr.to_pylist(), locations, stats, also)
 
     def _slice_hits(self, s: FileSlice, keys: PreparedKeys, stats: TagStats,
                     sources: list[RangedSource]

@@ -156,3 +156,26 @@ def test_a_foreign_instant_without_heartbeat_is_rolled_back(tmp_path: Path,
     r = t.upsert(_batch([2], 5))
     assert r.rolled_back == [foreign]
     assert _hudi_rs(path)["k2"] == 5
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_keys_held_twice_are_updated_and_deleted_everywhere(tmp_path: Path,
+                                                            version: int) -> None:
+    """Hudi's ``insert`` may leave a key in two file groups; an upsert then updates both
+    copies and a delete removes both, as Hudi's index tags every copy."""
+    path = tmp_path / "t"
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="part",
+                        ordering_field="ts", table_version=version,
+                        config=WriteConfig(fsync=False, route_inserts=False))
+    t.insert(_batch([1, 2], 1))
+    t.insert(_batch([1, 3], 1))  # k1 again, in a new file group
+    ids = sorted(r["id"] for r in Table(str(path)).read().to_pylist())
+    assert ids == ["k1", "k1", "k2", "k3"]
+    r = t.upsert(_batch([1], 7))
+    assert r.updates == 1 and len(r.groups_touched) == 2
+    rows = Table(str(path)).read().to_pylist()
+    assert sorted((x["id"], x["ts"]) for x in rows) == [("k1", 7), ("k1", 7), ("k2", 1),
+                                                        ("k3", 1)]
+    t.delete(_batch([1], 8).select(["id", "part"]))
+    assert sorted(x["id"] for x in Table(str(path)).read().to_pylist()) == ["k2", "k3"]
+    assert sorted(_hudi_rs(path)) == ["k2", "k3"]

@@ -389,12 +389,21 @@ class MorTable:
               operation: str, result: CommitResult) -> _Plan:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-        if operation == "insert":
-            locations: list[tuple[str, str] | None] = [None] * len(keys)
-        else:
-            locations = KeyTagger(table_view).tag(keys, parts).locations
+        locations: list[tuple[str, str] | None] = [None] * len(keys)
+        tagged = None if operation == "insert" else KeyTagger(table_view).tag(keys, parts)
+        if tagged is not None:
+            locations = tagged.locations
+            # a key the table holds in several file groups (Hudi's insert allows it): the
+            # update or delete goes to every one of them, as Hudi's index tags each copy
+            for i, others in tagged.also.items():
+                for loc in others:
+                    if operation == "delete":
+                        plan.deletes.setdefault(loc, []).append(i)
+                    else:
+                        plan.updates.setdefault(loc, []).append(i)
         pending = table_view.timeline.pending_services()
-        busy = {loc for loc in locations if loc is not None and loc in pending.clustering}
+        busy = {loc for loc in [*locations, *plan.updates, *plan.deletes]
+                if loc is not None and loc in pending.clustering}
         if busy:
             p, f = sorted(busy)[0]
             raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
