@@ -158,11 +158,13 @@ class Table:
         text = self.storage.read(props_path).decode("utf-8", errors="replace")
         self.config = TableConfig(parse_properties(text, props_path), props_path)
         if self.config.version not in SUPPORTED_TABLE_VERSIONS:
-            raise UnsupportedVersionError("unsupported table version", path=props_path,
+            raise UnsupportedVersionError("unsupported table version (hoodie.table.version)",
+                                          path=props_path,
                                           expected=sorted(SUPPORTED_TABLE_VERSIONS),
                                           actual=self.config.version)
         if self.config.table_type != "MERGE_ON_READ":
-            raise UsageError("morlog reads merge-on-read tables", path=props_path,
+            raise UsageError("morlog reads merge-on-read tables (hoodie.table.type)",
+                             path=props_path,
                              expected="MERGE_ON_READ", actual=self.config.table_type)
         self.timeline = Timeline.load(path, self.config.version, self.storage)
 

@@ -220,3 +220,46 @@ def test_every_column_type_round_trips(tmp_path: Path, version: int, carrier: st
     expected = {r["id"]: r for r in [update, *rows[1:]]}
     assert _rows(Table(str(path)).read(), "id") == expected
     assert _rows(_hudi_rs(path), "id") == expected
+
+
+_REFUSED = [
+    ("hoodie.table.type", "COPY_ON_WRITE"),
+    ("hoodie.table.version", "7"),
+    ("hoodie.table.version", "not-a-number"),
+    ("hoodie.timeline.layout.version", "1"),
+    ("hoodie.table.keygenerator.type", "USER_PROVIDED"),
+    ("hoodie.table.keygenerator.class", "com.example.MyKeyGenerator"),
+    ("hoodie.table.ordering.fields", "txn_ts,account_id"),
+    ("hoodie.table.ordering.fields", "no_such_column"),
+    ("hoodie.record.merge.mode", "CUSTOM"),
+    ("hoodie.record.merge.strategy.id", "1897ef5f-18bc-4557-939c-9d6a8afd1519"),
+    ("hoodie.populate.meta.fields", "false"),
+    ("hoodie.datasource.write.drop.partition.columns", "true"),
+    ("hoodie.table.cdc.enabled", "true"),
+    ("hoodie.bootstrap.base.path", "/elsewhere"),
+    ("hoodie.table.format", "iceberg"),
+    ("hoodie.table.recordkey.fields", ""),
+    ("hoodie.table.metadata.partitions", "files"),
+]
+
+
+@pytest.mark.parametrize("key, value", _REFUSED, ids=[f"{k}={v}" for k, v in _REFUSED])
+def test_a_setting_morlog_cannot_honour_is_refused_untouched(tmp_path: Path, key: str,
+                                                            value: str) -> None:
+    """A typed error naming the property, raised before anything is written."""
+    from morlog.logformat.table_files import format_properties, parse_properties
+
+    src = next((p for p in TABLES if p.name == "v9_txns_simple_nometa"), None)
+    if src is None:
+        pytest.skip("fixture table v9_txns_simple_nometa is absent")
+    path = _copy(src, tmp_path)
+    batch = _data(path).slice(0, 1)
+    props_file = path / ".hoodie" / "hoodie.properties"
+    props = parse_properties(props_file.read_text())
+    props[key] = value
+    props_file.write_text(format_properties(props))
+    before = _digest(path)
+    with pytest.raises(MorlogError) as err:
+        MorTable(str(path)).upsert(batch)
+    assert key in (getattr(err.value, "property", None) or str(err.value))
+    assert _digest(path) == before
