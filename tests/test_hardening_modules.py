@@ -169,8 +169,10 @@ def _batch(ids: range, ts: int) -> pa.Table:
 
 
 def _table(path: Path) -> MorTable:
+    """A version-6 table (layout 1: the repair cases write its timeline files by hand)."""
     t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="region",
-                        ordering_field="ts", config=WriteConfig(fsync=False, new_groups="log"))
+                        ordering_field="ts", config=WriteConfig(fsync=False, new_groups="log"),
+                        table_version=6)
     t.upsert(_batch(range(5), 1))
     t.upsert(_batch(range(3, 8), 2))
     return t
