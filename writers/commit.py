@@ -58,6 +58,7 @@ from morlog.logformat.table_files import (
     format_partition_metadata,
     partition_depth,
 )
+from morlog.readers.base_files import base_file_format
 from morlog.readers.containment import check_file_name, resolve_under
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
@@ -81,9 +82,10 @@ def new_instant(after: str | None = None) -> str:
     return inst
 
 
-def base_file_name(file_id: str, instant: str) -> str:
-    """The name of the base file a commit ``instant`` writes for file group ``file_id``."""
-    return str(BaseFileName(file_id, WRITE_TOKEN, instant))
+def base_file_name(file_id: str, instant: str, ext: str = "parquet") -> str:
+    """The name of the base file a commit ``instant`` writes for file group ``file_id``
+    (``ext``: the table's base-file extension, ``morlog.readers.base_files``)."""
+    return str(BaseFileName(file_id, WRITE_TOKEN, instant, ext))
 
 
 class TimelineWriter:
@@ -207,10 +209,12 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
             skipped.append(f"{repr(g)[:200]} ({exc.message})")
             continue
         d = location.partition_path(key[0])
-        # base files the failed instant created go away
+        # base files the failed instant created go away (of any format Hudi writes)
         for name in st.listdir(d):
-            if (name.startswith(key[1] + "_") and name.endswith(f"_{failed}.parquet")
-                    and BaseFileName.matches(name)):
+            if base_file_format(name) is None:
+                continue
+            bf = BaseFileName.parse(name)
+            if bf.file_id == key[1] and bf.instant == failed:
                 st.delete(st.join(d, check_file_name(name)))
         s = slices.get(key)
         if s is not None and has_logs(st, d, key[1]):
