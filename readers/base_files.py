@@ -29,7 +29,12 @@ from typing import Any
 import pyarrow as pa
 
 from morlog.compat.base_footer import BaseFileIndex, parse_base_footer
-from morlog.logformat.errors import FormatError, UnsupportedFormatError, UsageError
+from morlog.logformat.errors import (
+    FormatError,
+    MorlogError,
+    UnsupportedFormatError,
+    UsageError,
+)
 from morlog.logformat.naming import BaseFileName
 
 from .storage import LocalFileSource, LocalStorage, RangedSource, Storage, decoder_errors
@@ -115,6 +120,33 @@ def format_of_path(path: str) -> BaseFormat:
     except ValueError:
         raise UsageError("not a base file morlog reads", path=path,
                          expected=[f.extension for f in BaseFormat], actual=f".{ext}") from None
+
+
+#: the Avro schema in an ORC base file's user metadata (``HoodieOrcConfig``)
+ORC_AVRO_SCHEMA_KEY = b"orc.avro.schema"
+
+
+def orc_conform(table: pa.Table, md: Mapping[bytes, bytes] | None) -> pa.Table:
+    """ORC columns in the types of the Avro schema Hudi's ORC writer stores with the file
+    (``orc.avro.schema``; ``OrcUtils.readAvroSchema`` prefers it to the ORC types): ORC keeps
+    timestamps in nanoseconds, the Avro schema says micros or millis. Unchanged without it."""
+    raw = (md or {}).get(ORC_AVRO_SCHEMA_KEY)
+    if not raw:
+        return table
+    from morlog.logformat.avroschema import avro_to_arrow_schema
+
+    try:
+        want = avro_to_arrow_schema(raw.decode("utf-8"))
+    except (MorlogError, UnicodeDecodeError):
+        return table  # an unusable hint: the file's own types stand
+    cols = []
+    for f in table.schema:
+        col = table.column(f.name)
+        target = want.field(f.name).type if f.name in want.names else f.type
+        if target != f.type and pa.types.is_timestamp(f.type) and pa.types.is_timestamp(target):
+            col = col.cast(target)
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
 
 
 def require_lance() -> ModuleType:
@@ -229,7 +261,7 @@ class BaseFileReader:
             if self.format is BaseFormat.ORC:
                 if cols is not None and not cols:
                     return pa.table({})
-                return self._of.read(columns=cols)
+                return orc_conform(self._of.read(columns=cols), self._md)
             if cols is not None and not cols:
                 return pa.table({})
             reader = self._lance.LanceFileReader(self._lance_path, columns=cols)
@@ -268,7 +300,9 @@ def read_base_file(path: str, columns: Sequence[str] | None = None,
             of = orc.ORCFile(st.open_input(path))
             names = of.schema.names
             cols = None if columns is None else [c for c in names if c in columns]
-            return pa.table({}) if cols is not None and not cols else of.read(columns=cols)
+            if cols is not None and not cols:
+                return pa.table({})
+            return orc_conform(of.read(columns=cols), of.metadata)
         lance_file = require_lance()
         with _local_path(path, isinstance(st, LocalStorage), lambda: st.read(path)) as local:
             names = lance_file.LanceFileReader(local).metadata().schema.names

@@ -162,7 +162,7 @@ def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str
     lance_file = require_lance()
     with tempfile.TemporaryDirectory(prefix="morlog-lance-") as d:
         path = os.path.join(d, "base.lance")
-        w = lance_file.LanceFileWriter(path, records.schema)
+        w = lance_file.LanceFileWriter(path, records.schema.remove_metadata())
         for batch in records.to_batches():
             w.write_batch(batch)
         for k, v in footer.items():
