@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -155,7 +155,7 @@ def require_lance() -> ModuleType:
         import lance.file as lance_file
     except ImportError:
         raise UsageError(f"Lance base files need pylance: {LANCE_EXTRA}") from None
-    return lance_file
+    return cast(ModuleType, lance_file)
 
 
 class SourceFile:

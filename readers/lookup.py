@@ -4,10 +4,9 @@ For each candidate file slice (the key's own partition when the caller knows it,
 partition): the base file's Hudi footer (min/max key and bloom filter, where its format keeps
 them: ``morlog.readers.base_files``) prunes, then the key column confirms; the slice's logs
 are probed through their index (stored or recomputed, ``morlog.readers.probe``), which Hudi's
-bloom index on MOR tables cannot do. Blocks of
-instants that failed, were rolled back or come after the snapshot instant do not count. A key
-that is live in the table is never missed: every step only removes keys that provably are not
-there.
+bloom index on MOR tables cannot do. Blocks of instants that failed, were rolled back or come
+after the snapshot instant do not count. A key that is live in the table is never missed:
+every step only removes keys that provably are not there.
 
 A :class:`KeyTagger` works on an open :class:`~morlog.readers.table.Table` (or opens one at a
 :class:`~morlog.readers.storage.TableLocation`): Spark's tagging tasks hand it the location
