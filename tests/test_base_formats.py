@@ -379,3 +379,25 @@ def test_read_base_file_by_extension(twin: Path) -> None:
     assert t.column_names == ["_hoodie_record_key", "id"]
     with pytest.raises(UsageError, match="not a base file"):
         read_base_file(str(twin / ".hoodie" / "hoodie.properties"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_spark_writes_into_a_table_of_each_format(spark: Any, tmp_path: Path,  # noqa: F811
+                                                  fmt: str) -> None:
+    path = tmp_path / fmt
+    schema = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
+                        ("amount", pa.float64())])
+    MorTable.create(str(path), schema, key_field="id", partition_field="region",
+                    ordering_field="ts", config=WriteConfig(**SMALL))
+    _fmt(path, fmt)
+    df = spark.createDataFrame([(f"k{i}", ("eu", "us")[i % 2], 1, float(i)) for i in range(30)],
+                               "id string, region string, ts long, amount double")
+    df.repartition(2).write.format("morlog").mode("append").save(str(path))
+    df2 = spark.createDataFrame([(f"k{i}", ("eu", "us")[i % 2], 2, float(100 + i))
+                                 for i in range(20, 40)], df.schema)
+    df2.write.format("morlog").mode("append").save(str(path))
+    assert {p.suffix for p in _base_files(path)} == {"." + fmt.lower()}
+    rows = {r["id"]: (r["ts"], r["amount"]) for r in Table(str(path)).read().to_pylist()}
+    assert len(rows) == 40 and rows["k25"] == (2, 125.0) and rows["k5"] == (1, 5.0)
+    back = spark.read.format("morlog").load(str(path))
+    assert {r.id: (r.ts, r.amount) for r in back.collect()} == rows

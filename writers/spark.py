@@ -44,6 +44,7 @@ from pyspark.sql.types import StructType
 
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.table_files import PROPERTIES_FILE
+from morlog.readers.base_files import table_base_format
 from morlog.readers.spark_source import (
     READ_OPTIONS,
     MorlogReader,
@@ -420,6 +421,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
         latest = {(s.partition, s.file_id): s.base_instant
                   for s in table.table().file_slices()}
         st = table.store
+        base_ext = table_base_format(table.props).ext
         out: list[dict[str, Any]] = []
         for fid in pc_unique(data.column(_FID)):
             g = data.filter(pa.compute.equal(data.column(_FID), fid))
@@ -435,7 +437,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
             # a retried task: drop what an earlier attempt wrote for this instant
             discard_uncommitted(directory, fid, instant if base is None else base, instant,
                                 st)
-            st.delete(st.join(directory, base_file_name(fid, instant)))
+            st.delete(st.join(directory, base_file_name(fid, instant, base_ext)))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
