@@ -14,9 +14,10 @@ URI's credentials (``s3://key:secret@bucket/...``) never reach a message or ``pa
 Branches: :class:`FormatError` (the bytes are wrong: corrupt, truncated or foreign input;
 :class:`ChecksumError` a CRC-32 mismatch, with the stored and computed values),
 :class:`UnsupportedVersionError` (the bytes are a valid version this reader does not support:
-not corruption), :class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`,
-:class:`StorageError` (:class:`MissingFileError`). :class:`UsageError` has
-:class:`UnsupportedSettingError` (a setting morlog cannot honour).
+not corruption; :class:`UnsupportedFormatError`: a table's file format setting),
+:class:`UsageError`, :class:`LogFileExistsError`, :class:`WriteError`, :class:`StorageError`
+(:class:`MissingFileError`). :class:`UsageError` has :class:`UnsupportedSettingError` (a
+setting morlog cannot honour).
 """
 
 from __future__ import annotations
@@ -173,6 +174,12 @@ class UnsupportedVersionError(MorlogError):
     support. Not corruption: the bytes may well be right, written by a newer (or much older)
     writer. Scans stop on it rather than treating the block as CORRUPT; a stored index of an
     unsupported version is not used (keys are recomputed from the records)."""
+
+
+class UnsupportedFormatError(UnsupportedVersionError):
+    """A table setting names a file format morlog does not read or write (e.g.
+    ``hoodie.table.base.file.format=HFILE``, or a value Hudi does not know); ``expected``
+    lists the supported values, ``actual`` is the setting's value."""
 
 
 #: errors meaning "this stored structure cannot be used" (damaged or of a version this reader

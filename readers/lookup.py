@@ -1,12 +1,12 @@
 """Table lookup ("tagging"): the partition and file group of each key, or "new".
 
 For each candidate file slice (the key's own partition when the caller knows it, else every
-partition): the base file's Hudi footer (min/max key and bloom filter) prunes, then the key
-column confirms; the slice's logs are probed through their index (stored or recomputed,
-``morlog.readers.probe``), which Hudi's bloom index on MOR tables cannot do. Blocks of
-instants that failed, were rolled back or come after the snapshot instant do not count. A key
-that is live in the table is never missed: every step only removes keys that provably are not
-there.
+partition): the base file's Hudi footer (min/max key and bloom filter, where its format keeps
+them: ``morlog.readers.base_files``) prunes, then the key column confirms; the slice's logs
+are probed through their index (stored or recomputed, ``morlog.readers.probe``), which Hudi's
+bloom index on MOR tables cannot do. Blocks of instants that failed, were rolled back or come
+after the snapshot instant do not count. A key that is live in the table is never missed:
+every step only removes keys that provably are not there.
 
 A :class:`KeyTagger` works on an open :class:`~morlog.readers.table.Table` (or opens one at a
 :class:`~morlog.readers.storage.TableLocation`): Spark's tagging tasks hand it the location
@@ -22,14 +22,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from morlog.compat.base_footer import parse_base_footer
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.xxh64 import xxh64_batch
 
+from .base_files import BaseFileReader
 from .probe import RangeTester, SliceProbe
 from .slice_blocks import instant_counts
 from .storage import RangedSource, Storage, TableLocation, decoder_errors
@@ -205,11 +204,16 @@ class BaseHits:
 
 
 def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> BaseHits:
-    """Which of ``keys`` a base file holds: its Hudi footer (bloom filter, min/max key)
-    prunes, then its key column confirms exactly. Reads are counted at ``src``."""
-    with decoder_errors(src.name, "base file footer does not decode"):
-        pf = pq.ParquetFile(pa.PythonFile(_SourceFile(src), mode="r"))
-        info = parse_base_footer(pf.metadata.metadata)
+    """Which of ``keys`` a base file (any format, by its extension) holds: Hudi's index in
+    its footer (bloom filter, min/max key), where the file has one, prunes, then its key
+    column confirms exactly. Reads are counted at ``src`` (Parquet and ORC; pylance opens a
+    Lance file itself)."""
+    with BaseFileReader(src) as reader:
+        return _hits(reader, key_field, keys)
+
+
+def _hits(reader: BaseFileReader, key_field: str, keys: PreparedKeys) -> BaseHits:
+    info = reader.footer()
     cand = np.ones(len(keys.arr), dtype=bool)
     if info.bloom is not None:
         cand &= info.bloom.contains(keys.batch, keys.chain)
@@ -218,10 +222,10 @@ def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> Bas
     idx = np.flatnonzero(cand)
     if idx.size == 0:
         return BaseHits(idx, 0, False)
-    with decoder_errors(src.name, "base file key column does not decode"):
-        if key_field not in pf.schema_arrow.names:
-            raise ContentError(f"base file has no key field {key_field!r}", path=src.name)
-        column = pf.read(columns=[key_field], use_threads=False).column(0)
+    if key_field not in reader.names:
+        raise ContentError(f"base file has no key field {key_field!r}", path=reader.name)
+    column = reader.read([key_field]).column(key_field)
+    with decoder_errors(reader.name, "base file key column does not decode"):
         col = column.combine_chunks().cast(pa.string())
     cand_keys = keys.arr.take(pa.array(idx))
     # hash the (few) candidates and scan the file's keys, not the other way round
@@ -265,43 +269,6 @@ class PreparedKeys:
 
 def _beyond_bmp(s: str) -> bool:
     return any(ord(c) > 0xFFFF for c in s)
-
-
-class _SourceFile:
-    """A file-like view of a ranged source, so pyarrow's Parquet reader counts its reads."""
-
-    def __init__(self, src: RangedSource) -> None:
-        self.src = src
-        self.pos = 0
-        self.closed = False
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = offset if whence == 0 else (self.pos + offset if whence == 1 else
-                                               self.src.size + offset)
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
-
-    def read(self, n: int = -1) -> bytes:
-        if n < 0:
-            n = self.src.size - self.pos
-        n = min(n, self.src.size - self.pos)
-        data = self.src.read(self.pos, n) if n > 0 else b""
-        self.pos += len(data)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def tag_keys(table_path: str | TableLocation, keys: Sequence[str],

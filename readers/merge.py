@@ -21,16 +21,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import OrderingValue
 from morlog.logformat.errors import ContentError
 
+from .base_files import read_base_file
 from .logfile import LogBlock, LogFileReader
 from .slice_blocks import effective_blocks
-from .storage import LocalStorage, Storage, decoder_errors
+from .storage import LocalStorage, Storage
 from .timeline import Timeline
 
 SEQ, DEL, ORD, KEY = "__morlog_seq", "__morlog_delete", "__morlog_ord", "__morlog_key"
@@ -186,15 +186,6 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
         return pa.array(list(values), type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return pa.nulls(len(values), type=t or pa.null())
-
-
-def read_base_file(path: str, columns: Sequence[str] | None = None,
-                   storage: Storage | None = None) -> pa.Table:
-    with decoder_errors(path, "base file does not decode"):
-        pf = pq.ParquetFile((storage or LocalStorage()).open_input(path))
-        names = pf.schema_arrow.names
-        cols = None if columns is None else [c for c in names if c in columns]
-        return pf.read(columns=cols)
 
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],

@@ -5,6 +5,9 @@ slice whose base instant equals the instant in its name; for 8+ to the slice wit
 base instant not after the completion time of the log's delta commit (the newest slice while
 it is pending; a group without base file keys its slice by the log's own instant). Files of
 failed or pending writes and file groups replaced by completed replace commits are left out.
+Base files are those of the table's ``hoodie.table.base.file.format``
+(``morlog.readers.base_files``); a base file of another format in a partition is a
+:class:`~morlog.logformat.errors.FormatError`, never left out silently.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from morlog.logformat.table_files import (
     parse_properties,
 )
 
+from .base_files import BaseFormat, check_base_file, table_base_format
 from .containment import check_file_name, resolve_under
 from .merge import MergeSpec, read_slice
 from .storage import TableLocation
@@ -54,6 +58,13 @@ class TableConfig:
             raise FormatError("hoodie.table.version is not a table version number",
                               path=self.path, actual=raw[:40])
         return int(raw)
+
+    @property
+    def base_format(self) -> BaseFormat:
+        """``hoodie.table.base.file.format`` (default PARQUET); an
+        :class:`~morlog.logformat.errors.UnsupportedFormatError` naming the setting for HFILE
+        or a value Hudi does not know."""
+        return table_base_format(self.props, self.path)
 
     @property
     def table_type(self) -> str:
@@ -166,6 +177,8 @@ class Table:
             raise UsageError("morlog reads merge-on-read tables (hoodie.table.type)",
                              path=props_path,
                              expected="MERGE_ON_READ", actual=self.config.table_type)
+        #: the format of the table's base files (``hoodie.table.base.file.format``)
+        self.base_format = self.config.base_format
         self.timeline = Timeline.load(path, self.config.version, self.storage)
 
     @property
@@ -294,7 +307,7 @@ class Table:
                 ln = LogFileName.parse(n)
                 if ln.ext == "log" and not ln.cdc:
                     logs.setdefault(ln.file_id, []).append(ln)
-            elif BaseFileName.matches(n) and n.endswith(".parquet"):
+            elif check_base_file(n, self.base_format, self.storage.join(directory, n)):
                 bf = BaseFileName.parse(n)
                 if tl.is_committed(bf.instant, as_of):
                     bases.setdefault(bf.file_id, []).append(bf)

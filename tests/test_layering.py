@@ -66,7 +66,8 @@ def test_layers_import_only_lower_layers(layer: str) -> None:
 #: so that ``pip install morlog`` gives a working library and command without them. The Spark
 #: data source itself is pyspark code through and through; nothing imports it at module level
 #: (``tests/test_packaging.py`` runs every command's help without pyspark)
-OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspark", "boto3"}
+OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspark", "boto3",
+            "lance"}
 # the Spark modules are imported only by Spark users (who have the spark extra)
 EAGER_ALLOWED = {"writers/spark.py": {"pyspark", "pandas"},
                  "readers/spark_source.py": {"pyspark", "pandas"}}

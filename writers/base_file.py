@@ -1,4 +1,15 @@
-"""How base Parquet files are written: pyarrow writer options from ``hoodie.parquet.*``.
+"""How base files are written: Parquet (options from ``hoodie.parquet.*``), ORC and Lance.
+
+:func:`encode_base_file` makes a base file of the table's format
+(``hoodie.table.base.file.format``, ``morlog.readers.base_files``) with Hudi's index of its
+keys where Hudi's writer of that format keeps it: the Parquet footer's key/value metadata
+(facts §9), ORC user metadata (``HoodieAvroOrcWriter``: the same keys plus the Avro schema
+under ``orc.avro.schema``; pyarrow's ORC writer has no user metadata, so they are added to
+the footer by ``morlog.compat.orc_footer``), Lance schema metadata (``HoodieBaseLanceWriter``
+adds the same keys through ``LanceFileWriter.addSchemaMetadata``). ORC files are compressed
+with ``hoodie.orc.compression.codec`` (Hudi's default ZLIB).
+
+Parquet:
 
 Hudi's Parquet writers (``HoodieBaseParquetWriter`` in hudi-hadoop-common,
 org/apache/hudi/io/hadoop/) build parquet-mr's writer from four settings, whose keys and
@@ -21,12 +32,17 @@ so the level is set explicitly. pyarrow sizes row groups in rows, not bytes:
 
 from __future__ import annotations
 
+import io
+import os
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
+from morlog.compat.orc_footer import add_user_metadata
 from morlog.logformat.errors import UsageError
+from morlog.readers.base_files import BaseFormat, require_lance
 
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 BLOCK_SIZE = "hoodie.parquet.block.size"
@@ -99,3 +115,58 @@ def row_group_rows(table: pa.Table, props: Mapping[str, str]) -> int:
         return 1
     per_row = max(1, int(table.nbytes) // int(table.num_rows))
     return max(1, block // per_row)
+
+
+ORC_COMPRESSION_CODEC = "hoodie.orc.compression.codec"
+#: the Avro schema's key in ORC user metadata (``HoodieOrcConfig.AVRO_SCHEMA_METADATA_KEY``)
+ORC_AVRO_SCHEMA_KEY = b"orc.avro.schema"
+#: Hudi's ORC codec names (ORC's CompressionKind, any case) -> pyarrow's
+_ORC_CODECS = {"none": "uncompressed", "zlib": "zlib", "snappy": "snappy", "lz4": "lz4",
+               "zstd": "zstd"}
+
+
+def orc_write_options(props: Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments for ``pyarrow.orc.write_table`` under ``hoodie.orc.*``."""
+    raw = props.get(ORC_COMPRESSION_CODEC)
+    codec = "zlib" if raw is None or not str(raw).strip() else str(raw).strip().lower()
+    if codec not in _ORC_CODECS:
+        raise UsageError(f"unsupported {ORC_COMPRESSION_CODEC} for base files",
+                         expected=sorted(c.upper() for c in _ORC_CODECS), actual=raw)
+    return {"compression": _ORC_CODECS[codec]}
+
+
+def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str],
+                     footer: Mapping[bytes, bytes], avro_schema: str | None = None) -> bytes:
+    """The bytes of a base file of format ``fmt`` holding ``records`` (meta columns first),
+    with ``footer`` (``morlog.compat.base_footer.encode_base_footer``) where Hudi's writer of
+    the format keeps it; ``props``: the table's properties and write settings; ``avro_schema``
+    (JSON): stored by ORC files as Hudi's ORC writer does."""
+    if fmt is BaseFormat.PARQUET:
+        import pyarrow.parquet as pq
+
+        buf = io.BytesIO()
+        with pq.ParquetWriter(buf, records.schema, store_schema=False,
+                              **parquet_write_options(props)) as w:
+            w.add_key_value_metadata(dict(footer))
+            w.write_table(records, row_group_size=row_group_rows(records, props))
+        return buf.getvalue()
+    if fmt is BaseFormat.ORC:
+        import pyarrow.orc as orc
+
+        sink = pa.BufferOutputStream()
+        orc.write_table(records, sink, **orc_write_options(props))
+        items = dict(footer)
+        if avro_schema is not None:
+            items[ORC_AVRO_SCHEMA_KEY] = avro_schema.encode("utf-8")
+        return add_user_metadata(sink.getvalue().to_pybytes(), items)
+    lance_file = require_lance()
+    with tempfile.TemporaryDirectory(prefix="morlog-lance-") as d:
+        path = os.path.join(d, "base.lance")
+        w = lance_file.LanceFileWriter(path, records.schema.remove_metadata())
+        for batch in records.to_batches():
+            w.write_batch(batch)
+        for k, v in footer.items():
+            w.add_schema_metadata(k.decode("utf-8"), v.decode("utf-8"))
+        w.close()
+        with open(path, "rb") as f:
+            return f.read()

@@ -29,7 +29,6 @@ or URI is resolved once (``morlog.readers.storage.TableLocation``) and handed do
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import time
@@ -41,7 +40,6 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.avroschema import (
@@ -52,7 +50,7 @@ from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenKind, KeyGenSpec
-from morlog.logformat.naming import LogFileName
+from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
     DEFAULT_TABLE_VERSION,
     PAYLOAD_COMMIT_TIME,
@@ -61,11 +59,12 @@ from morlog.logformat.table_files import (
     format_properties,
     new_table_properties,
 )
+from morlog.readers.base_files import table_base_format
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
-from .base_file import parquet_write_options, row_group_rows
+from .base_file import encode_base_file
 from .commit import (
     WRITE_TOKEN,
     Commit,
@@ -620,17 +619,15 @@ class MorTable:
         return out
 
     def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
-        """A base Parquet file with Hudi's footer: DYNAMIC_V0 bloom filter, min/max key."""
+        """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
+        bloom filter, min/max key (``morlog.writers.base_file.encode_base_file``)."""
         md = encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
+        fmt = table_base_format(self.props)
         d = self._dir(partition)
-        final = self.store.join(d, base_file_name(fid, instant))
-        settings = {**self.props, **self.config.hoodie_options}
-        buf = io.BytesIO()
-        with pq.ParquetWriter(buf, records.schema, store_schema=False,
-                              **parquet_write_options(settings)) as w:
-            w.add_key_value_metadata(md)
-            w.write_table(records, row_group_size=row_group_rows(records, settings))
-        if not self.store.create(final, buf.getvalue(), sync=self.config.fsync):
+        final = self.store.join(d, base_file_name(fid, instant, fmt.ext))
+        data = encode_base_file(records, fmt, {**self.props, **self.config.hoodie_options},
+                                md, json.dumps(self.avro_schema, separators=(",", ":")))
+        if not self.store.create(final, data, sync=self.config.fsync):
             raise UsageError("a base file of this name exists already", path=final)
         return final
 
@@ -680,8 +677,12 @@ def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
 def _group_exists(store: WriteStore, directory: str, fid: str, instant: str) -> bool:
     """Whether files of file group ``fid`` exist other than the given instant's own."""
     for n in store.listdir(directory):
-        if n.startswith(fid + "_") and not n.endswith(f"_{instant}.parquet"):
-            return True
+        if BaseFileName.matches(n):
+            b = BaseFileName.parse(n)
+            if b.file_id == fid and b.instant != instant:
+                return True
+        elif n.startswith(fid + "_"):
+            return True  # a file of the group's name morlog does not know: not ours to take
         if LogFileName.matches(n):
             ln = LogFileName.parse(n)
             if ln.file_id == fid and ln.instant != instant:

@@ -91,9 +91,10 @@ def new_instant(after: str | None = None) -> str:
     return inst
 
 
-def base_file_name(file_id: str, instant: str) -> str:
-    """The name of the base file a commit ``instant`` writes for file group ``file_id``."""
-    return str(BaseFileName(file_id, WRITE_TOKEN, instant))
+def base_file_name(file_id: str, instant: str, ext: str = "parquet") -> str:
+    """The name of the base file a commit ``instant`` writes for file group ``file_id``
+    (``ext``: the table's base-file extension, ``morlog.readers.base_files``)."""
+    return str(BaseFileName(file_id, WRITE_TOKEN, instant, ext))
 
 
 class TimelineWriter:

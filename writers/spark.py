@@ -45,6 +45,7 @@ from pyspark.sql.types import StructType
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.table_files import PROPERTIES_FILE
+from morlog.readers.base_files import table_base_format
 from morlog.readers.spark_source import (
     READ_OPTIONS,
     MorlogReader,
@@ -427,6 +428,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
         # base instant of their own); the new instant is not completed, so this is stable
         latest = {(s.partition, s.file_id): s for s in table.table().file_slices()}
         st = table.store
+        base_ext = table_base_format(table.props).ext
         out: list[dict[str, Any]] = []
         for fid in pc_unique(data.column(_FID)):
             g = data.filter(pa.compute.equal(data.column(_FID), fid))
@@ -445,7 +447,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
             # log files in table version 8+, named after the instant)
             discard_uncommitted(directory, fid, instant if base is None or table.version >= 8
                                 else base, instant, st)
-            st.delete(st.join(directory, base_file_name(fid, instant)))
+            st.delete(st.join(directory, base_file_name(fid, instant, base_ext)))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
