@@ -34,7 +34,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,6 +124,16 @@ class WriteConfig:
     #: ``.dictionary.enabled`` (``morlog.writers.base_file``; Hudi's defaults otherwise)
     hoodie_options: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
+        """The config that Hudi's write options (``hoodie.*`` keys, and ``morlog.*``)
+        describe; the keys and what they map to: ``morlog.writers.options``. An option
+        morlog does not know is a :class:`UsageError` naming it; table-level options
+        (key, partition, ordering fields...) are accepted and left to table creation."""
+        from .options import parse_write_options
+
+        return parse_write_options(options).config
+
 
 @dataclass
 class CommitResult:
@@ -139,6 +149,8 @@ class CommitResult:
     files_created: list[str] = field(default_factory=list)
     rolled_back: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: replace operations: partition -> file ids the commit replaced
+    replaced: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
         """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
@@ -203,8 +215,11 @@ class MorTable:
     def create(cls, path: str | TableLocation, schema: pa.Schema, *, key_field: str,
                partition_field: str | None = None, ordering_field: str | None = None,
                name: str | None = None, event_time_ordering: bool | None = None,
-               config: WriteConfig | None = None) -> MorTable:
-        """Create an empty table (``hoodie.properties``, timeline directory)."""
+               config: WriteConfig | None = None,
+               table_properties: Mapping[str, str] | None = None) -> MorTable:
+        """Create an empty table (``hoodie.properties``, timeline directory).
+        ``table_properties``: more ``hoodie.properties`` entries, over morlog's own (e.g.
+        ``hoodie.datasource.write.hive_style_partitioning``, the key generator class)."""
         location = TableLocation.of(path)
         path = location.uri
         store, inner = _open_store(location, config or WriteConfig()), location.path
@@ -229,6 +244,7 @@ class MorTable:
             name=table_name, key_field=key_field, partition_field=partition_field,
             ordering_field=ordering_field,
             create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event)
+        props.update(table_properties or {})
         store.makedirs(store.join(inner, ".hoodie"))
         if not store.create(props_path, format_properties(props).encode("utf-8")):
             raise UsageError("a table was created here concurrently", path=path)
@@ -239,11 +255,12 @@ class MorTable:
     def _lock(self) -> WriterLock:
         return self.store.lock(self.path)
 
-    def commit(self, operation: str) -> Commit:
+    def commit(self, operation: str, action: str = "deltacommit") -> Commit:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
-        instant; see ``morlog.writers.commit``)."""
+        instant; see ``morlog.writers.commit``); ``action``: ``replacecommit`` for the
+        replace operations."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self.avro_schema, fsync=self.config.fsync)
+                      schema=self.avro_schema, fsync=self.config.fsync, action=action)
 
     # --- public operations -------------------------------------------------------------
 
@@ -256,6 +273,26 @@ class MorTable:
     def delete(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Delete the keys of ``batch`` (key field, and partition field when partitioned)."""
         return self._write(batch, "delete")
+
+    def insert_overwrite(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Replace the data of the partitions the batch touches with the batch (Hudi's
+        ``insert_overwrite``: a replace commit; see ``morlog.writers.overwrite``)."""
+        from .overwrite import insert_overwrite
+
+        return insert_overwrite(self, batch)
+
+    def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Replace the whole table's data with the batch (``insert_overwrite_table``)."""
+        from .overwrite import insert_overwrite_table
+
+        return insert_overwrite_table(self, batch)
+
+    def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
+        """Drop every record of the named partitions (relative partition paths; ``*``
+        matches within a path segment), as Hudi's ``delete_partition`` does."""
+        from .overwrite import delete_partitions
+
+        return delete_partitions(self, partitions)
 
     # --- the commit ---------------------------------------------------------------------
 
@@ -394,13 +431,14 @@ class MorTable:
                 inserts_by_part.setdefault(part_list[i], []).append(i)
         plan.batch = batch
         if inserts_by_part:
-            size = self._record_size(batch)
+            size = self.record_size(batch)
             for part, rows in inserts_by_part.items():
                 result.inserts += len(rows)
                 self._route(part, rows, size, slices, plan, result)
         return plan
 
-    def _record_size(self, batch: pa.Table) -> int:
+    def record_size(self, batch: pa.Table) -> int:
+        """Estimated bytes per record of ``batch`` in a Parquet base file."""
         if self.config.record_size:
             return self.config.record_size
         # Parquet compresses: count a quarter of the in-memory size, at least 16 bytes

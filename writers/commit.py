@@ -100,18 +100,19 @@ class TimelineWriter:
         name = TimelineFileName(instant, action, _STATES[state])
         return self.store.join(self.location.path, ".hoodie", str(name))
 
-    def write(self, instant: str, state: str, meta: dict[str, Any],
+    def write(self, instant: str, state: str, meta: dict[str, Any] | None,
               action: str = "deltacommit") -> None:
-        """Publish one timeline file with ``meta`` as JSON; the name must be free."""
+        """Publish one timeline file with ``meta`` as JSON (None: an empty file); the name
+        must be free."""
         final = self.path(instant, state, action)
-        data = json.dumps(meta, indent=2).encode("utf-8")
+        data = b"" if meta is None else json.dumps(meta, indent=2).encode("utf-8")
         if not self.store.create(final, data, sync=self.fsync):
             raise UsageError("timeline file exists already", path=final)
 
-    def inflight_groups(self, instant: str) -> list[Any]:
+    def inflight_groups(self, instant: str, action: str = "deltacommit") -> list[Any]:
         """The file group entries a pending delta commit said it writes ([] when unknown or
         unreadable); unchecked: see :func:`safe_group`."""
-        inflight = self.path(instant, "inflight")
+        inflight = self.path(instant, "inflight", action)
         if not self.store.exists(inflight):
             return []
         text = self.store.read(inflight).decode("utf-8", errors="replace")
@@ -170,9 +171,11 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
     done = []
     skipped: list[str] = []
     for inst in table.timeline.pending():
-        if inst.action != "deltacommit":
+        if inst.action != "deltacommit" and not _own_replace(timeline, inst.requested,
+                                                             inst.action):
             continue
-        skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync)
+        skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync,
+                             inst.action)
         done.append(inst.requested)
     for inst in table.timeline.pending():
         if inst.action == "rollback":
@@ -189,12 +192,22 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
     return done
 
 
+def _own_replace(timeline: TimelineWriter, instant: str, action: str) -> bool:
+    """Whether a pending instant is a replace commit that morlog writes (its requested file
+    empty); Hudi's clustering plans (Avro content) are left to Hudi."""
+    if action != "replacecommit":
+        return False
+    requested = timeline.path(instant, "requested", action)
+    return timeline.store.exists(requested) and not timeline.store.read(requested)
+
+
 def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
-              table: Table, failed: str, mode: Mode, fsync: bool) -> list[str]:
+              table: Table, failed: str, mode: Mode, fsync: bool,
+              action: str = "deltacommit") -> list[str]:
     """Roll back instant ``failed``; the file group entries skipped as unsafe, each
     described."""
     skipped = []
-    groups = timeline.inflight_groups(failed)
+    groups = timeline.inflight_groups(failed, action)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
     rb = new_instant(max(x for x in (last, failed) if x is not None))
     timeline.write(rb, "requested", {}, "rollback")
@@ -219,7 +232,7 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
                           fsync=fsync, store=st).append(rollback_block(rb, failed))
     timeline.write(rb, "completed", {"commitsRollback": [failed], "startRollbackTime": rb,
                                      "totalFilesDeleted": 0}, "rollback")
-    timeline.remove_pending(failed)
+    timeline.remove_pending(failed, action)
     return skipped
 
 
@@ -227,11 +240,15 @@ class Commit:
     """One delta commit of a table (a context manager; see the module's docstring).
 
     ``schema``: the table's Avro schema (commit metadata carries it, as Hudi's does).
+    ``action``: ``deltacommit``, or ``replacecommit`` for the replace operations
+    (``morlog.writers.overwrite``; its requested file is empty, as Hudi accepts).
     """
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
-                 operation: str, schema: dict[str, Any], fsync: bool = True) -> None:
+                 operation: str, schema: dict[str, Any], fsync: bool = True,
+                 action: str = "deltacommit") -> None:
         self.store = store
+        self.action = action
         self.location = location
         self.mode: Mode = mode
         self.operation = operation
@@ -285,7 +302,7 @@ class Commit:
         table is left as before, not for the next writer); raise the typed error."""
         try:
             _rollback(self.store, self.location, self.timeline, Table(self.location),
-                      self.instant, self.mode, self.fsync)
+                      self.instant, self.mode, self.fsync, self.action)
         except Exception as rb_exc:
             raise WriteError(
                 f"the commit failed ({_describe(exc)}) and so did its rollback "
@@ -307,14 +324,17 @@ class Commit:
         """Write the requested and inflight instant; ``groups``: (partition, file id) of
         every file group the commit will write."""
         self._started = True
-        self.timeline.write(self.instant, "requested", {})
+        self.timeline.write(self.instant, "requested",
+                            {} if self.action == "deltacommit" else None, self.action)
         self.timeline.write(self.instant, "inflight", {"morlogFileGroups": [
-            {"partition": p, "fileId": f} for p, f in groups]})
+            {"partition": p, "fileId": f} for p, f in groups]}, self.action)
 
     def complete(self, stats: dict[str, list[dict[str, Any]]],
-                 summary: dict[str, str]) -> None:
+                 summary: dict[str, str],
+                 replaced: dict[str, list[str]] | None = None) -> None:
         """Complete the instant with Hudi's commit metadata: ``stats`` (write stats per
-        partition) and ``summary`` (``morlog.*`` entries of the extra metadata)."""
+        partition), ``summary`` (``morlog.*`` entries of the extra metadata) and, for a
+        replace commit, ``replaced`` (``partitionToReplaceFileIds``)."""
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
@@ -322,7 +342,9 @@ class Commit:
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
                               **summary},
-            "operationType": self.operation.upper()})
+            "operationType": self.operation.upper(),
+            **({} if replaced is None else {"partitionToReplaceFileIds": replaced})},
+            self.action)
         self._completed = True
 
 
