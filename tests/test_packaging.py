@@ -307,7 +307,9 @@ def test_bench_runs_from_the_wheel_with_the_extra(with_bench: Installed) -> None
 
 _SPARK_WITHOUT_REGISTER = """
 import os, sys
-os.environ["PYSPARK_PYTHON"] = sys.executable
+# this interpreter on both sides: driver-side Python runners (the data source lookup among
+# them) use PYSPARK_DRIVER_PYTHON, which the test run may have set to another environment's
+os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false").getOrCreate())
