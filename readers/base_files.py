@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 
@@ -155,7 +155,8 @@ def require_lance() -> ModuleType:
         import lance.file as lance_file
     except ImportError:
         raise UsageError(f"Lance base files need pylance: {LANCE_EXTRA}") from None
-    return cast(ModuleType, lance_file)
+    module: ModuleType = lance_file
+    return module
 
 
 class SourceFile:

@@ -6,7 +6,8 @@ columns are pruned to the schema the reader is given (``.schema(...)``) or to th
 option. (Filter pushdown is not used: Spark 4 disables it for Python sources by default.)
 
 Read options use Hudi's names (short aliases in brackets); any other option is an error naming
-it: ``path``, ``as.of.instant`` [``as_of``], ``columns``.
+it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
+and ``yyyy-MM-dd``), ``columns``.
 
 :class:`MorlogReadSource` reads only; ``morlog.writers.spark.MorlogDataSource`` extends it
 with the writer (``df.write.format("morlog")``) and is what ``register`` installs. The table's
@@ -30,7 +31,7 @@ from pyspark.sql.types import StructType
 from morlog.logformat.errors import UsageError
 
 from .storage import TableLocation
-from .table import FileSlice, Table
+from .table import FileSlice, Table, query_instant
 
 READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
                 "columns": "columns"}
@@ -73,7 +74,8 @@ class MorlogReader(DataSourceReader):
                  columns: list[str] | None) -> None:
         self.location = TableLocation.of(path)
         self.schema = schema
-        self.as_of = as_of
+        # Hudi's time formats resolved once, here: planning and the read tasks see one instant
+        self.as_of = None if as_of is None else query_instant(as_of)
         self.columns = columns or list(schema.fieldNames())
 
     @property

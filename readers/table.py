@@ -37,7 +37,7 @@ from .timeline import Timeline
 PARTITION_METADATA = PARTITION_METADATA_FILE
 #: layout 1 (Hudi 0.x, versions 4-6) and layout 2 (Hudi 1.x, versions 8-9)
 SUPPORTED_TABLE_VERSIONS = frozenset({4, 5, 6, 8, 9})
-__all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig"]
+__all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig", "query_instant"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,31 @@ def _plain_name(name: str) -> bool:
     return True
 
 
+_TIME_FORMATS = {10: "%Y-%m-%d", 19: "%Y-%m-%d %H:%M:%S", 23: "%Y-%m-%d %H:%M:%S.%f"}
+
+
+def query_instant(text: str) -> str:
+    """Hudi's ``as.of.instant`` value as an instant: digits (``yyyyMMddHHmmssSSS``) as they
+    are; ``yyyy-MM-dd HH:mm:ss[.SSS]`` and ``yyyy-MM-dd`` (its midnight) rewritten in the
+    same clock, as Hudi's ``HoodieSqlCommonUtils.formatQueryInstant`` does; a
+    :class:`UsageError` otherwise."""
+    import datetime as _dt
+
+    value = text.strip()
+    if value.isdigit():
+        return value
+    fmt = _TIME_FORMATS.get(len(value))
+    if fmt is not None:
+        try:
+            t = _dt.datetime.strptime(value, fmt)
+        except ValueError:
+            pass
+        else:
+            return t.strftime("%Y%m%d%H%M%S") + f"{t.microsecond // 1000:03d}"
+    raise UsageError("an instant is yyyyMMddHHmmssSSS, or a time yyyy-MM-dd HH:mm:ss[.SSS] "
+                     "or a date yyyy-MM-dd", actual=text)
+
+
 class Table:
     """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem."""
 
@@ -205,13 +230,12 @@ class Table:
                          as_of=as_of, columns=columns)
 
     def resolve_instant(self, as_of: str | None) -> str | None:
-        """``as_of`` checked against the timeline (None: the latest state)."""
+        """``as_of`` as an instant (None: the latest state): an instant
+        (``yyyyMMddHHmmssSSS``), or Hudi's other ``as.of.instant`` formats (see
+        :func:`query_instant`)."""
         if as_of is None:
             return None
-        if not as_of.isdigit():
-            raise UsageError("an instant is a string of digits (yyyyMMddHHmmssSSS)",
-                             actual=as_of)
-        return as_of
+        return query_instant(as_of)
 
     def arrow_schema(self) -> pa.Schema:
         """The table's schema: ``hoodie.table.create.schema`` with Hudi's meta fields first

@@ -1,5 +1,5 @@
-"""Test configuration: hypothesis profiles, a local S3 server. Fixture helpers live in
-tests/hudi_fixtures.py."""
+"""Test configuration: hypothesis profiles, a local S3 server, the Spark session (from
+tests/spark_session.py). Fixture helpers live in tests/hudi_fixtures.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from .spark_session import spark  # noqa: F401  (the session-scoped Spark fixture)
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile(

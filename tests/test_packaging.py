@@ -43,6 +43,8 @@ FOLDERS = {
     "writers": "morlog/writers",
     "bench": "morlog/bench",
 }
+#: folders inside those that install as top-level packages of their own
+NESTED = {"writers/pyspark_morlog": "pyspark_morlog"}
 #: top-level folders of the checkout that hold Python code but are not part of the package
 NOT_PACKAGED = {"tests", "spec"}
 BIN = "Scripts" if sys.platform == "win32" else "bin"
@@ -136,7 +138,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 def test_the_wheel_holds_morlog_only_and_every_source_file(installed: Installed) -> None:
     names = zipfile.ZipFile(installed.wheel).namelist()
     top = {n.split("/")[0] for n in names}
-    assert top == {"morlog", f"morlog-{VERSION}.dist-info"}, sorted(top)
+    assert top == {"morlog", "pyspark_morlog", f"morlog-{VERSION}.dist-info"}, sorted(top)
 
     # every folder of the checkout holding Python code is packaged (or known not to be)
     code_folders = {Path(f).parts[0] for f in installed.sources
@@ -146,10 +148,13 @@ def test_the_wheel_holds_morlog_only_and_every_source_file(installed: Installed)
         f"{sorted(FOLDERS)} (add a new folder to [tool.setuptools] in pyproject.toml)")
 
     want = set()
-    for folder, target in FOLDERS.items():
+    for folder, target in {**FOLDERS, **NESTED}.items():
         for py in (REPO / folder).rglob("*"):
             if "__pycache__" in py.parts or not py.is_file():
                 continue
+            rel = py.relative_to(REPO).as_posix()
+            if folder in FOLDERS and any(rel.startswith(n + "/") for n in NESTED):
+                continue  # installed as its own package
             if py.suffix == ".py" or py.name == "py.typed":
                 want.add(f"{target}/{py.relative_to(REPO / folder).as_posix()}")
     got = {n for n in names if n.endswith(".py") or n.endswith("/py.typed")}
@@ -165,9 +170,10 @@ def test_the_wheel_holds_morlog_only_and_every_source_file(installed: Installed)
 
 _API_CHECK = """
 import importlib.util, json, sys
-import morlog
+import morlog, pyspark_morlog
 loaded_heavy = [m for m in ("pyspark", "py4j", "matplotlib", "pybloom_live", "hudi",
-                            "deltalake", "morlog.bench") if m in sys.modules]
+                            "deltalake", "morlog.bench", "morlog.writers.spark")
+                if m in sys.modules]
 from morlog import Table, MorTable, LogFileReader, UsageError
 import morlog.writers.client, morlog.readers.table, morlog.logformat.blocks, morlog.bench
 print(json.dumps({
@@ -297,3 +303,39 @@ def test_bench_runs_from_the_wheel_with_the_extra(with_bench: Installed) -> None
     assert report["machine"]["morlog"] == VERSION
     assert json.loads((out / "probe.json").read_text())["goals"] == report["goals"]
     assert (out / "probe.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+_SPARK_WITHOUT_REGISTER = """
+import os, sys
+# this interpreter on both sides: driver-side Python runners (the data source lookup among
+# them) use PYSPARK_DRIVER_PYTHON, which the test run may have set to another environment's
+os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+path = sys.argv[1]
+opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "region"}
+df = spark.createDataFrame([("a", "eu", 1), ("b", "us", 2)], "id string, region string, n long")
+df.write.format("morlog").options(**opts).mode("overwrite").save(path)
+spark.createDataFrame([("c", "eu", 3)], df.schema).write.format("morlog").options(**opts) \\
+    .mode("append").save(path)
+print(sorted(r.id for r in spark.read.format("morlog").load(path).collect()))
+import morlog.writers.spark as s
+print(s.__file__)
+spark.stop()
+"""
+
+
+def test_spark_finds_format_morlog_without_register(with_bench: Installed) -> None:
+    """The installed ``pyspark_morlog`` package: a fresh session writes and reads
+    ``format("morlog")`` with no ``register`` call (PySpark 4's lookup of ``pyspark_*``
+    packages)."""
+    table = with_bench.cwd / "spark-table"
+    r = with_bench.run(with_bench.python, "-c", _SPARK_WITHOUT_REGISTER, str(table))
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-2] == "['a', 'b', 'c']", r.stdout
+    assert Path(lines[-1]).resolve().is_relative_to(with_bench.venv.resolve()), lines[-1]
+    assert (table / ".hoodie" / "hoodie.properties").is_file()

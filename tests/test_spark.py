@@ -1,13 +1,10 @@
 """``format("morlog")`` in Spark: reads equal morlog's snapshot, writes upsert through the client.
 
-One session-scoped ``local[2]`` session (UI off), workers on this interpreter.
+The session-scoped ``spark`` fixture: ``tests/spark_session.py``.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +16,6 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip i
 from morlog.readers.table import Table  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, tables  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from morlog.writers.spark import register
-
-    # local[2,2]: two threads, a failed task is retried once (the retry test needs it)
-    session = (SparkSession.builder.master("local[2,2]").appName("morlog-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
 
 
 def _rows(df: Any, key: str) -> list[dict[str, Any]]:
@@ -326,3 +302,129 @@ def test_the_read_source_lives_in_readers_and_the_writer_extends_it(tmp_path: Pa
 
     reader = MorlogReadSource({"path": str(tmp_path)}).reader(StructType([]))
     assert isinstance(reader, MorlogReader) and reader.path == str(tmp_path)
+
+
+def _instants(path: str) -> list[tuple[str, str]]:
+    return [(i.requested, i.action) for i in Table(path).timeline.completed()]
+
+
+def _hudi_count(path: str) -> int:
+    import hudi
+
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read()
+    return pa.Table.from_batches(batches).num_rows if batches else 0
+
+
+_OPTS = {"hoodie.datasource.write.recordkey.field": "id",
+         "hoodie.datasource.write.partitionpath.field": "region",
+         "hoodie.datasource.write.precombine.field": "ts", "hoodie.table.name": "modes"}
+
+
+def test_save_modes_as_hudi_has_them(spark: Any, tmp_path: Path) -> None:
+    from morlog.logformat.errors import UsageError
+    from morlog.writers.spark import save
+
+    path = str(tmp_path / "m")
+    # overwrite on no table: creates it (the operation, upsert, on the new table)
+    _df(spark, range(10), 1).write.format("morlog").options(**_OPTS).mode("overwrite").save(path)
+    assert _instants(path)[-1][1] == "deltacommit"
+    assert spark.read.format("morlog").load(path).count() == 10
+    # overwrite on a table: one insert_overwrite_table replace commit, only the new rows
+    _df(spark, range(100, 103), 2).write.format("morlog").options(**_OPTS).mode(
+        "overwrite").save(path)
+    inst, action = _instants(path)[-1]
+    assert action == "replacecommit"
+    meta = Table(path).timeline.metadata(Table(path).timeline.get(inst))  # type: ignore[arg-type]
+    assert meta["operationType"] == "INSERT_OVERWRITE_TABLE"
+    got = {r.id for r in spark.read.format("morlog").load(path).collect()}
+    assert got == {"k0100", "k0101", "k0102"} and _hudi_count(path) == 3
+    # the old data is still there for time travel
+    old = spark.read.format("morlog").option("as.of.instant", _instants(path)[0][0]).load(path)
+    assert old.count() == 10
+    # Spark refuses errorifexists (its default) and ignore for Python data sources itself
+    for mode in (None, "errorifexists", "ignore"):
+        w = _df(spark, range(3), 3).write.format("morlog").options(**_OPTS)
+        with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+            (w if mode is None else w.mode(mode)).save(path)
+    # ... which morlog's save() gives with Hudi's meaning
+    n = len(_instants(path))
+    with pytest.raises(UsageError, match="exists already"):
+        save(_df(spark, range(3), 3), path, "errorifexists", _OPTS)
+    assert save(_df(spark, range(3), 3), path, "ignore", _OPTS) is False
+    assert len(_instants(path)) == n
+    assert save(_df(spark, range(3), 3), path, "append", _OPTS) is True
+    fresh = str(tmp_path / "fresh")
+    assert save(_df(spark, range(4), 1), fresh, options=_OPTS) is True
+    assert spark.read.format("morlog").load(fresh).count() == 4
+    # a delete takes append only (Hudi's rule)
+    with pytest.raises(Exception, match="Append is the only save mode"):
+        _df(spark, range(3), 3).write.format("morlog").options(**_OPTS).option(
+            "hoodie.datasource.write.operation", "delete").mode("overwrite").save(path)
+
+
+def test_replace_operations_through_the_data_source(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "r")
+    w = {**_OPTS, "hoodie.datasource.write.operation": "bulk_insert",
+         "hoodie.upsert.shuffle.parallelism": "2"}
+    _df(spark, range(40), 1).write.format("morlog").options(**w).mode("append").save(path)
+    _df(spark, [100, 102], 1).write.format("morlog").options(**_OPTS).mode("append").save(
+        path)
+    spark.createDataFrame([("k0900", "asia", 1, 1.0)], "id string, region string, ts long, "
+                          "amount double").write.format("morlog").options(**_OPTS).mode(
+        "append").save(path)
+
+    def rows() -> set[tuple[str, str]]:
+        got = {(r.id, r.region) for r in spark.read.format("morlog").load(path).collect()}
+        assert {(r["id"], r["region"]) for r in Table(path).read().to_pylist()} == got
+        assert _hudi_count(path) == len(got)
+        return got
+
+    before = rows()
+    assert len(before) == 43
+    # insert_overwrite: the partitions of the batch (us) replaced, eu and asia kept
+    op = {**_OPTS, "hoodie.datasource.write.operation": "insert_overwrite"}
+    _df(spark, [200, 202], 2).write.format("morlog").options(**op).mode("append").save(path)
+    assert rows() == {x for x in before if x[1] != "us"} | {("k0200", "us"), ("k0202", "us")}
+    # delete_partition: named by hoodie.datasource.write.partitions.to.delete
+    dp = {**_OPTS, "hoodie.datasource.write.operation": "delete_partition",
+          "hoodie.datasource.write.partitions.to.delete": "asia"}
+    spark.createDataFrame([], "id string, region string, ts long, amount double").write \
+        .format("morlog").options(**dp).mode("append").save(path)
+    assert {r for r in rows() if r[1] == "asia"} == set()
+    # ... or by the DataFrame's partitions
+    dp.pop("hoodie.datasource.write.partitions.to.delete")
+    _df(spark, [1], 9).write.format("morlog").options(**dp).mode("append").save(path)
+    assert rows() == {("k0200", "us"), ("k0202", "us")}
+    # insert_overwrite_table in append mode
+    ot = {**_OPTS, "hoodie.datasource.write.operation": "insert_overwrite_table"}
+    _df(spark, [5], 3).write.format("morlog").options(**ot).mode("append").save(path)
+    assert rows() == {("k0005", "eu")}
+    ops = [Table(path).timeline.metadata(i)["operationType"]
+           for i in Table(path).timeline.completed()]
+    assert ops == ["INSERT", "UPSERT", "UPSERT", "INSERT_OVERWRITE", "DELETE_PARTITION",
+                   "DELETE_PARTITION", "INSERT_OVERWRITE_TABLE"]
+    # options that contradict the table, and Hudi's refusals, name the option
+    with pytest.raises(Exception, match="COPY_ON_WRITE"):
+        _df(spark, [5], 3).write.format("morlog").options(**_OPTS).option(
+            "hoodie.datasource.write.table.type", "COPY_ON_WRITE").mode("append").save(path)
+    with pytest.raises(Exception, match="record key field differs"):
+        _df(spark, [5], 3).write.format("morlog").options(**_OPTS).option(
+            "hoodie.datasource.write.recordkey.field", "region").mode("append").save(path)
+
+
+def test_hudi_time_formats_of_as_of_instant(spark: Any, tmp_path: Path) -> None:
+    import datetime as dt
+
+    path = str(tmp_path / "tt")
+    _df(spark, range(5), 1).write.format("morlog").options(**_OPTS).mode("append").save(path)
+    first = _instants(path)[0][0]
+    _df(spark, range(5, 8), 1).write.format("morlog").options(**_OPTS).mode("append").save(
+        path)
+    t = dt.datetime.strptime(first, "%Y%m%d%H%M%S%f")
+    as_time = t.strftime("%Y-%m-%d %H:%M:%S.") + first[-3:]
+    for value, n in ((first, 5), (as_time, 5), (t.strftime("%Y-%m-%d"), 0),
+                     ((t + dt.timedelta(days=1)).strftime("%Y-%m-%d"), 8)):
+        got = spark.read.format("morlog").option("as.of.instant", value).load(path).count()
+        assert got == n, value
+    with pytest.raises(Exception, match="an instant is yyyyMMddHHmmssSSS"):
+        spark.read.format("morlog").option("as.of.instant", "yesterday").load(path).count()

@@ -33,7 +33,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,6 +124,16 @@ class WriteConfig:
     #: ``.dictionary.enabled`` (``morlog.writers.base_file``; Hudi's defaults otherwise)
     hoodie_options: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
+        """The config that Hudi's write options (``hoodie.*`` keys, and ``morlog.*``)
+        describe; the keys and what they map to: ``morlog.writers.options``. An option
+        morlog does not know is a :class:`UsageError` naming it; table-level options
+        (key, partition, ordering fields...) are accepted and left to table creation."""
+        from .options import parse_write_options
+
+        return parse_write_options(options).config
+
 
 @dataclass
 class CommitResult:
@@ -139,6 +149,8 @@ class CommitResult:
     files_created: list[str] = field(default_factory=list)
     rolled_back: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: replace operations: partition -> file ids the commit replaced
+    replaced: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, str]:
         """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
@@ -208,12 +220,15 @@ class MorTable:
                partition_field: str | None = None, ordering_field: str | None = None,
                name: str | None = None, event_time_ordering: bool | None = None,
                config: WriteConfig | None = None,
-               table_version: int | None = None) -> MorTable:
+               table_version: int | None = None,
+               table_properties: Mapping[str, str] | None = None) -> MorTable:
         """Create an empty table (``hoodie.properties``, timeline directory).
 
         ``table_version``: 6, 8 or 9; default Hudi's ``hoodie.write.table.version`` from
         ``config.hoodie_options``, else the version current Hudi writes
-        (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9)."""
+        (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9).
+        ``table_properties``: more ``hoodie.properties`` entries, over morlog's own (e.g.
+        ``hoodie.datasource.write.hive_style_partitioning``, the key generator class)."""
         location = TableLocation.of(path)
         version = _create_version(table_version, config)
         path = location.uri
@@ -240,6 +255,7 @@ class MorTable:
             ordering_field=ordering_field,
             create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event,
             version=version)
+        props.update(table_properties or {})
         store.makedirs(store.join(inner, ".hoodie"))
         if version >= 8:
             store.makedirs(store.join(inner, ".hoodie", "timeline"))
@@ -252,11 +268,12 @@ class MorTable:
     def _lock(self) -> WriterLock:
         return self.store.lock(self.path)
 
-    def commit(self, operation: str) -> Commit:
+    def commit(self, operation: str, action: str = "deltacommit") -> Commit:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
-        instant; see ``morlog.writers.commit``)."""
+        instant; see ``morlog.writers.commit``); ``action``: ``replacecommit`` for the
+        replace operations."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self._commit_schema(), fsync=self.config.fsync,
+                      schema=self._commit_schema(), fsync=self.config.fsync, action=action,
                       hooks=metadata_hooks(self.store, self.location, self.metadata_plan,
                                            fsync=self.config.fsync))
 
@@ -277,6 +294,26 @@ class MorTable:
     def delete(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Delete the keys of ``batch`` (key field, and partition field when partitioned)."""
         return self._write(batch, "delete")
+
+    def insert_overwrite(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Replace the data of the partitions the batch touches with the batch (Hudi's
+        ``insert_overwrite``: a replace commit; see ``morlog.writers.overwrite``)."""
+        from .overwrite import insert_overwrite
+
+        return insert_overwrite(self, batch)
+
+    def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Replace the whole table's data with the batch (``insert_overwrite_table``)."""
+        from .overwrite import insert_overwrite_table
+
+        return insert_overwrite_table(self, batch)
+
+    def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
+        """Drop every record of the named partitions (relative partition paths; ``*``
+        matches within a path segment), as Hudi's ``delete_partition`` does."""
+        from .overwrite import delete_partitions
+
+        return delete_partitions(self, partitions)
 
     # --- the commit ---------------------------------------------------------------------
 
@@ -395,11 +432,11 @@ class MorTable:
             # a key the table holds in several file groups (Hudi's insert allows it): the
             # update or delete goes to every one of them, as Hudi's index tags each copy
             for i, others in tagged.also.items():
-                for loc in others:
+                for other in others:
                     if operation == "delete":
-                        plan.deletes.setdefault(loc, []).append(i)
+                        plan.deletes.setdefault(other, []).append(i)
                     else:
-                        plan.updates.setdefault(loc, []).append(i)
+                        plan.updates.setdefault(other, []).append(i)
         pending = table_view.timeline.pending_services()
         busy = {loc for loc in [*locations, *plan.updates, *plan.deletes]
                 if loc is not None and loc in pending.clustering}
@@ -430,13 +467,14 @@ class MorTable:
                 inserts_by_part.setdefault(part_list[i], []).append(i)
         plan.batch = batch
         if inserts_by_part:
-            size = self._record_size(batch)
+            size = self.record_size(batch)
             for part, rows in inserts_by_part.items():
                 result.inserts += len(rows)
                 self._route(part, rows, size, slices, plan, result)
         return plan
 
-    def _record_size(self, batch: pa.Table) -> int:
+    def record_size(self, batch: pa.Table) -> int:
+        """Estimated bytes per record of ``batch`` in a Parquet base file."""
         if self.config.record_size:
             return self.config.record_size
         # Parquet compresses: count a quarter of the in-memory size, at least 16 bytes

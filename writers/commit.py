@@ -135,13 +135,13 @@ class TimelineWriter:
             return b""
         return encode_commit_metadata(meta, self.layout)
 
-    def write(self, instant: str, state: str, meta: dict[str, Any],
+    def write(self, instant: str, state: str, meta: dict[str, Any] | None,
               action: str = "deltacommit") -> str:
-        """Publish one timeline file with ``meta``; the name must be free. Returns the
-        completion time (layout 2 completed instants; otherwise ``instant``)."""
+        """Publish one timeline file with ``meta`` (None: an empty file); the name must be
+        free. Returns the completion time (layout 2 completed instants; else ``instant``)."""
         done = new_instant(instant) if state == "completed" and self.layout == 2 else instant
         final = self.path(instant, state, action, done)
-        data = self.encode(state, meta, action)
+        data = b"" if meta is None else self.encode(state, meta, action)
         if not self.store.create(final, data, sync=self.fsync):
             raise UsageError("timeline file exists already", path=final)
         return done
@@ -257,14 +257,15 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
     done = []
     skipped: list[str] = []
     for inst in table.timeline.pending():
-        if inst.action != "deltacommit":
+        if inst.action != "deltacommit" and not _own_replace(timeline, inst.requested,
+                                                             inst.action):
             continue
-        if not timeline.is_morlogs(inst.requested):
+        if not timeline.is_morlogs(inst.requested, inst.action):
             # we hold morlog's writer lock, so a morlog instant's writer is gone; another
             # writer's instant follows Hudi's heartbeat rule
             check_heartbeat(store, location, inst.requested)
         skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync,
-                             hooks)
+                             hooks, inst.action)
         done.append(inst.requested)
     for inst in table.timeline.pending():
         if inst.action == "rollback":
@@ -318,9 +319,18 @@ class RollbackHooks:
         """``failed`` was rolled back; ``deleted``: partition -> data file names removed."""
 
 
+def _own_replace(timeline: TimelineWriter, instant: str, action: str) -> bool:
+    """Whether a pending instant is a replace commit that morlog writes (its requested file
+    empty); Hudi's clustering plans (Avro content) are left to Hudi."""
+    if action != "replacecommit":
+        return False
+    requested = timeline.path(instant, "requested", action)
+    return timeline.store.exists(requested) and not timeline.store.read(requested)
+
+
 def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
               table: Table, failed: str, mode: Mode, fsync: bool,
-              hooks: RollbackHooks | None = None) -> list[str]:
+              hooks: RollbackHooks | None = None, action: str = "deltacommit") -> list[str]:
     """Roll back instant ``failed``; the file group entries skipped as unsafe, each described.
 
     Files named after ``failed`` (its new base files, and the log files it created) are
@@ -330,7 +340,7 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     (Hudi 1.x rolls back the same way)."""
     started = time.monotonic()
     skipped = []
-    groups = timeline.inflight_groups(failed)
+    groups = timeline.inflight_groups(failed, action)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
     rb = new_instant(max(x for x in (last, failed) if x is not None))
     keys: list[tuple[str, str]] = []
@@ -358,7 +368,7 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     requests += [{"partitionPath": p, "fileId": f, "latestBaseInstant": slices[(p, f)].base_instant,
                   "filesToBeDeleted": [], "logBlocksToBeDeleted": {}} for p, f in command]
     timeline.write(rb, "requested", {"instantToRollback": {"commitTime": failed,
-                                                           "action": "deltacommit"},
+                                                           "action": action},
                                      "RollbackRequests": requests, "version": 1}, "rollback")
     timeline.write(rb, "inflight", {}, "rollback")
     part_meta: dict[str, dict[str, Any]] = {}
@@ -384,8 +394,8 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
         "startRollbackTime": rb, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": sum(len(n) for n in doomed.values()),
         "commitsRollback": [failed], "partitionMetadata": part_meta, "version": 1,
-        "instantsRollback": [{"commitTime": failed, "action": "deltacommit"}]}, "rollback")
-    timeline.remove_pending(failed)
+        "instantsRollback": [{"commitTime": failed, "action": action}]}, "rollback")
+    timeline.remove_pending(failed, action)
     st.delete(heartbeat_path(st, location, failed))
     return skipped
 
@@ -394,12 +404,15 @@ class Commit:
     """One delta commit of a table (a context manager; see the module's docstring).
 
     ``schema``: the table's Avro schema (commit metadata carries it, as Hudi's does).
+    ``action``: ``deltacommit``, or ``replacecommit`` for the replace operations
+    (``morlog.writers.overwrite``; its requested file is empty, as Hudi accepts).
     """
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
                  operation: str, schema: dict[str, Any], fsync: bool = True,
                  action: str = "deltacommit", hooks: CommitHooks | None = None) -> None:
         self.store = store
+        self.action = action
         self.location = location
         self.mode: Mode = mode
         self.operation = operation
@@ -464,7 +477,7 @@ class Commit:
         table is left as before, not for the next writer); raise the typed error."""
         try:
             _rollback(self.store, self.location, self.timeline, Table(self.location),
-                      self.instant, self.mode, self.fsync, self.hooks)
+                      self.instant, self.mode, self.fsync, self.hooks, self.action)
         except Exception as rb_exc:
             raise WriteError(
                 f"the commit failed ({_describe(exc)}) and so did its rollback "
@@ -505,10 +518,12 @@ class Commit:
         return _written_files(self.store, self.location, stats)
 
     def complete(self, stats: dict[str, list[dict[str, Any]]],
-                 summary: dict[str, str], extra: dict[str, Any] | None = None) -> None:
+                 summary: dict[str, str], extra: dict[str, Any] | None = None,
+                 replaced: dict[str, list[str]] | None = None) -> None:
         """Complete the instant with Hudi's commit metadata: ``stats`` (write stats per
         partition), ``summary`` (``morlog.*`` entries of the extra metadata) and ``extra``
-        (further top-level fields, e.g. a replace commit's ``partitionToReplaceFileIds``).
+        (further top-level fields) and, for a replace commit, ``replaced``
+        (``partitionToReplaceFileIds``).
         The hooks (metadata table) are committed first, as Hudi does: a reader of the
         metadata table only trusts instants completed on the data timeline."""
         if self._lock is None:
@@ -520,7 +535,9 @@ class Commit:
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
                               **summary},
-            "operationType": self.operation.upper(), **(extra or {})}, self.action)
+            "operationType": self.operation.upper(), **(extra or {}),
+            **({} if replaced is None else {"partitionToReplaceFileIds": replaced})},
+            self.action)
         self._completed = True
 
 

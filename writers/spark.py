@@ -2,7 +2,25 @@
 
 Spark 4's Python Data Source API. :class:`MorlogDataSource` is the read source of
 ``morlog.readers.spark_source`` (``spark.read.format("morlog")``: one Spark partition per file
-slice) with the writer added; :func:`register` installs it.
+slice) with the writer added. Spark finds it without any call: at its first use of a Python
+data source, Spark imports every installed top-level module named ``pyspark_*`` and registers
+its ``DefaultSource`` (``pyspark/sql/worker/lookup_data_sources.py``); morlog installs
+``pyspark_morlog`` for that. :func:`register` installs it explicitly (needed where the
+package is not installed as such, e.g. from a source checkout or an editable install).
+
+Save modes, as Hudi's data source has them (``HoodieSparkSqlWriter``):
+
+- ``append``: the write operation (``hoodie.datasource.write.operation``, upsert by
+  default), creating the table first if there is none;
+- ``overwrite``: creates the table, or replaces all its data with the batch in one
+  ``insert_overwrite_table`` replace commit (Hudi deletes and recreates the table; morlog
+  keeps its history, so time travel still sees the old data). Delete operations refuse it
+  (Hudi: "Append is the only save mode applicable");
+- ``errorifexists`` (Spark's default) and ``ignore``: Spark 4 refuses them for every
+  Python data source before the source is called (``AnalysisException``
+  ``[UNSUPPORTED_DATA_SOURCE_SAVE_MODE]``); the data source's ``writer(schema, overwrite)``
+  only learns append (False) or overwrite (True). :func:`save` gives the four modes with
+  Hudi's meaning (``errorifexists``: an error when the table exists, ``ignore``: nothing).
 
 Writing stages each task attempt's rows as an Arrow file under ``.hoodie/.temp/``; the driver
 then commits the batch once through the write client (tagging, insert routing, indexed blocks,
@@ -10,15 +28,18 @@ the commit protocol of ``morlog.writers.commit``). A retried task stages under a
 id and only the attempts Spark reports as successful are committed, so retries never
 duplicate records.
 
-Options use Hudi's names (short aliases in brackets); any other option is an error naming it:
+Options use Hudi's names; any other option is an error naming it:
 
-- read: ``path``, ``as.of.instant`` [``as_of``], ``columns``
-- write: ``path``, ``hoodie.table.name`` [``table``], ``hoodie.datasource.write.recordkey.field``
-  [``key``], ``hoodie.datasource.write.precombine.field`` [``ordering``],
-  ``hoodie.datasource.write.partitionpath.field`` [``partition``],
-  ``hoodie.datasource.write.operation`` [``operation``: upsert, insert, delete], and morlog's
-  ``morlog.carrier`` (avro, parquet), ``morlog.new.groups`` (base, log),
-  ``morlog.max.file.size``, ``morlog.small.file.limit``, ``morlog.route.inserts`` (true).
+- read: ``path``, ``as.of.instant`` [``as_of``] (Hudi's formats: ``yyyyMMddHHmmssSSS``,
+  ``yyyy-MM-dd HH:mm:ss[.SSS]``, ``yyyy-MM-dd``), ``columns``
+- write: ``path`` and Hudi's write options as ``morlog.writers.options`` maps them (one
+  mapping for every writer), with the short aliases ``table``, ``key``, ``partition``,
+  ``ordering``, ``operation``. Operations: upsert, insert, bulk_insert (as insert), delete,
+  insert_overwrite, insert_overwrite_table, delete_partition (the partitions of
+  ``hoodie.datasource.write.partitions.to.delete``, or else the batch's).
+
+Hudi's meta columns (``_hoodie_commit_time``...) in a written DataFrame are dropped, as Hudi
+drops them: a DataFrame read from a table writes back as it is.
 
 The table's path is resolved once on the driver (``morlog.readers.storage.TableLocation``)
 and shipped to the tasks, which never parse it again.
@@ -42,6 +63,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.table_files import PROPERTIES_FILE
@@ -51,7 +73,6 @@ from morlog.readers.spark_source import (
     MorlogReader,
     MorlogReadSource,
     SlicePartition,
-    parse_options,
 )
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
@@ -59,19 +80,12 @@ from morlog.readers.table import Table
 from .client import MorTable, WriteConfig
 from .commit import base_file_name
 from .metadata import apply_drops
+from .options import WriteOptions, parse_write_options
+from .overwrite import partitions_of
 from .store import WriteStore, store_at
 
-WRITE_OPTIONS = {
-    "path": "path",
-    "hoodie.table.name": "table", "table": "table",
-    "hoodie.datasource.write.recordkey.field": "key", "key": "key",
-    "hoodie.datasource.write.precombine.field": "ordering", "ordering": "ordering",
-    "hoodie.datasource.write.partitionpath.field": "partition", "partition": "partition",
-    "hoodie.datasource.write.operation": "operation", "operation": "operation",
-    "morlog.carrier": "carrier", "morlog.new.groups": "new_groups",
-    "morlog.max.file.size": "max_file_size", "morlog.small.file.limit": "small_file_limit",
-    "morlog.route.inserts": "route_inserts",
-}
+#: save modes (Spark's names, any case) -> Hudi's meaning; see the module's docstring
+SAVE_MODES = ("append", "overwrite", "errorifexists", "error", "default", "ignore")
 
 
 @dataclass
@@ -81,13 +95,14 @@ class StagedFile(WriterCommitMessage):
 
 
 class MorlogWriter(DataSourceArrowWriter):
-    def __init__(self, path: str | TableLocation, options: dict[str, str], schema: StructType,
+    def __init__(self, path: str | TableLocation, options: WriteOptions, schema: StructType,
                  overwrite: bool) -> None:
         self.location = TableLocation.of(path)
-        if overwrite:
-            raise UsageError("mode('overwrite') is not supported; use append (upserts)",
-                             path=self.location.uri)
+        if overwrite and options.operation in ("delete", "delete_partition"):
+            raise UsageError("Append is the only save mode for a delete: mode('append')",
+                             path=self.location.uri, actual=options.operation_name)
         self.options = options
+        self.overwrite = overwrite
         self.schema = schema
         self.run = uuid.uuid4().hex
         self.stage = self.location.join(".hoodie", ".temp", f"spark-{self.run}")
@@ -129,7 +144,12 @@ class MorlogWriter(DataSourceArrowWriter):
                 parts.append(ipc.open_file(pa.py_buffer(store.read(m.path))).read_all())
             if parts:
                 batch = pa.concat_tables(parts)
-                _commit(self.location, self.options, batch)
+            elif self.overwrite or self.options.partitions_to_delete is not None:
+                # an empty DataFrame still empties the table, or drops the named partitions
+                batch = to_arrow_schema(self.schema, timezone="UTC").empty_table()
+            else:
+                return  # nothing to write: no commit (as before)
+            _commit(self.location, self.options, batch, self.overwrite)
         finally:
             self._clean(store)
 
@@ -144,53 +164,80 @@ class MorlogWriter(DataSourceArrowWriter):
             shutil.rmtree(self.stage, ignore_errors=True)
 
 
-def _commit(location: TableLocation, options: dict[str, str], batch: pa.Table) -> None:
-    cfg = WriteConfig()
-    if "carrier" in options:
-        cfg.carrier = options["carrier"]  # type: ignore[assignment]
-    if "new_groups" in options:
-        cfg.new_groups = options["new_groups"]  # type: ignore[assignment]
-    if "max_file_size" in options:
-        cfg.max_file_size = int(options["max_file_size"])
-    if "small_file_limit" in options:
-        cfg.small_file_limit = int(options["small_file_limit"])
-    if "route_inserts" in options:
-        cfg.route_inserts = options["route_inserts"].lower() in ("true", "1", "yes")
-    store = store_at(location, single_writer=True)
-    if store.exists(location.join(".hoodie", PROPERTIES_FILE)):
-        table = MorTable(location, cfg)
+def table_exists(location: str | TableLocation) -> bool:
+    """Whether a table (its ``hoodie.properties``) exists at ``location``."""
+    loc = TableLocation.of(location)
+    return store_at(loc, single_writer=True).exists(loc.join(".hoodie", PROPERTIES_FILE))
+
+
+def _commit(location: TableLocation, options: WriteOptions, batch: pa.Table,
+            overwrite: bool = False) -> None:
+    """Commit one written DataFrame's rows (on the driver): create the table if there is
+    none, then run the operation (``overwrite``: replace the table's data)."""
+    batch = batch.drop_columns([c for c in batch.column_names if c in META_FIELDS])
+    operation = options.operation
+    if table_exists(location):
+        table = MorTable(location, options.config)
+        options.check_table(table)
+        if overwrite:
+            operation = "insert_overwrite_table"
     else:
-        key = options.get("key")
-        if not key:
-            raise UsageError("creating a table needs hoodie.datasource.write.recordkey.field",
+        if operation in ("delete", "delete_partition"):
+            raise UsageError(f"nothing to {options.operation_name}: no table here",
                              path=location.uri)
-        table = MorTable.create(location, batch.schema, key_field=key,
-                                partition_field=options.get("partition"),
-                                ordering_field=options.get("ordering"),
-                                name=options.get("table"), config=cfg)
-    operation = options.get("operation", "upsert").lower()
-    if operation == "upsert":
-        table.upsert(batch)
+        table = options.create_table(location, batch.schema)
+    if operation == "delete_partition":
+        names = options.partitions_to_delete
+        if names is None:
+            if not table.partition_field or table.partition_field not in batch.column_names:
+                raise UsageError("delete_partition needs hoodie.datasource.write.partitions."
+                                 "to.delete, or a partition column in the DataFrame",
+                                 path=location.uri)
+            names = partitions_of(table, batch)
+        table.delete_partitions(names)
+    elif operation == "insert_overwrite":
+        table.insert_overwrite(batch)
+    elif operation == "insert_overwrite_table":
+        table.insert_overwrite_table(batch)
     elif operation == "insert":
         table.insert(batch)
     elif operation == "delete":
         table.delete(batch)
     else:
-        raise UsageError("unknown write operation", expected=["upsert", "insert", "delete"],
-                         actual=operation)
+        table.upsert(batch)
 
 
 class MorlogDataSource(MorlogReadSource):
     """``format("morlog")``: Hudi merge-on-read tables with indexable logs, read and written."""
 
     def writer(self, schema: StructType, overwrite: bool) -> MorlogWriter:
-        opts = parse_options(dict(self.options), WRITE_OPTIONS, "write")
+        opts = parse_write_options(dict(self.options), spark_aliases=True)
         return MorlogWriter(self.location(), opts, schema, overwrite)
 
 
 def register(spark: Any) -> None:
-    """Make ``format("morlog")`` available in a Spark session."""
+    """Make ``format("morlog")`` available in a Spark session (an installed morlog is found
+    by Spark without it; see the module's docstring)."""
     spark.dataSource.register(MorlogDataSource)
+
+
+def save(df: Any, path: str, mode: str = "errorifexists",
+         options: dict[str, str] | None = None) -> bool:
+    """``df.write.format("morlog").options(**options).mode(mode).save(path)`` with every save
+    mode as Hudi's data source has it, including the two Spark refuses for Python data
+    sources: ``errorifexists`` (``error``, ``default``; a :class:`UsageError` when a table
+    exists) and ``ignore`` (no write when a table exists). Whether it wrote."""
+    m = mode.strip().lower()
+    if m not in SAVE_MODES:
+        raise UsageError("unknown save mode", expected=list(SAVE_MODES), actual=mode)
+    if m not in ("append", "overwrite") and table_exists(path):
+        if m == "ignore":
+            return False
+        raise UsageError("a table exists already (save mode errorifexists)", path=path)
+    register(df.sparkSession)
+    (df.write.format("morlog").options(**(options or {}))
+     .mode("overwrite" if m == "overwrite" else "append").save(path))
+    return True
 
 
 # --- the distributed upsert ---------------------------------------------------------------
@@ -493,5 +540,5 @@ def session(master: str, app: str) -> tuple[Any, bool]:
     return spark, existing is None
 
 
-__all__ = ["READ_OPTIONS", "WRITE_OPTIONS", "MorlogDataSource", "MorlogReader",
-           "MorlogWriter", "SlicePartition", "register", "session", "upsert"]
+__all__ = ["READ_OPTIONS", "SAVE_MODES", "MorlogDataSource", "MorlogReader", "MorlogWriter",
+           "SlicePartition", "register", "save", "session", "table_exists", "upsert"]

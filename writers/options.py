@@ -1,0 +1,304 @@
+"""Hudi's write options, read into morlog's write settings: one mapping for every writer.
+
+Hudi users configure a write with string options (``hoodie.*`` keys, as in
+``df.write.format("hudi").options(**hudi_options)``). :func:`parse_write_options` reads such
+a dict into :class:`WriteOptions`: the :class:`~morlog.writers.client.WriteConfig` of the
+write, the table-level settings used when the write creates the table, and the operation.
+``WriteConfig.from_hoodie_options`` and the Spark data source (``morlog.writers.spark``)
+both use it.
+
+==============================================  =========================================
+option (Hudi's key, or morlog's)                what it sets
+==============================================  =========================================
+hoodie.table.name                               table name (``hoodie.datasource.write.
+                                                table.name`` too)
+hoodie.datasource.write.recordkey.field         record key field
+hoodie.datasource.write.partitionpath.field     partition field
+hoodie.datasource.write.precombine.field        ordering field (Hudi 1.x:
+                                                ``hoodie.table.ordering.fields``)
+hoodie.datasource.write.operation               upsert (default), insert, bulk_insert (as
+                                                insert), delete, insert_overwrite,
+                                                insert_overwrite_table, delete_partition
+hoodie.datasource.write.partitions.to.delete    delete_partition: comma-separated paths
+hoodie.datasource.write.table.type              MERGE_ON_READ (COPY_ON_WRITE refused)
+hoodie.write.record.merge.mode                  EVENT_TIME_ORDERING / COMMIT_TIME_ORDERING
+                                                (new tables: the payload class)
+hoodie.datasource.write.hive_style_partitioning table property (new tables)
+hoodie.datasource.write.partitionpath.urlencode table property (new tables)
+hoodie.datasource.write.keygenerator.class      table property ``hoodie.table.keygenerator
+                                                .class`` (new tables)
+hoodie.datasource.write.keygenerator.type       ``hoodie.table.keygenerator.type``
+hoodie.logfile.data.block.format                ``carrier``: avro, parquet
+                                                (alias ``morlog.carrier``)
+hoodie.parquet.max.file.size                    ``max_file_size`` (``morlog.max.file.size``)
+hoodie.parquet.small.file.limit                 ``small_file_limit``
+                                                (``morlog.small.file.limit``)
+hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
+hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
+hoodie.parquet.compression.codec, .block.size,  ``hoodie_options`` (base files)
+.page.size, .dictionary.enabled
+hoodie.metadata.enable                          ``hoodie_options``
+morlog.new.groups                               ``new_groups``: base, log
+morlog.route.inserts                            ``route_inserts``: true, false
+morlog.record.size                              ``record_size``: bytes per record
+==============================================  =========================================
+
+Options of Hudi that only tune how Hudi's own engine runs (:data:`IGNORED_HOODIE_OPTIONS`:
+shuffle parallelism, markers, the timeline server...) are accepted and ignored. Any other
+option is a :class:`~morlog.logformat.errors.UsageError` naming it: an unknown ``morlog.*``
+option, a ``hoodie.*`` option morlog does not implement, or anything else. The Spark data
+source also takes ``path`` and the short aliases ``table``, ``key``, ``partition``,
+``ordering``, ``operation`` (:data:`SPARK_ALIASES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from morlog.logformat.errors import UsageError
+
+from .base_file import BLOCK_SIZE, COMPRESSION_CODEC, DICTIONARY_ENABLED, PAGE_SIZE
+from .client import URLENCODE_PROPERTY, WriteConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from morlog.readers.storage import TableLocation
+
+    from .client import MorTable
+
+TABLE_NAME = "hoodie.table.name"
+RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
+PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
+PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+OPERATION = "hoodie.datasource.write.operation"
+PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
+TABLE_TYPE = "hoodie.datasource.write.table.type"
+MERGE_MODE = "hoodie.write.record.merge.mode"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URLENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
+KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
+BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+METADATA_ENABLE = "hoodie.metadata.enable"
+
+#: the write operations (Hudi's names) and what morlog runs for each
+OPERATIONS = {"upsert": "upsert", "insert": "insert", "bulk_insert": "insert",
+              "delete": "delete", "insert_overwrite": "insert_overwrite",
+              "insert_overwrite_table": "insert_overwrite_table",
+              "delete_partition": "delete_partition"}
+
+#: Hudi options that only tune Hudi's own engine (parallelism, markers, its timeline server,
+#: its row writer, sort modes, its file-size estimate): accepted and ignored
+IGNORED_HOODIE_OPTIONS = frozenset({
+    "hoodie.upsert.shuffle.parallelism",
+    "hoodie.insert.shuffle.parallelism",
+    "hoodie.bulkinsert.shuffle.parallelism",
+    "hoodie.delete.shuffle.parallelism",
+    "hoodie.finalize.write.parallelism",
+    "hoodie.markers.delete.parallelism",
+    "hoodie.rollback.parallelism",
+    "hoodie.embed.timeline.server",
+    "hoodie.write.markers.type",
+    "hoodie.datasource.write.row.writer.enable",
+    "hoodie.bulkinsert.sort.mode",
+    "hoodie.parquet.compression.ratio",
+})
+
+#: the Spark data source's own keys and short aliases -> the Hudi key they stand for
+SPARK_ALIASES = {"path": "path", "table": TABLE_NAME, "key": RECORDKEY_FIELD,
+                 "partition": PARTITIONPATH_FIELD, "ordering": PRECOMBINE_FIELD,
+                 "operation": OPERATION}
+
+_TABLE_FIELDS = {TABLE_NAME: "table_name", "hoodie.datasource.write.table.name": "table_name",
+                 RECORDKEY_FIELD: "key", PARTITIONPATH_FIELD: "partition",
+                 PRECOMBINE_FIELD: "ordering", ORDERING_FIELDS: "ordering"}
+#: write options that become table properties of a new table (key in hoodie.properties)
+_TABLE_PROPERTIES = {HIVE_STYLE: HIVE_STYLE, URLENCODE: URLENCODE_PROPERTY,
+                     KEYGEN_CLASS: "hoodie.table.keygenerator.class",
+                     KEYGEN_TYPE: "hoodie.table.keygenerator.type"}
+_BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
+#: options kept in WriteConfig.hoodie_options under their own keys
+_HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
+                   METADATA_ENABLE}
+_INTS = {"hoodie.parquet.max.file.size": "max_file_size",
+         "morlog.max.file.size": "max_file_size",
+         "hoodie.parquet.small.file.limit": "small_file_limit",
+         "morlog.small.file.limit": "small_file_limit",
+         "morlog.record.size": "record_size"}
+_CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
+            "morlog.carrier": ("carrier", ("avro", "parquet")),
+            "morlog.new.groups": ("new_groups", ("base", "log"))}
+_BOOLS = {"hoodie.write.set.null.for.missing.columns": "set_null_for_missing_columns",
+          "morlog.route.inserts": "route_inserts"}
+_FLOATS = {"hoodie.logfile.to.parquet.compression.ratio": "log_to_parquet_ratio"}
+
+
+@dataclass
+class WriteOptions:
+    """A write described by Hudi's options: its config, the table it creates (if it does)
+    and its operation."""
+
+    config: WriteConfig = field(default_factory=WriteConfig)
+    #: the morlog operation (``bulk_insert`` read as ``insert``)
+    operation: str = "upsert"
+    #: the operation as given (Hudi's name)
+    operation_name: str = "upsert"
+    table_name: str | None = None
+    key: str | None = None
+    partition: str | None = None
+    ordering: str | None = None
+    #: delete_partition: the partition paths named (None: the batch's partitions)
+    partitions_to_delete: list[str] | None = None
+    #: hoodie.write.record.merge.mode (None: by whether there is an ordering field)
+    event_time_ordering: bool | None = None
+    #: hoodie.properties entries for a new table
+    table_properties: dict[str, str] = field(default_factory=dict)
+    #: the Spark source's ``path`` option
+    path: str | None = None
+
+    def create_table(self, location: str | TableLocation, schema: pa.Schema) -> MorTable:
+        """Create the table these options describe, for a batch of ``schema``."""
+        from .client import MorTable
+
+        if not self.key:
+            raise UsageError(f"creating a table needs {RECORDKEY_FIELD}",
+                             path=str(getattr(location, "uri", location)))
+        return MorTable.create(location, schema, key_field=self.key,
+                               partition_field=self.partition or None,
+                               ordering_field=self.ordering or None, name=self.table_name,
+                               event_time_ordering=self.event_time_ordering,
+                               config=self.config, table_properties=self.table_properties)
+
+    def check_table(self, table: MorTable) -> None:
+        """A :class:`UsageError` when an option contradicts the existing table's settings
+        (Hudi refuses such a write too)."""
+        given = {"table name": (self.table_name, table.props.get(TABLE_NAME)),
+                 "record key field": (self.key, table.key_field),
+                 "partition field": (self.partition, table.partition_field or ""),
+                 "ordering field": (self.ordering, table.ordering_field)}
+        for what, (mine, theirs) in given.items():
+            if mine is not None and mine != (theirs or ""):
+                raise UsageError(f"the {what} differs from the table's", path=table.uri,
+                                 expected=theirs, actual=mine)
+
+
+def parse_write_options(options: Mapping[str, object], *,
+                        spark_aliases: bool = False) -> WriteOptions:
+    """:class:`WriteOptions` from Hudi's write options (values as strings, or as Python
+    values that print as Hudi expects); ``spark_aliases``: also the Spark source's ``path``
+    and short aliases. Every option is checked; see the module's table."""
+    out = WriteOptions()
+    cfg = out.config
+    fields: dict[str, str] = {}
+    for raw_key, raw_value in options.items():
+        key = str(raw_key).strip().lower()
+        value = _text(raw_value)
+        if spark_aliases and key in SPARK_ALIASES:
+            if key == "path":
+                out.path = value
+                continue
+            key = SPARK_ALIASES[key]
+        if key in _TABLE_FIELDS:
+            name = _TABLE_FIELDS[key]
+            if name in fields and fields[name] != value:
+                raise UsageError(f"{raw_key} contradicts another option for the {name}",
+                                 expected=fields[name], actual=value)
+            fields[name] = value
+        elif key == OPERATION:
+            op = value.lower()
+            if op not in OPERATIONS:
+                raise UsageError(f"unsupported {OPERATION}", expected=sorted(OPERATIONS),
+                                 actual=value)
+            out.operation, out.operation_name = OPERATIONS[op], op
+        elif key == PARTITIONS_TO_DELETE:
+            out.partitions_to_delete = [p.strip() for p in value.split(",") if p.strip()]
+        elif key == TABLE_TYPE:
+            if value.upper() != "MERGE_ON_READ":
+                raise UsageError(f"morlog writes merge-on-read tables only: {TABLE_TYPE}="
+                                 f"{value}", expected="MERGE_ON_READ", actual=value)
+        elif key == MERGE_MODE:
+            modes = {"EVENT_TIME_ORDERING": True, "COMMIT_TIME_ORDERING": False}
+            if value.upper() not in modes:
+                raise UsageError(f"unsupported {MERGE_MODE}", expected=sorted(modes),
+                                 actual=value)
+            out.event_time_ordering = modes[value.upper()]
+        elif key in _TABLE_PROPERTIES:
+            if key in _BOOLEAN_PROPERTIES:
+                value = str(_bool(key, value)).lower()
+            out.table_properties[_TABLE_PROPERTIES[key]] = value
+        elif key in _HOODIE_OPTIONS:
+            if key in (DICTIONARY_ENABLED, METADATA_ENABLE):
+                value = str(_bool(key, value)).lower()
+            cfg.hoodie_options[key] = value
+        elif key in _INTS:
+            setattr(cfg, _INTS[key], _int(key, value))
+        elif key in _CHOICES:
+            attr, choices = _CHOICES[key]
+            if value.lower() not in choices:
+                raise UsageError(f"unsupported {key}", expected=list(choices), actual=value)
+            setattr(cfg, attr, value.lower())
+        elif key in _BOOLS:
+            setattr(cfg, _BOOLS[key], _bool(key, value))
+        elif key in _FLOATS:
+            setattr(cfg, _FLOATS[key], _float(key, value))
+        elif key in IGNORED_HOODIE_OPTIONS:
+            continue
+        else:
+            raise UsageError(_unknown(raw_key, key), actual=str(raw_key))
+    out.table_name = fields.get("table_name")
+    out.key = fields.get("key")
+    out.partition = fields.get("partition")
+    out.ordering = fields.get("ordering")
+    if out.key is not None and "," in out.key:
+        raise UsageError(f"morlog writes tables with one record key field: {RECORDKEY_FIELD}",
+                         actual=out.key)
+    return out
+
+
+def _unknown(raw: object, key: str) -> str:
+    if key.startswith("morlog."):
+        return f"unknown morlog option {raw!r}"
+    if key.startswith("hoodie."):
+        return f"unsupported Hudi write option {raw!r} (morlog does not implement it)"
+    return f"unknown write option {raw!r}"
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value).strip()
+
+
+def _int(key: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{key} must be a whole number", actual=value) from None
+    if n <= 0:
+        raise UsageError(f"{key} must be positive", actual=n)
+    return n
+
+
+def _float(key: str, value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise UsageError(f"{key} must be a number", actual=value) from None
+    if not 0 < x < float("inf"):
+        raise UsageError(f"{key} must be positive", actual=value)
+    return x
+
+
+def _bool(key: str, value: str) -> bool:
+    v = value.lower()
+    if v not in ("true", "false"):
+        raise UsageError(f"{key} must be true or false", actual=value)
+    return v == "true"
+
+
+__all__ = ["IGNORED_HOODIE_OPTIONS", "OPERATIONS", "SPARK_ALIASES",
+           "WriteOptions", "parse_write_options"]

@@ -1,0 +1,165 @@
+"""Hudi's replace operations: ``insert_overwrite``, ``insert_overwrite_table``,
+``delete_partition``.
+
+Each is one *replace commit* (action ``replacecommit``) through the commit protocol of
+``morlog.writers.commit``, as Hudi writes it (``SparkInsertOverwriteCommitActionExecutor``,
+``SparkInsertOverwriteTableCommitActionExecutor``, ``SparkDeletePartitionCommitActionExecutor``
+in hudi-spark-client, org/apache/hudi/table/action/commit/):
+
+- the batch's records go to *new* file groups (base files), never into existing ones;
+- the completed instant's metadata is Hudi's ``HoodieReplaceCommitMetadata`` (JSON in
+  timeline layout 1): the write stats of the new file groups (``partitionToWriteStats``),
+  ``partitionToReplaceFileIds`` (partition -> the file ids of every file group that was live
+  in it when the commit began) and ``operationType`` ``INSERT_OVERWRITE`` /
+  ``INSERT_OVERWRITE_TABLE`` / ``DELETE_PARTITION``;
+- readers (morlog's ``Table``, hudi-rs, Hudi) drop the replaced file groups from every
+  snapshot at or after the instant; earlier snapshots (time travel) still see them. Their
+  files stay until a cleaner removes them.
+
+Which file groups are replaced: ``insert_overwrite`` the groups of the partitions the batch
+has records in; ``insert_overwrite_table`` every group of the table; ``delete_partition`` the
+groups of the partitions named (writing no records).
+
+A replace commit that fails is rolled back as a delta commit is (its new base files deleted,
+its pending instant removed); one a dead writer left pending is rolled back by the next
+writer. The requested file is empty (Hudi's ``ClusteringUtils`` reads an empty requested
+replace commit as "not a clustering"), which is also how the next writer tells morlog's
+pending replace commits from Hudi's clustering plans, which it leaves alone.
+
+Functions take an open :class:`~morlog.writers.client.MorTable`; the table's methods of the
+same names call them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from morlog.logformat.errors import UsageError
+from morlog.logformat.partition_path import check_relative_partition_path
+
+if TYPE_CHECKING:
+    from .client import CommitResult, MorTable
+
+#: Hudi's operation names (``WriteOperationType``, lower case as the data source takes them)
+INSERT_OVERWRITE = "insert_overwrite"
+INSERT_OVERWRITE_TABLE = "insert_overwrite_table"
+DELETE_PARTITION = "delete_partition"
+REPLACE_OPERATIONS = (INSERT_OVERWRITE, INSERT_OVERWRITE_TABLE, DELETE_PARTITION)
+
+
+def insert_overwrite(table: MorTable, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+    """Replace the data of the partitions ``batch`` has records in with its records."""
+    return _replace(table, _as_table(batch), INSERT_OVERWRITE, None)
+
+
+def insert_overwrite_table(table: MorTable, batch: pa.Table | pa.RecordBatch
+                           ) -> CommitResult:
+    """Replace all the table's data with ``batch``'s records (an empty batch empties it)."""
+    return _replace(table, _as_table(batch), INSERT_OVERWRITE_TABLE, None)
+
+
+def delete_partitions(table: MorTable, partitions: Iterable[str]) -> CommitResult:
+    """Drop every record of ``partitions`` (relative partition paths as stored, e.g.
+    ``city=paris`` on a Hive-style table; a ``*`` matches within a path segment, as Hudi's
+    ``hoodie.datasource.write.partitions.to.delete`` allows). A name matching no partition
+    replaces nothing."""
+    names = [p.strip() for p in partitions if p.strip()]
+    if not names:
+        raise UsageError("delete_partition needs at least one partition path",
+                         path=table.uri)
+    for p in names:
+        check_relative_partition_path(p)
+    return _replace(table, None, DELETE_PARTITION, names)
+
+
+def partitions_of(table: MorTable, batch: pa.Table) -> list[str]:
+    """The relative partition paths of ``batch``'s records (sorted, each once)."""
+    if not batch.num_rows:
+        return []
+    return sorted(set(table.partition_paths(batch).to_pylist()))
+
+
+def _as_table(batch: pa.Table | pa.RecordBatch) -> pa.Table:
+    return batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+
+
+def _replace(table: MorTable, batch: pa.Table | None, operation: str,
+             partitions: list[str] | None) -> CommitResult:
+    from .client import CommitResult
+
+    t0 = time.perf_counter()
+    data = None if batch is None else table.validate(batch, "insert")
+    with table.commit(operation, action="replacecommit") as c:
+        view = c.table()
+        result = CommitResult(c.instant, operation, rolled_back=c.rolled_back)
+        live: dict[str, list[str]] = {}
+        for s in view.file_slices():
+            live.setdefault(s.partition, []).append(s.file_id)
+        groups = [] if data is None else _plan_groups(table, data)
+        if operation == INSERT_OVERWRITE_TABLE:
+            targets = list(live)
+        elif operation == INSERT_OVERWRITE:
+            targets = sorted({p for p, _, _ in groups})
+        else:
+            assert partitions is not None
+            targets = _matching(partitions, list(live))
+        result.replaced = {p: sorted(live[p]) for p in targets if live.get(p)}
+        result.seconds["plan"] = time.perf_counter() - t0
+        c.start([(p, f) for p, f, _ in groups])
+        t1 = time.perf_counter()
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for part, fid, rows in groups:
+            for w in table.write_group(c.instant, part, fid, None, rows, None):
+                stats.setdefault(part, []).append(w.stat(table.store, table.path))
+                result.groups_touched[(part, fid)] = w.num_writes
+                result.new_groups.append((part, fid))
+                result.inserts += w.num_writes
+                if w.created:
+                    result.files_created.append(w.path)
+        result.seconds["write"] = time.perf_counter() - t1
+        result.seconds["total"] = time.perf_counter() - t0
+        summary = {**result.summary(), "morlog.groups.replaced": str(
+            sum(len(v) for v in result.replaced.values()))}
+        c.complete(stats, summary, replaced=result.replaced)
+        return result
+
+
+def _plan_groups(table: MorTable, data: pa.Table) -> list[tuple[str, str, pa.Table]]:
+    """(partition, new file id, records) of every new file group: each partition's records
+    in groups of at most the maximum file size (at the batch's estimated record size)."""
+    if data.num_rows == 0:
+        return []
+    paths = table.partition_paths(data)
+    size = table.record_size(data)
+    out = []
+    for part in sorted(set(paths.to_pylist())):
+        rows = data.filter(pc.equal(paths, part))
+        start = 0
+        for fid, n, _new in table.insert_bins(part, rows.num_rows, size, {}):
+            out.append((part, fid, rows.slice(start, n)))
+            start += n
+    return out
+
+
+def _matching(patterns: list[str], partitions: list[str]) -> list[str]:
+    """The partitions each pattern names (``*``: any characters but ``/``; nothing else is
+    special)."""
+    out: list[str] = []
+    for pat in patterns:
+        if "*" in pat:
+            rx = re.compile("[^/]*".join(re.escape(x) for x in pat.split("*")))
+            out += [p for p in partitions if rx.fullmatch(p)]
+        elif pat in partitions:
+            out.append(pat)
+    return sorted(set(out))
+
+
+__all__ = ["DELETE_PARTITION", "INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE",
+           "REPLACE_OPERATIONS", "delete_partitions", "insert_overwrite",
+           "insert_overwrite_table", "partitions_of"]
