@@ -39,7 +39,6 @@ from morlog.readers.table import Table
 from morlog.writers.base_file import encode_base_file
 from morlog.writers.client import MorTable, WriteConfig
 
-
 lance = pytest.importorskip("lance", reason="pylance is not installed (pip install .[lance])")
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
