@@ -55,6 +55,10 @@ _SWITCHES = {
 }
 
 
+#: every write option that turns a metadata-table partition (or the whole table) off
+METADATA_SWITCHES = frozenset(_SWITCHES.values())
+
+
 def switch_of(partition: str) -> str:
     """Hudi's write option that turns MDT partition ``partition`` off."""
     for name, key in _SWITCHES.items():
@@ -172,6 +176,7 @@ def update_properties(store: WriteStore, location: TableLocation, props: dict[st
     store.delete(backup)
 
 
-__all__ = ["ENABLE", "KEPT", "METADATA_DIR", "PARTITIONS_PROPERTY", "MetadataPlan",
+__all__ = ["ENABLE", "KEPT", "METADATA_DIR", "METADATA_SWITCHES", "PARTITIONS_PROPERTY",
+           "MetadataPlan",
            "apply_drops", "listed_partitions", "plan_metadata", "switch_of",
            "update_properties"]

@@ -37,7 +37,10 @@ hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
 hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
 hoodie.parquet.compression.codec, .block.size,  ``hoodie_options`` (base files)
 .page.size, .dictionary.enabled
-hoodie.metadata.enable                          ``hoodie_options``
+hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.writers.metadata``)
+each metadata-table partition
+hoodie.write.table.version                      ``hoodie_options``: a new table's version
+hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base files)
 morlog.new.groups                               ``new_groups``: base, log
 morlog.route.inserts                            ``route_inserts``: true, false
 morlog.record.size                              ``record_size``: bytes per record
@@ -60,7 +63,8 @@ from typing import TYPE_CHECKING
 from morlog.logformat.errors import UsageError
 
 from .base_file import BLOCK_SIZE, COMPRESSION_CODEC, DICTIONARY_ENABLED, PAGE_SIZE
-from .client import URLENCODE_PROPERTY, WriteConfig
+from .client import URLENCODE_PROPERTY, WRITE_TABLE_VERSION, WriteConfig
+from .metadata import METADATA_SWITCHES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -123,7 +127,9 @@ _TABLE_PROPERTIES = {HIVE_STYLE: HIVE_STYLE, URLENCODE: URLENCODE_PROPERTY,
 _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 #: options kept in WriteConfig.hoodie_options under their own keys
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
-                   METADATA_ENABLE}
+                   METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
+                   "hoodie.orc.compression.codec"}
+_BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES}
 _INTS = {"hoodie.parquet.max.file.size": "max_file_size",
          "morlog.max.file.size": "max_file_size",
          "hoodie.parquet.small.file.limit": "small_file_limit",
@@ -231,7 +237,7 @@ def parse_write_options(options: Mapping[str, object], *,
                 value = str(_bool(key, value)).lower()
             out.table_properties[_TABLE_PROPERTIES[key]] = value
         elif key in _HOODIE_OPTIONS:
-            if key in (DICTIONARY_ENABLED, METADATA_ENABLE):
+            if key in _BOOLEAN_OPTIONS:
                 value = str(_bool(key, value)).lower()
             cfg.hoodie_options[key] = value
         elif key in _INTS:

@@ -127,6 +127,12 @@ class MorlogWriter(DataSourceArrowWriter):
         sink = pa.BufferOutputStream()
         with ipc.new_file(sink, schema) as w:
             for batch in iterator:
+                if not batch.schema.equals(schema):
+                    # Spark's Arrow batches may differ in field nullability or timestamp
+                    # zone from the declared schema: the values are the same
+                    batch = pa.RecordBatch.from_arrays(
+                        [c if c.type == f.type else c.cast(f.type)
+                         for c, f in zip(batch.columns, schema, strict=True)], schema=schema)
                 w.write_batch(batch)
                 rows += batch.num_rows
         # a task attempt has a name of its own; published whole
