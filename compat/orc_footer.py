@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from morlog.logformat.errors import FormatError, UsageError
+from morlog.logformat.protobuf import read_varint, varint
 
 _PS_FOOTER_LENGTH = 1
 _PS_COMPRESSION = 2
@@ -41,44 +42,19 @@ _DEFAULT_BLOCK = 256 * 1024
 _MAX_CHUNK = (1 << 23) - 1
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _read_varint(buf: bytes, pos: int, path: str | None) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise FormatError("ORC postscript: truncated varint", path=path, offset=pos)
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, pos
-
-
 def _fields(buf: bytes, path: str | None) -> list[tuple[int, int, int | bytes, bytes]]:
     """Fields of a protobuf message: (number, wire type, value, raw bytes of the field)."""
     out: list[tuple[int, int, int | bytes, bytes]] = []
     pos = 0
     while pos < len(buf):
         start = pos
-        tag, pos = _read_varint(buf, pos, path)
+        tag, pos = read_varint(buf, pos, len(buf), path=path)
         number, wire = tag >> 3, tag & 7
         value: int | bytes
         if wire == _WIRE_VARINT:
-            value, pos = _read_varint(buf, pos, path)
+            value, pos = read_varint(buf, pos, len(buf), path=path)
         elif wire == _WIRE_LEN:
-            n, pos = _read_varint(buf, pos, path)
+            n, pos = read_varint(buf, pos, len(buf), path=path)
             if n > len(buf) - pos:
                 raise FormatError("ORC postscript: field runs past its end", path=path,
                                   offset=pos, expected=len(buf) - pos, actual=n)
@@ -99,9 +75,9 @@ def encode_user_metadata(items: Mapping[bytes, bytes]) -> bytes:
     """``items`` as Footer field-5 entries (``UserMetadataItem`` messages), in order."""
     out = bytearray()
     for name, value in items.items():
-        item = (_varint(_ITEM_NAME << 3 | _WIRE_LEN) + _varint(len(name)) + bytes(name)
-                + _varint(_ITEM_VALUE << 3 | _WIRE_LEN) + _varint(len(value)) + bytes(value))
-        out += _varint(_FOOTER_METADATA << 3 | _WIRE_LEN) + _varint(len(item)) + item
+        item = (varint(_ITEM_NAME << 3 | _WIRE_LEN) + varint(len(name)) + bytes(name)
+                + varint(_ITEM_VALUE << 3 | _WIRE_LEN) + varint(len(value)) + bytes(value))
+        out += varint(_FOOTER_METADATA << 3 | _WIRE_LEN) + varint(len(item)) + item
     return bytes(out)
 
 
@@ -142,8 +118,8 @@ def add_user_metadata(data: bytes, items: Mapping[bytes, bytes],
     new_ps = bytearray()
     for number, _wire, _value, raw in fields:
         if number == _PS_FOOTER_LENGTH:
-            new_ps += _varint(_PS_FOOTER_LENGTH << 3 | _WIRE_VARINT)
-            new_ps += _varint(footer_len + len(extra))
+            new_ps += varint(_PS_FOOTER_LENGTH << 3 | _WIRE_VARINT)
+            new_ps += varint(footer_len + len(extra))
         else:
             new_ps += raw
     if len(new_ps) > 255:

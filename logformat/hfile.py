@@ -36,6 +36,7 @@ from .errors import (
     UnsupportedVersionError,
     UsageError,
 )
+from .protobuf import read_varint, varint
 
 # --- constants (hudi-io/hfile_format.md, HFileBlockType.java, HFileTrailer.java) ----------
 
@@ -182,51 +183,19 @@ class HFile:
 # --- small codecs ---------------------------------------------------------------------------
 
 
-def _varint(value: int) -> bytes:
-    """Protobuf base-128 varint; negative values as 10-byte two's complement (uint64)."""
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _read_varint(buf: bytes | memoryview, pos: int, end: int, *, base: int,
-                 path: str | None) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise TruncatedError("protobuf varint cut off", path=path, offset=base + pos)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ContentError("protobuf varint longer than 10 bytes", path=path,
-                               offset=base + pos)
-
-
 def _pb_fields(buf: bytes | memoryview, pos: int, end: int, *, base: int,
                path: str | None) -> list[tuple[int, int | bytes]]:
     out: list[tuple[int, int | bytes]] = []
     while pos < end:
-        tag, pos = _read_varint(buf, pos, end, base=base, path=path)
+        tag, pos = read_varint(buf, pos, end, base=base, path=path)
         number, wire = tag >> 3, tag & 7
         if number == 0:
             raise ContentError("protobuf field number 0", path=path, offset=base + pos)
         if wire == 0:
-            v, pos = _read_varint(buf, pos, end, base=base, path=path)
+            v, pos = read_varint(buf, pos, end, base=base, path=path)
             out.append((number, v))
         elif wire == 2:
-            n, pos = _read_varint(buf, pos, end, base=base, path=path)
+            n, pos = read_varint(buf, pos, end, base=base, path=path)
             if n > end - pos:
                 raise LengthError("protobuf field longer than its message", path=path,
                                   offset=base + pos, expected=f"<= {end - pos}", actual=n)
@@ -245,11 +214,11 @@ def _pb_fields(buf: bytes | memoryview, pos: int, end: int, *, base: int,
 
 
 def _pb_bytes(number: int, value: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(value)) + value
+    return varint(number << 3 | 2) + varint(len(value)) + value
 
 
 def _pb_int(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
+    return varint(number << 3) + varint(value)
 
 
 def _write_vint(value: int) -> bytes:
@@ -381,7 +350,7 @@ def decode_trailer(data: bytes | memoryview, *, base: int = 0,
     if major != MAJOR_VERSION:
         raise UnsupportedVersionError("HFile major version not supported", path=path,
                                       offset=base + n - 4, expected=MAJOR_VERSION, actual=major)
-    size, pos = _read_varint(data, t0 + 8, n - 4, base=base, path=path)
+    size, pos = read_varint(data, t0 + 8, n - 4, base=base, path=path)
     if size > n - 4 - pos:
         raise LengthError("trailer protobuf longer than the trailer", path=path,
                           offset=base + t0 + 8, expected=f"<= {n - 4 - pos}", actual=size)
@@ -473,7 +442,7 @@ def decode_file_info(raw: bytes, *, base: int = 0, path: str | None = None) -> d
     if raw[:4] != PBUF_MAGIC:
         raise InvalidMagicError("file info does not start with PBUF", path=path, offset=base,
                                 expected=PBUF_MAGIC, actual=raw[:4])
-    size, pos = _read_varint(raw, 4, len(raw), base=base, path=path)
+    size, pos = read_varint(raw, 4, len(raw), base=base, path=path)
     if size > len(raw) - pos:
         raise LengthError("file info protobuf longer than its block", path=path,
                           offset=base + 4, expected=f"<= {len(raw) - pos}", actual=size)
@@ -696,7 +665,7 @@ def _index_raw(entries: Sequence[tuple[int, int, bytes]]) -> bytes:
 def encode_file_info(info: Mapping[bytes, bytes]) -> bytes:
     """``PBUF`` + delimited ``InfoProto`` with the entries in the mapping's order."""
     body = b"".join(_pb_bytes(1, _pb_bytes(1, k) + _pb_bytes(2, v)) for k, v in info.items())
-    return PBUF_MAGIC + _varint(len(body)) + body
+    return PBUF_MAGIC + varint(len(body)) + body
 
 
 def _order_file_info(info: Mapping[bytes, bytes], style: HFileStyle) -> dict[bytes, bytes]:
@@ -803,7 +772,7 @@ def encode_hfile(
     ]
     proto = b"".join(fields)
     trailer = bytearray(TRAILER_LEN)
-    head = TRAILER_MAGIC + _varint(len(proto)) + proto
+    head = TRAILER_MAGIC + varint(len(proto)) + proto
     trailer[:len(head)] = head
     trailer[-4:] = _I32.pack(style.minor_version << 24 | MAJOR_VERSION)
     out.append(bytes(trailer))

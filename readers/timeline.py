@@ -11,16 +11,14 @@ file in layout 2.
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
-
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED, TimelineFileName
 from morlog.logformat.partition_path import check_relative_partition_path
+from morlog.logformat.timeline_meta import decode_avro
 
 from .storage import LocalStorage, Storage
 
@@ -116,13 +114,7 @@ class Timeline:
         if not data.strip():
             return {}
         if data[:4] == b"Obj\x01":
-            try:
-                records = list(fastavro.reader(io.BytesIO(data)))
-            except Exception as exc:
-                raise ContentError(f"commit metadata does not decode: {exc}",
-                                   path=path) from None
-            first = records[0] if records else {}
-            return first if isinstance(first, dict) else {}
+            return decode_avro(data, path)
         try:
             value = json.loads(data)
         except ValueError as exc:
@@ -202,12 +194,7 @@ class Timeline:
         data = self.storage.read(path)
         if not data.strip():
             return {}
-        try:
-            records = list(fastavro.reader(io.BytesIO(data)))
-        except Exception as exc:  # fastavro raises many types on hostile bytes
-            raise ContentError(f"service plan does not decode: {exc}", path=path) from None
-        first = records[0] if records else {}
-        return first if isinstance(first, dict) else {}
+        return decode_avro(data, path)
 
     def pending_services(self) -> PendingServices:
         """The file groups that pending compactions and clusterings work on (from their
