@@ -9,14 +9,17 @@ back by the next writer.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pytest
 
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.timeline_meta import decode_avro
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable, WriteConfig
 
@@ -28,11 +31,12 @@ def _batch(ids: list[int], region: str | list[str], ts: int = 1) -> pa.Table:
                      "amount": [float(ts * 1000 + i) for i in ids]})
 
 
-def _table(tmp_path: Path, **cfg: Any) -> MorTable:
+def _table(tmp_path: Path, version: int = 6, **cfg: Any) -> MorTable:
+    """A table of ``version`` (6 by default: most cases check layout-1 timeline files)."""
     path = str(tmp_path / "t")
     t = MorTable.create(path, _batch([0], "eu").schema, key_field="id",
                         partition_field="region", ordering_field="ts",
-                        config=WriteConfig(fsync=False, **cfg))
+                        config=WriteConfig(fsync=False, **cfg), table_version=version)
     t.upsert(_batch(list(range(0, 20)), ["eu" if i % 2 else "us" for i in range(20)]))
     t.upsert(_batch([30, 31], "asia"))
     return t
@@ -184,17 +188,46 @@ def test_a_pending_clustering_plan_of_hudi_is_left_alone(tmp_path: Path) -> None
     t = _table(tmp_path)
     hoodie = Path(t.path) / ".hoodie"
     plan = hoodie / "20000101000000000.replacecommit.requested"
-    plan.write_bytes(b"Obj\x01 a clustering plan written by Hudi")
+    out = io.BytesIO()
+    fastavro.writer(out, {"type": "record", "name": "HoodieRequestedReplaceMetadata",
+                          "fields": [{"name": "operationType", "type": "string"}]},
+                    [{"operationType": "CLUSTER"}])
+    plan.write_bytes(out.getvalue())  # a clustering plan written by Hudi
     r = t.upsert(_batch([2], "us", ts=8))
-    assert r.rolled_back == [] and plan.read_bytes().startswith(b"Obj\x01")
+    assert r.rolled_back == [] and plan.read_bytes() == out.getvalue()
+    # a plan that does not decode: morlog cannot tell which file groups it holds, so it
+    # refuses to write (a typed error) rather than guess
+    plan.write_bytes(b"Obj\x01 garbage")
+    with pytest.raises(MorlogError):
+        t.upsert(_batch([3], "us", ts=9))
 
 
 def test_replace_operations_refuse_a_bad_batch_before_writing(tmp_path: Path) -> None:
     t = _table(tmp_path)
     n = len(_timeline(t.path))
-    with pytest.raises(UsageError, match="no key field"):
+    with pytest.raises(UsageError, match="lacks key or partition fields"):
         t.insert_overwrite(pa.table({"region": ["eu"], "ts": [1]}))
-    with pytest.raises(UsageError, match="must not be null"):
+    with pytest.raises(UsageError, match="null or empty"):
         t.insert_overwrite_table(pa.table({"id": [None], "region": ["eu"], "ts": [1],
                                            "amount": [1.0]}))
     assert len(_timeline(t.path)) == n
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_replace_commits_in_timeline_layout_2(tmp_path: Path, version: int) -> None:
+    """Table versions 8/9: ``<instant>_<completed>.replacecommit`` with Avro metadata
+    carrying ``partitionToReplaceFileIds``; morlog and hudi-rs read the replaced state."""
+    t = _table(tmp_path, version)
+    before = _rows(t.path)
+    r = t.insert_overwrite(_batch([100, 101], "eu", ts=2))
+    assert _both(t.path) == {x for x in before if x[1] != "eu"} | {
+        ("k100", "eu", 2), ("k101", "eu", 2)}
+    tl = Path(t.path) / ".hoodie" / "timeline"
+    (done,) = [p for p in tl.iterdir() if p.name.startswith(r.instant + "_")]
+    assert done.name.endswith(".replacecommit")
+    meta = decode_avro(done.read_bytes())
+    assert meta["operationType"] == "INSERT_OVERWRITE"
+    assert meta["partitionToReplaceFileIds"] == r.replaced
+    r2 = t.delete_partitions(["asia"])
+    assert {x[1] for x in _both(t.path)} == {"eu", "us"}
+    assert r2.replaced and set(r2.replaced) == {"asia"}

@@ -321,9 +321,7 @@ class MorTable:
         t0 = time.perf_counter()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         table = self.validate(table, operation)
-        # keys and partition paths before anything is written (bad values raise here)
-        keys = self.keygen.record_keys(table)
-        parts = self.keygen.partition_paths(table)
+        keys, parts = self.keys_of(table)
         if operation != "delete":
             table, keys, parts = self._combine_duplicates(table, keys, parts)
         with self.commit(operation) as c:
@@ -393,6 +391,13 @@ class MorTable:
             else:
                 cols.append(pa.nulls(table.num_rows, f.type))
         return pa.Table.from_arrays(cols, schema=self.data_schema)
+
+    def keys_of(self, batch: pa.Table) -> tuple[pa.Array, pa.Array]:
+        """The record key and partition path of every record of a validated batch, as
+        Hudi's key generator of this table makes them; a typed error for values it refuses
+        (null or empty simple keys, unsafe paths). Writers call it before anything is
+        written."""
+        return self.keygen.record_keys(batch), self.keygen.partition_paths(batch)
 
     def partition_paths(self, batch: pa.Table) -> pa.Array:
         """The relative partition path of every record of ``batch``, as Hudi's key

@@ -95,6 +95,8 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
 
     t0 = time.perf_counter()
     data = None if batch is None else table.validate(batch, "insert")
+    if data is not None:
+        table.keys_of(data)  # refuses bad keys and partition values before any write
     with table.commit(operation, action="replacecommit") as c:
         view = c.table()
         result = CommitResult(c.instant, operation, rolled_back=c.rolled_back)
