@@ -76,7 +76,15 @@ from .commit import (
 )
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
-from .metadata import apply_drops, metadata_hooks, plan_metadata
+from .mdt_writer import FILES, create_metadata_table
+from .metadata import (
+    ENABLE,
+    PARTITIONS_PROPERTY,
+    apply_drops,
+    metadata_hooks,
+    plan_metadata,
+    update_properties,
+)
 from .profile import WRITE_VERSIONS, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
@@ -214,7 +222,11 @@ class MorTable:
 
         ``table_version``: 6, 8 or 9; default Hudi's ``hoodie.write.table.version`` from
         ``config.hoodie_options``, else the version current Hudi writes
-        (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9)."""
+        (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9).
+
+        Versions 8 and 9 get a metadata table with the ``files`` partition, as Hudi
+        initialises it (``hoodie.metadata.enable``, default true; ``false`` creates none;
+        spec/table.md §15)."""
         location = TableLocation.of(path)
         version = _create_version(table_version, config)
         path = location.uri
@@ -246,6 +258,15 @@ class MorTable:
             store.makedirs(store.join(inner, ".hoodie", "timeline"))
         if not store.create(props_path, format_properties(props).encode("utf-8")):
             raise UsageError("a table was created here concurrently", path=path)
+        options = (config or WriteConfig()).hoodie_options
+        if version >= 8 and (options.get(ENABLE) or "").strip().lower() != "false":
+            fsync = (config or WriteConfig()).fsync
+            # the MDT first, then listed: a crash in between leaves an unlisted MDT, which
+            # the first commit drops (spec/table.md §15)
+            create_metadata_table(store, location, name=table_name, version=version,
+                                  fsync=fsync)
+            update_properties(store, location, {**props, PARTITIONS_PROPERTY: FILES},
+                              fsync=fsync)
         return cls(location, config)
 
     # --- the lock and the commit protocol ----------------------------------------------

@@ -319,19 +319,21 @@ class RollbackHooks:
 
 def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
               table: Table, failed: str, mode: Mode, fsync: bool,
-              hooks: RollbackHooks | None = None) -> list[str]:
+              hooks: RollbackHooks | None = None, *, instant: str | None = None
+              ) -> list[str]:
     """Roll back instant ``failed``; the file group entries skipped as unsafe, each described.
 
     Files named after ``failed`` (its new base files, and the log files it created) are
     deleted. In layout 1 (table version 6) a log of an older slice may hold its blocks too:
     each such log of the groups its inflight metadata names gets a ROLLBACK command block.
     In layout 2 (8+) every log file carries its delta commit's instant, so deleting is all
-    (Hudi 1.x rolls back the same way)."""
+    (Hudi 1.x rolls back the same way). ``instant``: the rollback instant (default a new
+    one; the metadata table reuses the data table's, as Hudi does)."""
     started = time.monotonic()
     skipped = []
     groups = timeline.inflight_groups(failed)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
-    rb = new_instant(max(x for x in (last, failed) if x is not None))
+    rb = instant or new_instant(max(x for x in (last, failed) if x is not None))
     keys: list[tuple[str, str]] = []
     for g in groups:
         try:
