@@ -5,9 +5,6 @@ One session-scoped ``local[2]`` session (UI off), workers on this interpreter.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +16,6 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip i
 from morlog.readers.table import Table  # noqa: E402
 
 from .hudi_fixtures import requires_fixtures, tables  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from morlog.writers.spark import register
-
-    # local[2,2]: two threads, a failed task is retried once (the retry test needs it)
-    session = (SparkSession.builder.master("local[2,2]").appName("morlog-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
 
 
 def _rows(df: Any, key: str) -> list[dict[str, Any]]:

@@ -361,10 +361,11 @@ class MetadataWriter(CommitHooks):
 # --- a new table's metadata table ----------------------------------------------------------
 
 
-def metadata_table_properties(*, name: str, version: int, database: str = "") -> dict[str, str]:
+def metadata_table_properties(*, name: str, version: int) -> dict[str, str]:
     """``.hoodie/metadata/.hoodie/hoodie.properties`` of a new table's MDT, as Hudi's
     ``HoodieBackedTableMetadataWriter.initializeMetaClient`` creates it (the fixtures' MDTs;
-    table name ``<name>_metadata``, ``HoodieTableMetadata.METADATA_TABLE_NAME_SUFFIX``)."""
+    table name ``<name>_metadata``, ``HoodieTableMetadata.METADATA_TABLE_NAME_SUFFIX``; no
+    database name, so the checksum is CRC-32 of ``.<name>_metadata``, as on the fixtures)."""
     mdt_name = f"{name}_metadata"
     return {
         "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
@@ -374,7 +375,7 @@ def metadata_table_properties(*, name: str, version: int, database: str = "") ->
         "hoodie.archivelog.folder": "history",
         "hoodie.timeline.layout.version": "2",
         "hoodie.timeline.history.path": "history",
-        "hoodie.table.checksum": table_checksum(mdt_name, database),
+        "hoodie.table.checksum": table_checksum(mdt_name),
         "hoodie.datasource.write.drop.partition.columns": "false",
         "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
         "hoodie.table.recordkey.fields": "key",
@@ -419,7 +420,7 @@ def _empty_partition_list() -> dict[str, Any]:
 
 
 def create_metadata_table(store: WriteStore, location: TableLocation, *, name: str,
-                          version: int, database: str = "", fsync: bool = True) -> None:
+                          version: int, fsync: bool = True) -> None:
     """Create the MDT of a new, empty table of ``version`` 8 or 9 with its ``files``
     partition, as Hudi initialises it (``initializeFromFilesystem``): MDT properties, then
     delta commit ``00000000000000000`` with the file group's first log (an empty delete
@@ -432,7 +433,7 @@ def create_metadata_table(store: WriteStore, location: TableLocation, *, name: s
     mloc = metadata_location(location)
     hoodie = store.join(mloc.path, ".hoodie")
     store.makedirs(store.join(hoodie, "timeline"))
-    props = metadata_table_properties(name=name, version=version, database=database)
+    props = metadata_table_properties(name=name, version=version)
     if not store.create(store.join(hoodie, PROPERTIES_FILE),
                         format_properties(props).encode("utf-8"), sync=fsync):
         raise UsageError("a metadata table exists already", path=mloc.path)
