@@ -251,3 +251,19 @@ def test_spark_writer_keeps_the_mdt_true(tmp_path: Path, spark: Any) -> None:
     expected.update(_rows(upd, key))
     assert _rows(_hudi_rs(path), key) == expected
     _check_mdt(path, 4)
+
+
+def test_log_only_new_groups_get_an_mdt_only_when_asked(tmp_path: Path) -> None:
+    """hudi-rs 0.5 skips file groups without a base file when it lists through the MDT."""
+    schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
+    batch = pa.table({"id": ["a", "b"], "v": [1, 2]})
+    t = MorTable.create(str(tmp_path / "log"), schema, key_field="id",
+                        config=WriteConfig(new_groups="log"))
+    t.upsert(batch)
+    assert not (tmp_path / "log" / ".hoodie" / "metadata").exists()
+    assert sorted(_rows(_hudi_rs(tmp_path / "log"), "id")) == ["a", "b"]
+    on = WriteConfig(new_groups="log", hoodie_options={"hoodie.metadata.enable": "true"})
+    t = MorTable.create(str(tmp_path / "on"), schema, key_field="id", config=on)
+    t.upsert(batch)
+    _check_mdt(tmp_path / "on", 1)  # the MDT is right ...
+    assert _rows(_hudi_rs(tmp_path / "on"), "id") == {}  # ... hudi-rs does not look there
