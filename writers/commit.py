@@ -391,6 +391,15 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     return skipped
 
 
+def rollback_instant(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
+                     table: Table, failed: str, mode: Mode, fsync: bool = True, *,
+                     instant: str | None = None) -> list[str]:
+    """Roll back instant ``failed`` of any merge-on-read table (the metadata table too:
+    ``table`` is how it is listed) with rollback instant ``instant`` (default a new one);
+    the file group entries skipped as unsafe (see :func:`rollback_pending`)."""
+    return _rollback(st, location, timeline, table, failed, mode, fsync, instant=instant)
+
+
 class Commit:
     """One delta commit of a table (a context manager; see the module's docstring).
 
@@ -559,4 +568,5 @@ def _describe(exc: BaseException) -> str:
 
 __all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RollbackHooks",
            "TimelineWriter", "check_heartbeat", "instant_files", "base_file_name",
-           "ensure_partition", "new_instant", "rollback_pending", "safe_group"]
+           "ensure_partition", "new_instant", "rollback_instant", "rollback_pending",
+           "safe_group"]

@@ -57,7 +57,7 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
 
-from .commit import WRITE_TOKEN, CommitHooks, TimelineWriter, _rollback
+from .commit import WRITE_TOKEN, CommitHooks, TimelineWriter, rollback_instant
 from .logwriter import LogFileWriter, Mode
 from .store import WriteStore
 
@@ -247,7 +247,7 @@ class MetadataTable:
 
     # --- rollback --------------------------------------------------------------------------
 
-    def roll_back(self, failed: str, rollback_instant: str | None) -> bool:
+    def roll_back(self, failed: str, rollback_instant_time: str | None) -> bool:
         """Make the MDT forget ``failed`` (any state) as Hudi does: roll back its own delta
         commit of that instant. False when the MDT never saw it."""
         tl = self.timeline()
@@ -259,8 +259,8 @@ class MetadataTable:
             # the data table's next rollback of the same instant finishes
             self.store.delete(self.store.join(tl.directory, inst.file_name))
         view = _MetadataView(self.location)
-        _rollback(self.store, self.location, self.writer(), view, failed, self.mode,
-                  self.fsync, instant=rollback_instant)
+        rollback_instant(self.store, self.location, self.writer(), view, failed, self.mode,
+                         self.fsync, instant=rollback_instant_time)
         return True
 
     # --- reading ---------------------------------------------------------------------------
@@ -325,7 +325,7 @@ def _without_meta_fields(schema: str) -> str:
 
 
 class _MetadataView(Table):
-    """The MDT as :func:`~morlog.writers.commit._rollback` sees it: its partitions are the
+    """The MDT as :func:`~morlog.writers.commit.rollback_instant` sees it: its partitions are the
     directories holding Hudi's partition metadata (the MDT has no partition fields)."""
 
     def partitions(self) -> list[str]:
