@@ -75,7 +75,15 @@ from .commit import (
 )
 from .indexed import IndexedLogWriter
 from .logwriter import Mode
-from .metadata import apply_drops, metadata_hooks, plan_metadata
+from .mdt_writer import FILES, create_metadata_table
+from .metadata import (
+    ENABLE,
+    PARTITIONS_PROPERTY,
+    apply_drops,
+    metadata_hooks,
+    plan_metadata,
+    update_properties,
+)
 from .profile import WRITE_VERSIONS, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
@@ -228,7 +236,11 @@ class MorTable:
         ``config.hoodie_options``, else the version current Hudi writes
         (:data:`~morlog.logformat.table_files.DEFAULT_TABLE_VERSION`, 9).
         ``table_properties``: more ``hoodie.properties`` entries, over morlog's own (e.g.
-        ``hoodie.datasource.write.hive_style_partitioning``, the key generator class)."""
+        ``hoodie.datasource.write.hive_style_partitioning``, the key generator class).
+
+        Versions 8 and 9 get a metadata table with the ``files`` partition, as Hudi
+        initialises it (``hoodie.metadata.enable``, default true; ``false`` creates none;
+        with ``new_groups="log"`` only ``true`` creates one: spec/table.md §15)."""
         location = TableLocation.of(path)
         version = _create_version(table_version, config)
         path = location.uri
@@ -261,6 +273,19 @@ class MorTable:
             store.makedirs(store.join(inner, ".hoodie", "timeline"))
         if not store.create(props_path, format_properties(props).encode("utf-8")):
             raise UsageError("a table was created here concurrently", path=path)
+        cfg = config or WriteConfig()
+        enable = (cfg.hoodie_options.get(ENABLE) or "").strip().lower()
+        # hudi-rs 0.5 skips file groups without a base file when it lists through the MDT,
+        # so a table whose new groups are log-only gets one only when asked for
+        if version >= 8 and enable != "false" and (cfg.new_groups == "base"
+                                                   or enable == "true"):
+            fsync = cfg.fsync
+            # the MDT first, then listed: a crash in between leaves an unlisted MDT, which
+            # the first commit drops (spec/table.md §15)
+            create_metadata_table(store, location, name=table_name, version=version,
+                                  fsync=fsync)
+            update_properties(store, location, {**props, PARTITIONS_PROPERTY: FILES},
+                              fsync=fsync)
         return cls(location, config)
 
     # --- the lock and the commit protocol ----------------------------------------------

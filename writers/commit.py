@@ -330,19 +330,21 @@ def _own_replace(timeline: TimelineWriter, instant: str, action: str) -> bool:
 
 def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
               table: Table, failed: str, mode: Mode, fsync: bool,
-              hooks: RollbackHooks | None = None, action: str = "deltacommit") -> list[str]:
+              hooks: RollbackHooks | None = None, action: str = "deltacommit", *,
+              instant: str | None = None) -> list[str]:
     """Roll back instant ``failed``; the file group entries skipped as unsafe, each described.
 
     Files named after ``failed`` (its new base files, and the log files it created) are
     deleted. In layout 1 (table version 6) a log of an older slice may hold its blocks too:
     each such log of the groups its inflight metadata names gets a ROLLBACK command block.
     In layout 2 (8+) every log file carries its delta commit's instant, so deleting is all
-    (Hudi 1.x rolls back the same way)."""
+    (Hudi 1.x rolls back the same way). ``instant``: the rollback instant (default a new
+    one; the metadata table reuses the data table's, as Hudi does)."""
     started = time.monotonic()
     skipped = []
     groups = timeline.inflight_groups(failed, action)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
-    rb = new_instant(max(x for x in (last, failed) if x is not None))
+    rb = instant or new_instant(max(x for x in (last, failed) if x is not None))
     keys: list[tuple[str, str]] = []
     for g in groups:
         try:
@@ -398,6 +400,15 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     timeline.remove_pending(failed, action)
     st.delete(heartbeat_path(st, location, failed))
     return skipped
+
+
+def rollback_instant(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
+                     table: Table, failed: str, mode: Mode, fsync: bool = True, *,
+                     instant: str | None = None) -> list[str]:
+    """Roll back instant ``failed`` of any merge-on-read table (the metadata table too:
+    ``table`` is how it is listed) with rollback instant ``instant`` (default a new one);
+    the file group entries skipped as unsafe (see :func:`rollback_pending`)."""
+    return _rollback(st, location, timeline, table, failed, mode, fsync, instant=instant)
 
 
 class Commit:
@@ -575,4 +586,5 @@ def _describe(exc: BaseException) -> str:
 
 __all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RollbackHooks",
            "TimelineWriter", "check_heartbeat", "instant_files", "base_file_name",
-           "ensure_partition", "new_instant", "rollback_pending", "safe_group"]
+           "ensure_partition", "new_instant", "rollback_instant", "rollback_pending",
+           "safe_group"]

@@ -9,8 +9,9 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 (``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
 ``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
 
-morlog does the latter only when the writer opts in with Hudi's own switches (write options
-of ``WriteConfig.hoodie_options``):
+morlog keeps the ``files`` partition true in every commit (``morlog.writers.mdt_writer``) and
+drops the others only when the writer opts in with Hudi's own switches (write options of
+``WriteConfig.hoodie_options``):
 
 - ``hoodie.metadata.enable=false``: the whole metadata table;
 - ``hoodie.metadata.index.column.stats.enable=false``: ``column_stats``;
@@ -35,14 +36,15 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
 from .commit import CommitHooks
+from .logwriter import Mode
+from .mdt_writer import FILES, METADATA_DIR, MetadataWriter
 from .store import WriteStore
 
-METADATA_DIR = "metadata"
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
 ENABLE = "hoodie.metadata.enable"
 #: MDT partitions morlog keeps true on every commit
-KEPT: frozenset[str] = frozenset()
+KEPT: frozenset[str] = frozenset({FILES})
 #: the switch that turns each MDT partition (by name or name prefix) off
 _SWITCHES = {
     "files": ENABLE,
@@ -128,12 +130,14 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
 
 
 def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
-                   fsync: bool = True) -> CommitHooks | None:
-    """What keeps the kept MDT partitions true in a commit (None: nothing kept)."""
-    if not plan.keep:
+                   fsync: bool = True, mode: Mode | None = None) -> CommitHooks | None:
+    """What keeps the kept MDT partitions true in a commit (None: nothing kept): the
+    ``files`` partition's :class:`~morlog.writers.mdt_writer.MetadataWriter`. ``mode``: how
+    a table version 6 MDT log is written (default: append where the storage can)."""
+    if FILES not in plan.keep:
         return None
-    raise UnsupportedSettingError("morlog keeps no metadata-table partition yet",
-                                  property=PARTITIONS_PROPERTY, value=",".join(plan.keep))
+    return MetadataWriter(store, location, fsync=fsync,
+                          mode=mode or ("append" if store.can_append else "rollover"))
 
 
 def apply_drops(store: WriteStore, location: TableLocation, table: Table,

@@ -1,0 +1,466 @@
+"""The metadata table's ``files`` partition, kept true by every morlog commit (spec/table.md
+§15, spec/mdt.md §6).
+
+A commit ``I`` of the data table writes, before the data table's completed instant:
+
+1. ``I.deltacommit.requested`` and ``.inflight`` on the metadata table's (MDT's) timeline
+   (``.hoodie/metadata/.hoodie/timeline/`` in layout 2, ``.hoodie/metadata/.hoodie/`` in
+   layout 1), the **same instant** as the data table's, as Hudi's metadata writer does
+   (``HoodieBackedTableMetadataWriter.update`` -> ``commitInternal``);
+2. one HFILE_DATA block with the commit's ``files`` records
+   (``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords``: one record per
+   touched partition with the files written and their sizes, and ``__all_partitions__``
+   naming every touched partition) in each ``files`` file group that a record maps to
+   (``mapRecordKeyToFileGroupIndex``), as a new log file (8+: named after ``I``; 6: appended
+   to the log of the slice's base instant);
+3. ``I``'s completed delta commit on the MDT timeline with its write stats.
+
+Hudi's readers trust an MDT log block only when its instant is completed on the data
+timeline (``HoodieTableMetadataUtil.getValidInstantTimestamps``), so the data instant
+completing is what publishes the MDT's records to Hudi; hudi-rs reads the MDT as a table and
+needs the MDT's own completed delta commit. A rolled-back data instant is rolled back in the
+MDT with the same rollback instant (``HoodieBackedTableMetadataWriter.update(
+HoodieRollbackMetadata, ...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from morlog.logformat.blocks import delete_block, hfile_data_block
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.errors import UsageError
+from morlog.logformat.framing import decode_blocks
+from morlog.logformat.hfile import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
+from morlog.logformat.hfile_content import decode_hfile_records, encode_hfile_records
+from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.logformat.mdt_records import (
+    ALL_PARTITIONS_KEY,
+    files_partition_records,
+    files_view,
+    metadata_record_schema_json,
+)
+from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
+from morlog.logformat.table_files import (
+    PARTITION_METADATA_FILE,
+    PROPERTIES_FILE,
+    format_partition_metadata,
+    format_properties,
+    table_checksum,
+)
+from morlog.logformat.timeline_meta import write_stat
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
+from morlog.readers.timeline import Timeline
+
+from .commit import WRITE_TOKEN, CommitHooks, TimelineWriter, rollback_instant
+from .logwriter import LogFileWriter, Mode
+from .store import WriteStore
+
+METADATA_DIR = "metadata"
+FILES = "files"
+#: ``MetadataPartitionType.FILES.getFileIdPrefix()``
+FILES_FILE_ID_PREFIX = "files-"
+#: ``HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP``: the instant that initialises the MDT of a
+#: table without completed commits
+SOLO_COMMIT_TIMESTAMP = "00000000000000000"
+#: the operation of an MDT delta commit (Hudi's fixtures)
+UPSERT_OPERATION = "UPSERT_PREPPED"
+BOOTSTRAP_OPERATION = "BULK_INSERT_PREPPED"
+#: ``HoodieMetadataConfig`` bloom filter of MDT base files: entries per DYNAMIC_V0 row,
+#: by table version (Hudi 1.0: 60000, Hudi 1.1: 10000; verified on the fixtures' base files)
+_BLOOM_ENTRIES = {8: 60_000, 9: 10_000}
+_BLOOM_FPP = 1e-9
+_BLOOM_MAX_ENTRIES = 100_000
+
+
+def metadata_location(location: TableLocation) -> TableLocation:
+    """The location of a table's metadata table (``<table>/.hoodie/metadata``)."""
+    return dataclasses.replace(location, path=location.join(".hoodie", METADATA_DIR))
+
+
+def file_group_id(index: int) -> str:
+    """The file id of ``files`` file group ``index`` (``files-0000-0``;
+    ``HoodieTableMetadataUtil.getFileIDForFileGroup``)."""
+    return f"{FILES_FILE_ID_PREFIX}{index:04d}-0"
+
+
+def key_to_file_group_index(key: str, count: int) -> int:
+    """``HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex``: Java's ``String.hashCode``
+    over UTF-16 code units in 32-bit arithmetic, then ``abs(abs(h) % count)``."""
+    h = 0
+    data = key.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    a = abs(h) if h != -(1 << 31) else h  # Math.abs(Integer.MIN_VALUE) stays negative
+    r = abs(a) % count if a >= 0 else -(abs(a) % count)  # Java's % keeps the sign
+    return abs(r)
+
+
+def _style(version: int) -> tuple[HFileStyle, int]:
+    """HFile writer style and creation time of a table version's MDT files (Hudi 1.0 writes
+    HBase-style HFiles with creation time 0, Hudi 1.1 its native ones)."""
+    if version == 8:
+        return HBASE, 0
+    return HUDI_NATIVE, int(time.time() * 1000)
+
+
+class MetadataTable:
+    """The metadata table of one data table, as far as morlog writes it."""
+
+    def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
+                 fsync: bool = True) -> None:
+        self.store = store
+        self.data_location = location
+        self.location = metadata_location(location)
+        self.path = self.location.path
+        self.mode: Mode = mode
+        self.fsync = fsync
+        self._props: dict[str, str] | None = None
+
+    @property
+    def props(self) -> dict[str, str]:
+        if self._props is None:
+            from morlog.logformat.table_files import parse_properties
+
+            p = self.store.join(self.path, ".hoodie", PROPERTIES_FILE)
+            self._props = parse_properties(self.store.read(p).decode("utf-8"), p)
+        return self._props
+
+    @property
+    def version(self) -> int:
+        return int(self.props.get("hoodie.table.version", "6"))
+
+    @property
+    def layout(self) -> int:
+        return 2 if self.version >= 8 else 1
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.path, self.version, self.location.storage)
+
+    def writer(self) -> TimelineWriter:
+        return TimelineWriter(self.store, self.location, layout=self.layout, fsync=self.fsync)
+
+    def files_dir(self) -> str:
+        return self.store.join(self.path, FILES)
+
+    def file_groups(self) -> list[str]:
+        """The ``files`` file ids on storage, sorted (Hudi sorts file slices by file id)."""
+        ids = set()
+        for name in self.store.listdir(self.files_dir()):
+            if LogFileName.matches(name):
+                ids.add(LogFileName.parse(name).file_id)
+            elif BaseFileName.matches(name):
+                ids.add(BaseFileName.parse(name).file_id)
+        return sorted(ids)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def write_files_commit(self, instant: str, written: Mapping[str, Mapping[str, int]],
+                           deleted: Mapping[str, Sequence[str]] | None = None) -> None:
+        """One MDT delta commit ``instant`` with the ``files`` records of ``written``
+        (partition -> {file name: size}) and the tombstones of ``deleted``."""
+        tl = self.timeline()
+        if tl.get(instant) is not None:
+            # a re-attempt of an instant the MDT has seen (Hudi's commitInternal rolls it back)
+            self.roll_back(instant, None)
+            tl = self.timeline()
+        records = files_partition_records(
+            {p: dict(f) for p, f in written.items()},
+            {p: list(n) for p, n in (deleted or {}).items() if n})
+        groups = self.file_groups() or [file_group_id(0)]
+        by_group: dict[str, list[dict[str, Any]]] = {}
+        for rec in records:
+            fid = groups[key_to_file_group_index(str(rec["key"]), len(groups))]
+            by_group.setdefault(fid, []).append(rec)
+        w = self.writer()
+        w.write(instant, "requested", {})
+        w.write(instant, "inflight", {
+            "partitionToWriteStats": {FILES: [write_stat(FILES, f) for f in sorted(by_group)]},
+            "compacted": False, "extraMetadata": {}, "operationType": UPSERT_OPERATION})
+        d = self.files_dir()
+        self.store.makedirs(d)
+        style, created = _style(self.version)
+        schema = self.block_schema()
+        stats = []
+        for fid, recs in sorted(by_group.items()):
+            block = hfile_data_block(recs, schema, instant, style=style,
+                                     create_time_ms=created)
+            if self.layout == 2:
+                lw = LogFileWriter(d, fid, instant, write_token=WRITE_TOKEN, mode="rollover",
+                                   fsync=self.fsync, store=self.store)
+            else:
+                lw = LogFileWriter(d, fid, self._base_instant(tl, fid), write_token=WRITE_TOKEN,
+                                   mode=self.mode, fsync=self.fsync, store=self.store)
+            r = lw.append(block)
+            name = str(r.name)
+            st = write_stat(FILES, fid, f"{FILES}/{name}", prev_commit=instant,
+                            num_writes=len(recs), num_update_writes=len(recs),
+                            file_size=r.size, log_files=[name], base_file="")
+            st["logVersion"] = r.name.version
+            st["logOffset"] = r.blocks[0].offset if r.blocks else 0
+            stats.append(st)
+        w.write(instant, "completed", {
+            "partitionToWriteStats": {FILES: stats}, "compacted": False,
+            "extraMetadata": {"schema": _without_meta_fields(schema)},
+            "operationType": UPSERT_OPERATION})
+
+    def block_schema(self) -> str:
+        """The SCHEMA of the MDT's newest ``files`` block (or base file): the record schema
+        of the Hudi version that wrote the MDT, which new blocks keep (hudi-rs refuses a
+        file slice whose blocks' schemas do not reconcile, e.g. Hudi 1.0's and 1.1's column
+        statistics records); a new MDT's: ``HoodieMetadataRecord`` of Hudi 1.1."""
+        d = self.files_dir()
+        names = self.store.listdir(d)
+        logs = sorted((LogFileName.parse(n) for n in names if LogFileName.matches(n)),
+                      key=lambda x: (x.instant, x.version), reverse=True)
+        for ln in logs:
+            for fr in reversed(decode_blocks(self.store.read(self.store.join(d, str(ln))))):
+                if fr.block_type == BlockType.HFILE_DATA:
+                    text = fr.header.get(HeaderKey.SCHEMA)
+                    if text:
+                        return text
+        bases = sorted((BaseFileName.parse(n) for n in names if BaseFileName.matches(n)),
+                       key=lambda b: b.instant, reverse=True)
+        for b in bases:
+            info = decode_hfile(self.store.read(self.store.join(d, str(b)))).file_info
+            if b"schema" in info:
+                return info[b"schema"].decode("utf-8")
+        return metadata_record_schema_json()
+
+    def _base_instant(self, tl: Timeline, fid: str) -> str:
+        """Layout 1: the base instant of the file group's latest slice (its log's name)."""
+        bases = [BaseFileName.parse(n).instant for n in self.store.listdir(self.files_dir())
+                 if BaseFileName.matches(n) and BaseFileName.parse(n).file_id == fid
+                 and tl.is_committed(BaseFileName.parse(n).instant)]
+        if bases:
+            return max(bases)
+        logs = [LogFileName.parse(n).instant for n in self.store.listdir(self.files_dir())
+                if LogFileName.matches(n) and LogFileName.parse(n).file_id == fid]
+        return min(logs) if logs else SOLO_COMMIT_TIMESTAMP
+
+    # --- rollback --------------------------------------------------------------------------
+
+    def roll_back(self, failed: str, rollback_instant_time: str | None) -> bool:
+        """Make the MDT forget ``failed`` (any state) as Hudi does: roll back its own delta
+        commit of that instant. False when the MDT never saw it."""
+        tl = self.timeline()
+        inst = tl.get(failed)
+        if inst is None or inst.action != "deltacommit":
+            return False
+        if inst.is_completed:
+            # back to inflight first: a crash from here leaves a pending MDT instant, which
+            # the data table's next rollback of the same instant finishes
+            self.store.delete(self.store.join(tl.directory, inst.file_name))
+        view = _MetadataView(self.location)
+        rollback_instant(self.store, self.location, self.writer(), view, failed, self.mode,
+                         self.fsync, instant=rollback_instant_time)
+        return True
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def files_records(self) -> list[dict[str, Any]]:
+        """The ``files`` records a reader of the MDT merges, oldest first: the latest
+        committed base file of each file group, then the blocks of committed delta commits
+        in its slice (rolled-back instants dropped)."""
+        tl = self.timeline()
+        d = self.files_dir()
+        names = self.store.listdir(d)
+        out: list[dict[str, Any]] = []
+        for fid in self.file_groups():
+            bases = sorted((BaseFileName.parse(n) for n in names if BaseFileName.matches(n)
+                            and BaseFileName.parse(n).file_id == fid
+                            and tl.is_committed(BaseFileName.parse(n).instant)),
+                           key=lambda b: b.instant)
+            base = bases[-1] if bases else None
+            if base is not None:
+                data = self.store.read(self.store.join(d, str(base)))
+                hf = decode_hfile(data)
+                out += decode_hfile_records(data, hf.file_info[b"schema"].decode("utf-8"))
+            logs = []
+            for n in names:
+                if not LogFileName.matches(n):
+                    continue
+                ln = LogFileName.parse(n)
+                if ln.file_id != fid:
+                    continue
+                if self.layout == 2:
+                    done = tl.completion_time(ln.instant)
+                    if done is None or (base is not None and done < base.instant):
+                        continue
+                elif base is not None and ln.instant != base.instant:
+                    continue
+                logs.append(ln)
+            logs.sort(key=lambda x: (x.instant, x.version, x.write_token or ""))
+            blocks: list[tuple[str, list[dict[str, Any]]]] = []
+            rolled: set[str] = set()
+            for ln in logs:
+                for fr in decode_blocks(self.store.read(self.store.join(d, str(ln)))):
+                    inst = fr.header.get(HeaderKey.INSTANT_TIME) or ""
+                    if fr.block_type == BlockType.COMMAND:
+                        rolled.add(fr.header.get(HeaderKey.TARGET_INSTANT_TIME) or "")
+                    elif fr.block_type == BlockType.HFILE_DATA and tl.is_committed(inst):
+                        schema = fr.header.get(HeaderKey.SCHEMA) or ""
+                        blocks.append((inst, decode_hfile_records(fr.content, schema)))
+            out += [r for inst, recs in blocks if inst not in rolled for r in recs]
+        return out
+
+    def files_view(self) -> dict[str, dict[str, int]]:
+        """``{partition key: {file name: size}}`` the ``files`` partition lists now."""
+        return files_view(self.files_records())
+
+
+def _without_meta_fields(schema: str) -> str:
+    """A record schema's text without the ``_hoodie_*`` meta fields (what an MDT commit's
+    ``extraMetadata.schema`` holds)."""
+    parsed = json.loads(schema)
+    parsed["fields"] = [f for f in parsed["fields"] if not f["name"].startswith("_hoodie_")]
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+class _MetadataView(Table):
+    """The MDT as :func:`~morlog.writers.commit.rollback_instant` sees it: its partitions are the
+    directories holding Hudi's partition metadata (the MDT has no partition fields)."""
+
+    def partitions(self) -> list[str]:
+        return sorted(d for d in self.storage.subdirs(self.path) if not d.startswith(".")
+                      and PARTITION_METADATA_FILE in self.storage.listdir(
+                          self.storage.join(self.path, d)))
+
+
+class MetadataWriter(CommitHooks):
+    """Keeps the MDT's ``files`` partition true in a commit (:class:`CommitHooks`)."""
+
+    def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
+                 fsync: bool = True) -> None:
+        self.mdt = MetadataTable(store, location, mode=mode, fsync=fsync)
+
+    def committing(self, instant: str, written: dict[str, dict[str, int]]) -> None:
+        self.mdt.write_files_commit(instant, written)
+
+    def rolled_back(self, failed: str, rollback_instant: str,
+                    deleted: dict[str, list[str]]) -> None:
+        self.mdt.roll_back(failed, rollback_instant)
+        if not any(deleted.values()):
+            return
+        # data files that the MDT still lists (another instant's) are recorded as deleted
+        listed = self.mdt.files_view()
+        gone = {p: [n for n in names if n in listed.get(p or ".", {})]
+                for p, names in deleted.items()}
+        gone = {p: n for p, n in gone.items() if n}
+        if gone:
+            self.mdt.write_files_commit(rollback_instant, {}, gone)
+
+
+# --- a new table's metadata table ----------------------------------------------------------
+
+
+def metadata_table_properties(*, name: str, version: int) -> dict[str, str]:
+    """``.hoodie/metadata/.hoodie/hoodie.properties`` of a new table's MDT, as Hudi's
+    ``HoodieBackedTableMetadataWriter.initializeMetaClient`` creates it (the fixtures' MDTs;
+    table name ``<name>_metadata``, ``HoodieTableMetadata.METADATA_TABLE_NAME_SUFFIX``; no
+    database name, so the checksum is CRC-32 of ``.<name>_metadata``, as on the fixtures)."""
+    mdt_name = f"{name}_metadata"
+    return {
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.table.initial.version": str(version),
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.archivelog.folder": "history",
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.table.checksum": table_checksum(mdt_name),
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.table.name": mdt_name,
+        "hoodie.timeline.path": "timeline",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.table.version": str(version),
+    }
+
+
+def bootstrap_base_file(version: int, file_name: str, *, schema: str | None = None,
+                        create_time_ms: int | None = None) -> bytes:
+    """The ``files`` base HFile of an empty table's MDT: one ``__all_partitions__`` record
+    listing no partition (``initializeFilesPartition`` of an empty table), with the base
+    file's bloom filter and key range (``HoodieAvroHFileWriter``)."""
+    text = schema or metadata_record_schema_json()
+    rec = [_empty_partition_list()]
+    if version == 8:  # Hudi 1.0 filled the file-name meta field of base file records
+        rec[0]["_hoodie_file_name"] = file_name
+    style, created = _style(version)
+    if create_time_ms is not None:
+        created = create_time_ms
+    content = encode_hfile_records(rec, text, style=style, create_time_ms=created)
+    hf = decode_hfile(content)
+    bloom = DynamicBloomV0(_BLOOM_ENTRIES.get(version, 10_000), _BLOOM_FPP, _BLOOM_MAX_ENTRIES)
+    bloom.add([ALL_PARTITIONS_KEY])
+    info = {b"schema": text.encode("utf-8"), b"bloomFilterTypeCode": b"DYNAMIC_V0",
+            b"minRecordKey": ALL_PARTITIONS_KEY.encode(),
+            b"maxRecordKey": ALL_PARTITIONS_KEY.encode()}
+    return encode_hfile(list(hf.keys), list(hf.values), file_info=info,
+                        meta_blocks={b"bloomFilter": bloom.to_base64().encode("ascii")},
+                        style=style, create_time_ms=created)
+
+
+def _empty_partition_list() -> dict[str, Any]:
+    """``HoodieMetadataPayload.createPartitionListRecord`` of no partitions."""
+    rec = files_partition_records({}, new_partitions=[ALL_PARTITIONS_KEY])[0]
+    rec["filesystemMetadata"] = {}
+    return rec
+
+
+def create_metadata_table(store: WriteStore, location: TableLocation, *, name: str,
+                          version: int, fsync: bool = True) -> None:
+    """Create the MDT of a new, empty table of ``version`` 8 or 9 with its ``files``
+    partition, as Hudi initialises it (``initializeFromFilesystem``): MDT properties, then
+    delta commit ``00000000000000000`` with the file group's first log (an empty delete
+    block, write token ``0-0-0``, ``initializeFileGroups``) and base HFile (the bulk insert
+    of ``__all_partitions__``). The caller lists ``files`` in the data table's
+    ``hoodie.table.metadata.partitions`` afterwards."""
+    if version < 8:
+        raise UsageError("morlog creates metadata tables for table versions 8 and 9",
+                         actual=version)
+    mloc = metadata_location(location)
+    hoodie = store.join(mloc.path, ".hoodie")
+    store.makedirs(store.join(hoodie, "timeline"))
+    props = metadata_table_properties(name=name, version=version)
+    if not store.create(store.join(hoodie, PROPERTIES_FILE),
+                        format_properties(props).encode("utf-8"), sync=fsync):
+        raise UsageError("a metadata table exists already", path=mloc.path)
+    w = TimelineWriter(store, mloc, layout=2, fsync=fsync)
+    instant = SOLO_COMMIT_TIMESTAMP
+    w.write(instant, "requested", {})
+    w.write(instant, "inflight", {})
+    d = store.join(mloc.path, FILES)
+    store.makedirs(d)
+    store.create(store.join(d, PARTITION_METADATA_FILE),
+                 format_partition_metadata(int(time.time()), 1).encode(), sync=fsync)
+    fid = file_group_id(0)
+    LogFileWriter(d, fid, instant, write_token=DEFAULT_WRITE_TOKEN, mode="rollover",
+                  fsync=fsync, store=store).append(delete_block([], instant))
+    base = str(BaseFileName(fid, WRITE_TOKEN, instant, "hfile"))
+    data = bootstrap_base_file(version, base)
+    if not store.create(store.join(d, base), data, sync=fsync):
+        raise UsageError("the metadata table's base file exists already", path=d)
+    stat = write_stat(FILES, fid, f"{FILES}/{base}", num_writes=1, num_inserts=1,
+                      file_size=len(data))
+    w.write(instant, "completed", {
+        "partitionToWriteStats": {FILES: [stat]}, "compacted": False,
+        "extraMetadata": {"schema": metadata_record_schema_json(meta_fields=False)},
+        "operationType": BOOTSTRAP_OPERATION})
+
+
+__all__ = ["FILES", "METADATA_DIR", "SOLO_COMMIT_TIMESTAMP", "MetadataTable",
+           "MetadataWriter", "bootstrap_base_file", "create_metadata_table",
+           "file_group_id", "key_to_file_group_index", "metadata_location",
+           "metadata_table_properties"]
