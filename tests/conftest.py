@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -53,27 +52,3 @@ def s3() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """A local Spark session with ``format("morlog")`` registered (tests that use it skip
-    without pyspark)."""
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from morlog.writers.spark import register
-
-    # local[2,2]: two threads, a failed task is retried once (the retry test needs it)
-    session = (SparkSession.builder.master("local[2,2]").appName("morlog-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
