@@ -51,6 +51,9 @@ class BaseFormat(Enum):
     PARQUET = "PARQUET"
     ORC = "ORC"
     LANCE = "LANCE"
+    #: the metadata table's base files: listed in its file slices, never read as rows here
+    #: (``morlog.logformat.hfile`` decodes them); a data table with it is refused
+    HFILE = "HFILE"
 
     @property
     def ext(self) -> str:
@@ -81,13 +84,27 @@ def table_base_format(props: Mapping[str, str], path: str | None = None) -> Base
         return BaseFormat.PARQUET
     value = raw.strip().upper()
     try:
+        if value == BaseFormat.HFILE.value:
+            raise ValueError(value)
         return BaseFormat(value)
     except ValueError:
         why = ("HFILE base files (Hudi's metadata table) are not read by morlog"
                if value == "HFILE" else "not a base-file format Hudi writes")
         raise UnsupportedFormatError(f"{key}={raw.strip()}: {why}", path=path,
-                                     expected=[f.value for f in BaseFormat],
+                                     expected=[f.value for f in DATA_FORMATS],
                                      actual=raw.strip()) from None
+
+
+#: the formats of a data table's base files
+DATA_FORMATS = (BaseFormat.PARQUET, BaseFormat.ORC, BaseFormat.LANCE)
+
+
+def _refuse_hfile(fmt: BaseFormat, path: str) -> None:
+    if fmt is BaseFormat.HFILE:
+        raise UnsupportedFormatError("HFILE base files hold the metadata table's records, "
+                                     "which morlog reads with its HFile codec, not as rows",
+                                     path=path, expected=[f.value for f in DATA_FORMATS],
+                                     actual=fmt.value)
 
 
 def base_file_format(name: str) -> str | None:
@@ -119,7 +136,7 @@ def format_of_path(path: str) -> BaseFormat:
         return BaseFormat(ext.upper())
     except ValueError:
         raise UsageError("not a base file morlog reads", path=path,
-                         expected=[f.extension for f in BaseFormat], actual=f".{ext}") from None
+                         expected=[f.extension for f in DATA_FORMATS], actual=f".{ext}") from None
 
 
 #: the Avro schema in an ORC base file's user metadata (``HoodieOrcConfig``)
@@ -221,6 +238,7 @@ class BaseFileReader:
         self.src = src
         self.name = src.name
         self.format = fmt or format_of_path(src.name)
+        _refuse_hfile(self.format, self.name)
         self._lance_path: Any = None
         with decoder_errors(self.name, "base file footer does not decode"):
             if self.format is BaseFormat.PARQUET:
@@ -287,6 +305,7 @@ def read_base_file(path: str, columns: Sequence[str] | None = None,
     input file."""
     st = storage or LocalStorage()
     fmt = fmt or format_of_path(path)
+    _refuse_hfile(fmt, path)
     with decoder_errors(path, "base file does not decode"):
         if fmt is BaseFormat.PARQUET:
             import pyarrow.parquet as pq

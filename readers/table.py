@@ -203,8 +203,12 @@ class Table:
                              path=props_path,
                              expected="MERGE_ON_READ", actual=self.config.table_type)
         #: the format of the table's base files (``hoodie.table.base.file.format``)
-        self.base_format = self.config.base_format
+        self.base_format = self._base_format()
         self.timeline = Timeline.load(path, self.config.version, self.storage)
+
+    def _base_format(self) -> BaseFormat:
+        """The base-file format of a data table (HFILE refused: the metadata table's)."""
+        return self.config.base_format
 
     @property
     def version(self) -> int:

@@ -159,6 +159,9 @@ def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str
         if avro_schema is not None:
             items[ORC_AVRO_SCHEMA_KEY] = avro_schema.encode("utf-8")
         return add_user_metadata(sink.getvalue().to_pybytes(), items)
+    if fmt is not BaseFormat.LANCE:
+        raise UsageError(f"morlog writes no {fmt.value} base files of a data table",
+                         expected=["PARQUET", "ORC", "LANCE"], actual=fmt.value)
     lance_file = require_lance()
     with tempfile.TemporaryDirectory(prefix="morlog-lance-") as d:
         path = os.path.join(d, "base.lance")

@@ -53,6 +53,7 @@ from morlog.logformat.table_files import (
     table_checksum,
 )
 from morlog.logformat.timeline_meta import write_stat
+from morlog.readers.base_files import BaseFormat
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
@@ -327,6 +328,9 @@ def _without_meta_fields(schema: str) -> str:
 class _MetadataView(Table):
     """The MDT as :func:`~morlog.writers.commit.rollback_instant` sees it: its partitions are the
     directories holding Hudi's partition metadata (the MDT has no partition fields)."""
+
+    def _base_format(self) -> BaseFormat:
+        return BaseFormat.HFILE  # listed in file slices, never read as rows
 
     def partitions(self) -> list[str]:
         return sorted(d for d in self.storage.subdirs(self.path) if not d.startswith(".")

@@ -126,7 +126,26 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         # without ``files`` the metadata table is off altogether (Hudi's rule: every other
         # partition needs it)
         return MetadataPlan(drop_all=True)
+    if FILES in plan.keep:
+        _check_keepable(table, store, mdt_dir)
     return plan
+
+
+def _check_keepable(table: Table, store: WriteStore, mdt_dir: str) -> None:
+    """An :class:`UnsupportedSettingError` (before anything is written) unless the metadata
+    table that ``files`` is listed for exists: its ``hoodie.properties`` and a ``files``
+    partition holding a file group."""
+    props = store.join(mdt_dir, ".hoodie", PROPERTIES_FILE)
+    files = store.join(mdt_dir, FILES)
+    if not store.exists(props) or not any(
+            n.startswith(f"{FILES}-") or n.startswith(f".{FILES}-")
+            for n in store.listdir(files)):
+        raise UnsupportedSettingError(
+            f"lists the metadata table's {FILES!r} partition, but .hoodie/metadata holds no "
+            f"such table (no {PROPERTIES_FILE} or no file group under {FILES}/); set "
+            f"{ENABLE}=false to drop the listing as Hudi's writer does",
+            property=PARTITIONS_PROPERTY, value=table.config.get(PARTITIONS_PROPERTY),
+            path=table.config.path)
 
 
 def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
