@@ -29,7 +29,7 @@ from morlog.writers.mdt_writer import (
 )
 
 from .hudi_fixtures import ROOT, SKIP_REASON
-from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _new_key, _rows
+from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows, write_three
 
 KEEP_FILES_ONLY = {"hoodie.metadata.index.column.stats.enable": "false",
                    "hoodie.metadata.index.partition.stats.enable": "false",
@@ -73,22 +73,7 @@ def _check_mdt(path: Path, last: int) -> None:
 
 def _write_three(path: Path) -> dict[Any, dict[str, Any]]:
     """Upsert two rows, insert one, delete one; the rows expected afterwards."""
-    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_FILES_ONLY))
-    key = t.key_field
-    data = _data(path)
-    expected = _rows(data, key)
-    upd = _later(data.slice(0, 2), t.ordering_field)
-    assert t.upsert(upd).updates == 2
-    ins = data.slice(2, 1)
-    ins = ins.set_column(ins.schema.get_field_index(key), key, pa.array([_new_key(data, key)]))
-    assert t.insert(ins).inserts == 1
-    gone = data.slice(data.num_rows - 1, 1)
-    assert t.delete(gone.select(list(t.keygen.required_columns))).deletes == 1
-    expected.update(_rows(upd, key))
-    expected.update(_rows(ins, key))
-    for k in _rows(gone, key):
-        expected.pop(k)
-    return expected
+    return write_three(MorTable(str(path), WriteConfig(hoodie_options=KEEP_FILES_ONLY)), path)
 
 
 @pytest.mark.parametrize("name", _NAMES, ids=lambda n: n.split("/")[0])

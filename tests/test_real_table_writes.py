@@ -80,11 +80,9 @@ def _options(path: Path) -> dict[str, str]:
     return DROP_MDT if listed_partitions(Table(str(path))) else {}
 
 
-@pytest.mark.parametrize("src", TABLES, ids=[p.name for p in TABLES])
-def test_upsert_insert_delete_read_right_in_morlog_and_hudi_rs(tmp_path: Path,
-                                                               src: Path) -> None:
-    path = _copy(src, tmp_path)
-    t = MorTable(str(path), WriteConfig(hoodie_options=_options(path)))
+def write_three(t: MorTable, path: Path) -> dict[Any, dict[str, Any]]:
+    """Through ``t``: update two rows (a later ordering value), insert a new key, delete
+    one row; the rows expected afterwards (by record key field)."""
     key = t.key_field
     data = _data(path)
     assert data.num_rows >= 3
@@ -102,6 +100,16 @@ def test_upsert_insert_delete_read_right_in_morlog_and_hudi_rs(tmp_path: Path,
     expected.update(_rows(ins, key))
     for k in _rows(gone, key):
         expected.pop(k)
+    return expected
+
+
+@pytest.mark.parametrize("src", TABLES, ids=[p.name for p in TABLES])
+def test_upsert_insert_delete_read_right_in_morlog_and_hudi_rs(tmp_path: Path,
+                                                               src: Path) -> None:
+    path = _copy(src, tmp_path)
+    t = MorTable(str(path), WriteConfig(hoodie_options=_options(path)))
+    key = t.key_field
+    expected = write_three(t, path)
     view = Table(str(path))
     assert view.timeline.pending() == []
     assert _rows(view.read(), key) == expected

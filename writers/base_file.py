@@ -69,15 +69,20 @@ def _setting(props: Mapping[str, str], key: str) -> str:
     return DEFAULTS[key] if value is None or not str(value).strip() else str(value).strip()
 
 
-def _positive(props: Mapping[str, str], key: str) -> int:
-    raw = _setting(props, key)
+def positive_int(key: str, raw: str) -> int:
+    """The value of setting ``key`` as a positive whole number; a :class:`UsageError`
+    naming the setting otherwise (the write options share it)."""
     try:
         n = int(raw)
     except ValueError:
-        raise UsageError(f"{key} must be a whole number of bytes", actual=raw) from None
+        raise UsageError(f"{key} must be a whole number", actual=raw) from None
     if n <= 0:
         raise UsageError(f"{key} must be positive", actual=n)
     return n
+
+
+def _positive(props: Mapping[str, str], key: str) -> int:
+    return positive_int(key, _setting(props, key))
 
 
 def parquet_write_options(props: Mapping[str, str]) -> dict[str, Any]:

@@ -62,7 +62,13 @@ from typing import TYPE_CHECKING
 
 from morlog.logformat.errors import UsageError
 
-from .base_file import BLOCK_SIZE, COMPRESSION_CODEC, DICTIONARY_ENABLED, PAGE_SIZE
+from .base_file import (
+    BLOCK_SIZE,
+    COMPRESSION_CODEC,
+    DICTIONARY_ENABLED,
+    PAGE_SIZE,
+    positive_int,
+)
 from .client import URLENCODE_PROPERTY, WRITE_TABLE_VERSION, WriteConfig
 from .metadata import METADATA_SWITCHES
 
@@ -241,7 +247,7 @@ def parse_write_options(options: Mapping[str, object], *,
                 value = str(_bool(key, value)).lower()
             cfg.hoodie_options[key] = value
         elif key in _INTS:
-            setattr(cfg, _INTS[key], _int(key, value))
+            setattr(cfg, _INTS[key], positive_int(key, value))
         elif key in _CHOICES:
             attr, choices = _CHOICES[key]
             if value.lower() not in choices:
@@ -277,16 +283,6 @@ def _text(value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value).strip()
-
-
-def _int(key: str, value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"{key} must be a whole number", actual=value) from None
-    if n <= 0:
-        raise UsageError(f"{key} must be positive", actual=n)
-    return n
 
 
 def _float(key: str, value: str) -> float:
