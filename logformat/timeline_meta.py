@@ -152,10 +152,14 @@ def write_stat(partition: str, file_id: str, path: str | None = None, *,
             "numUpdates": 0}
 
 
-def encode_avro(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
-    """One record as an Avro object container file (null codec), as Hudi writes it."""
+def encode_avro(schema: dict[str, Any], record: dict[str, Any],
+                sync_marker: bytes | None = None) -> bytes:
+    """One record as an Avro object container file (null codec), as Hudi writes it.
+    ``sync_marker``: the file's 16-byte sync marker (default random, as Hudi's; given by
+    the conformance vectors to make the bytes reproducible)."""
     out = io.BytesIO()
-    fastavro.writer(out, _parsed(schema), [record], codec="null")
+    fastavro.writer(out, _parsed(schema), [record], codec="null",
+                    **({} if sync_marker is None else {"sync_marker": sync_marker}))
     return out.getvalue()
 
 
