@@ -13,6 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.errors import MorlogError
@@ -218,3 +220,37 @@ def test_two_inserts_of_one_key_are_refused(tmp_path: Path) -> None:
     recs = [r["key"] for rs, _ in work.values() for r in rs]
     dels = [k for _, ks in work.values() for k in ks]
     assert (recs, dels) == (["k"], ["j"])
+
+
+_STEP = st.tuples(st.sampled_from(["upsert", "insert", "delete", "overwrite"]),
+                  st.integers(0, 7), st.integers(1, 3))
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(_STEP, min_size=1, max_size=5))
+def test_random_write_sequences_keep_index_true(tmp_path_factory: pytest.TempPathFactory,
+                                                steps: list[tuple[str, int, int]]) -> None:
+    """Random upserts (updates and new keys), inserts, deletes and insert_overwrites on a
+    copy of the v9 fixture: the record index equals the table after every step."""
+    path = _copy(_fixture(_NAMES[1]), tmp_path_factory.mktemp("rli"))
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_RLI))
+    key = t.key_field
+    fresh = 0
+    for op, start, n in steps:
+        data = _data(path)
+        if data.num_rows == 0:
+            break
+        rows = data.slice(start % data.num_rows, n)
+        if op in ("insert", "upsert"):
+            if op == "insert" or start % 2:
+                keys = [f"P-{fresh + i}" for i in range(rows.num_rows)]
+                fresh += rows.num_rows
+                rows = rows.set_column(rows.schema.get_field_index(key), key,
+                                       pa.array(keys, rows.schema.field(key).type))
+            getattr(t, op)(_later(rows, t.ordering_field))
+        elif op == "delete":
+            t.delete(rows.select(list(t.keygen.required_columns)))
+        else:
+            t.insert_overwrite(_later(rows, t.ordering_field))
+        _check(path)
