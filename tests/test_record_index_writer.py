@@ -254,3 +254,27 @@ def test_random_write_sequences_keep_index_true(tmp_path_factory: pytest.TempPat
         else:
             t.insert_overwrite(_later(rows, t.ordering_field))
         _check(path)
+
+
+def test_spark_writes_keep_index_true(spark: Any, tmp_path: Path) -> None:
+    """The distributed upsert (updates, inserts, deletes) and ``format("morlog")`` keep the
+    record index true."""
+    from morlog.writers.spark import upsert
+
+    path = _copy(_fixture(_NAMES[1]), tmp_path)
+    cfg = WriteConfig(hoodie_options=KEEP_RLI)
+    t = MorTable(str(path), cfg)
+    key, part = t.key_field, t.partition_field
+    data = _data(path)
+    rows = _later(data.slice(0, 3), t.ordering_field)
+    new = data.slice(0, 2).set_column(data.schema.get_field_index(key), key,
+                                      pa.array(["S-1", "S-2"], data.schema.field(key).type))
+    batch = pa.concat_tables([rows, _later(new, t.ordering_field)])
+    kw = dict(key=key, partition=part, ordering=t.ordering_field, config=cfg)
+    upsert(spark, spark.createDataFrame(batch.to_pandas()), str(path), **kw)
+    _check(path)
+    gone = data.slice(3, 1).select(list(t.keygen.required_columns))
+    upsert(spark, spark.createDataFrame(gone.to_pandas()), str(path), operation="delete",
+           **kw)
+    _check(path)
+    assert "S-1" in index_of(path)
