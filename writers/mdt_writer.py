@@ -209,7 +209,7 @@ class MetadataTable:
             "partitionToWriteStats": inflight,
             "compacted": False, "extraMetadata": {}, "operationType": UPSERT_OPERATION})
         style, created = _style(self.version)
-        schemas = {part: self.block_schema(part) for part, _ in work}
+        schemas = {part: self.block_schema(part) for part in {FILES, *(p for p, _ in work)}}
         stats: dict[str, list[dict[str, Any]]] = {}
         for (part, fid), (recs, dels) in sorted(work.items()):
             d = self.partition_dir(part)
