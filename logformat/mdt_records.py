@@ -234,3 +234,95 @@ def partitions_view(records: Iterable[Mapping[str, Any]]) -> list[str]:
     merged = merge_files_records(r for r in records if r["key"] == ALL_PARTITIONS_KEY)
     return sorted(n for n, i in merged.get(ALL_PARTITIONS_KEY, {}).items()
                   if not i["isDeleted"])
+
+
+# --- record_index partition -----------------------------------------------------------------
+
+#: ``HoodieRecordIndexInfo.fileIdEncoding``: the file id as a UUID's two halves and an index
+FILE_ID_ENCODING_UUID = 0
+#: ``HoodieRecordIndexInfo.fileIdEncoding``: the file id as a string
+FILE_ID_ENCODING_RAW = 1
+#: ``HoodieMetadataPayload.RECORD_INDEX_MISSING_FILEINDEX_FALLBACK``: a bare-UUID file id
+MISSING_FILE_INDEX = -1
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _parse_uuid_file_id(file_id: str) -> tuple[int, int, int] | None:
+    """(high bits, low bits, file index) of a ``<uuid>-<n>`` or bare-UUID file id, as
+    Java's ``UUID.fromString`` / ``getMost``/``getLeastSignificantBits`` give them (signed
+    longs); None for any other file id."""
+    import uuid
+
+    if len(file_id) == 36:
+        head, index = file_id, MISSING_FILE_INDEX
+    else:
+        head, sep, tail = file_id.rpartition("-")
+        if not sep or len(head) != 36 or not tail.isdigit() or len(tail) > 9:
+            return None
+        index = int(tail)
+    try:
+        u = uuid.UUID(head)
+    except ValueError:
+        return None
+    if str(u) != head.lower():
+        return None
+    return _signed64(u.int >> 64), _signed64(u.int & ((1 << 64) - 1)), index
+
+
+def record_index_info(partition: str, file_id: str, instant_millis: int) -> dict[str, Any]:
+    """``HoodieRecordIndexInfo`` of a record in ``file_id`` of ``partition``, written at
+    ``instant_millis`` (``HoodieMetadataPayload.createRecordIndexUpdate``): a UUID-style file
+    id (``<uuid>-<n>``, Hudi's own) as encoding 0 (high and low 64 bits, index, ``fileId``
+    ``""``), any other as encoding 1 (the string; bits and index -1). ``position`` null."""
+    parsed = _parse_uuid_file_id(file_id)
+    if parsed is not None:
+        high, low, index = parsed
+        return {"partitionName": partition, "fileIdHighBits": high, "fileIdLowBits": low,
+                "fileIndex": index, "fileId": "", "instantTime": instant_millis,
+                "fileIdEncoding": FILE_ID_ENCODING_UUID, "position": None}
+    return {"partitionName": partition, "fileIdHighBits": -1, "fileIdLowBits": -1,
+            "fileIndex": -1, "fileId": file_id, "instantTime": instant_millis,
+            "fileIdEncoding": FILE_ID_ENCODING_RAW, "position": None}
+
+
+def record_index_file_id(info: Mapping[str, Any]) -> str:
+    """The file id a ``HoodieRecordIndexInfo`` names (``HoodieRecordIndexInfo`` decoding of
+    ``HoodieMetadataPayload.getRecordGlobalLocation``)."""
+    import uuid
+
+    if info.get("fileIdEncoding", 0) == FILE_ID_ENCODING_RAW:
+        return str(info["fileId"])
+    high = int(info["fileIdHighBits"]) & ((1 << 64) - 1)
+    low = int(info["fileIdLowBits"]) & ((1 << 64) - 1)
+    u = str(uuid.UUID(int=(high << 64) | low))
+    index = info.get("fileIndex")
+    return u if index is None or index == MISSING_FILE_INDEX else f"{u}-{index}"
+
+
+def record_index_record(key: str, partition: str, file_id: str,
+                        instant_millis: int) -> dict[str, Any]:
+    """The type-5 ``record_index`` record of data-table record ``key``."""
+    rec: dict[str, Any] = {n: None for n in META_FIELD_NAMES}
+    rec.update(key=key, type=TYPE_RECORD_INDEX, filesystemMetadata=None,
+               BloomFilterMetadata=None, ColumnStatsMetadata=None,
+               recordIndexMetadata=record_index_info(partition, file_id, instant_millis),
+               SecondaryIndexMetadata=None)
+    return rec
+
+
+def instant_millis(instant: str, *, utc: bool) -> int:
+    """``HoodieInstantTimeGenerator.parseDateFromInstantTime`` as epoch milliseconds: a
+    ``yyyyMMddHHmmss[SSS]`` instant in UTC (``hoodie.table.timeline.timezone=UTC``) or the
+    local time zone (Hudi's default, LOCAL)."""
+    import datetime as dt
+
+    if len(instant) not in (14, 17) or not instant.isdigit():
+        raise UsageError("not an instant time (yyyyMMddHHmmss[SSS])", actual=instant)
+    ms = int(instant[14:] or "0")
+    t = dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+    if utc:
+        t = t.replace(tzinfo=dt.UTC)
+    return int(t.timestamp()) * 1000 + ms

@@ -68,6 +68,7 @@ from .base_file import encode_base_file
 from .commit import (
     WRITE_TOKEN,
     Commit,
+    RecordChanges,
     base_file_name,
     ensure_partition,
     new_instant,
@@ -362,7 +363,7 @@ class MorTable:
             stats = self._execute(plan, instant, result)
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
-            c.complete(stats, result.summary())
+            c.complete(stats, result.summary(), changes=plan.record_changes)
             return result
 
     def validate(self, table: pa.Table, operation: str) -> pa.Table:
@@ -455,6 +456,7 @@ class MorTable:
               operation: str, result: CommitResult) -> _Plan:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        plan.keys = keys
         locations: list[tuple[str, str] | None] = [None] * len(keys)
         tagged = None if operation == "insert" else KeyTagger(table_view).tag(keys, parts)
         if tagged is not None:
@@ -567,6 +569,7 @@ class MorTable:
                 result.new_groups.append((part, fid))
             else:
                 plan.updates.setdefault((part, fid), []).extend(take)
+                plan.routed.setdefault((part, fid), []).extend(take)
                 plan.planned_bytes[(part, fid)] = plan.planned_bytes.get(
                     (part, fid), 0) + len(take) * record_size
                 result.inserts_routed_to_existing += len(take)
@@ -783,11 +786,26 @@ class _Plan:
     planned_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
     #: file groups under a pending compaction -> its instant
     pending_compaction: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: the record key of every batch row
+    keys: pa.Array | None = None
+    #: (partition, file id) -> batch rows of inserts routed into that existing group
+    #: (a subset of ``updates``)
+    routed: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     def groups(self) -> list[tuple[str, str]]:
         out = list(self.updates) + [g for g in self.deletes if g not in self.updates]
         out += [(p, f) for p, f, _ in self.new_groups]
         return out
+
+    def record_changes(self) -> RecordChanges:
+        """The commit's key-level changes (computed only when a hook asks: the record
+        index): inserts into new and existing groups, and the tagged keys deleted."""
+        keys = [] if self.keys is None else self.keys.to_pylist()
+        inserted = [(keys[i], p, f) for (p, f), rows in self.routed.items() for i in rows]
+        inserted += [(keys[i], p, f) for p, f, rows in self.new_groups for i in rows]
+        deleted = dict.fromkeys((keys[i], p) for (p, _f), rows in self.deletes.items()
+                                for i in rows)
+        return RecordChanges(tuple(inserted), tuple(deleted))
 
 
 __all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",

@@ -39,7 +39,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from morlog.logformat.blocks import rollback_block
@@ -530,18 +531,21 @@ class Commit:
 
     def complete(self, stats: dict[str, list[dict[str, Any]]],
                  summary: dict[str, str], extra: dict[str, Any] | None = None,
-                 replaced: dict[str, list[str]] | None = None) -> None:
+                 replaced: dict[str, list[str]] | None = None,
+                 changes: Callable[[], RecordChanges] | None = None) -> None:
         """Complete the instant with Hudi's commit metadata: ``stats`` (write stats per
         partition), ``summary`` (``morlog.*`` entries of the extra metadata) and ``extra``
         (further top-level fields) and, for a replace commit, ``replaced``
-        (``partitionToReplaceFileIds``).
+        (``partitionToReplaceFileIds``). ``changes``: computes the commit's key-level
+        changes (:class:`RecordChanges`), called only by a hook that needs them (the
+        record index).
         The hooks (metadata table) are committed first, as Hudi does: a reader of the
         metadata table only trusts instants completed on the data timeline."""
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
         if self.hooks is not None:
-            self.hooks.committing(self.instant, self.written_files(stats))
+            self.hooks.committing(self.instant, self.written_files(stats), changes)
         self.completed_at = self.timeline.write(self.instant, "completed", {
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
@@ -552,14 +556,31 @@ class Commit:
         self._completed = True
 
 
+@dataclass(frozen=True)
+class RecordChanges:
+    """The key-level changes of one commit, what a record-level index learns from it.
+
+    ``inserted``: (record key, partition path, file id) of every record the commit placed
+    in a file group that did not hold its key before (inserts, inserts routed into existing
+    file groups, and the records of new file groups of a replace commit); ``deleted``:
+    (record key, partition path) of every key the commit removed from the table (deletes
+    of tagged keys, and the keys of file groups a replace commit replaced). Updates in place
+    change nothing."""
+
+    inserted: tuple[tuple[str, str, str], ...] = ()
+    deleted: tuple[tuple[str, str], ...] = ()
+
+
 class CommitHooks(RollbackHooks):
     """What a commit keeps true beside the data timeline (the metadata table)."""
 
-    def committing(self, instant: str, written: dict[str, dict[str, int]]
+    def committing(self, instant: str, written: dict[str, dict[str, int]],
+                   changes: Callable[[], RecordChanges] | None = None
                    ) -> None:  # pragma: no cover - interface
         """The data files of ``instant`` are written and about to be completed;
         ``written``: partition -> {file name: its size in bytes now} of every file the
-        commit created or appended to."""
+        commit created or appended to; ``changes``: computes the commit's
+        :class:`RecordChanges` (None: the writer does not know them)."""
 
 
 def _written_files(store: WriteStore, location: TableLocation,
@@ -584,7 +605,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-__all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RollbackHooks",
+__all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RecordChanges",
+           "RollbackHooks",
            "TimelineWriter", "check_heartbeat", "instant_files", "base_file_name",
            "ensure_partition", "new_instant", "rollback_instant", "rollback_pending",
            "safe_group"]

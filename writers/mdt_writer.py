@@ -28,11 +28,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from morlog.logformat.blocks import delete_block, hfile_data_block
 from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.delete_content import DeleteRecord, OrderingValue, decode_delete_content
 from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import decode_blocks
 from morlog.logformat.hfile import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
@@ -42,7 +45,10 @@ from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
     files_partition_records,
     files_view,
+    instant_millis,
     metadata_record_schema_json,
+    record_index_file_id,
+    record_index_record,
 )
 from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
 from morlog.logformat.table_files import (
@@ -58,12 +64,14 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
 
-from .commit import WRITE_TOKEN, CommitHooks, TimelineWriter, rollback_instant
+from .commit import WRITE_TOKEN, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
 from .logwriter import LogFileWriter, Mode
 from .store import WriteStore
 
 METADATA_DIR = "metadata"
 FILES = "files"
+#: ``MetadataPartitionType.RECORD_INDEX.getPartitionPath()``
+RECORD_INDEX = "record_index"
 #: ``MetadataPartitionType.FILES.getFileIdPrefix()``
 FILES_FILE_ID_PREFIX = "files-"
 #: ``HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP``: the instant that initialises the MDT of a
@@ -124,6 +132,7 @@ class MetadataTable:
         self.mode: Mode = mode
         self.fsync = fsync
         self._props: dict[str, str] | None = None
+        self._utc: bool | None = None
 
     @property
     def props(self) -> dict[str, str]:
@@ -149,12 +158,17 @@ class MetadataTable:
         return TimelineWriter(self.store, self.location, layout=self.layout, fsync=self.fsync)
 
     def files_dir(self) -> str:
-        return self.store.join(self.path, FILES)
+        return self.partition_dir(FILES)
 
-    def file_groups(self) -> list[str]:
-        """The ``files`` file ids on storage, sorted (Hudi sorts file slices by file id)."""
+    def partition_dir(self, partition: str) -> str:
+        """The directory of MDT partition ``partition``."""
+        return self.store.join(self.path, partition)
+
+    def file_groups(self, partition: str = FILES) -> list[str]:
+        """The file ids of MDT partition ``partition`` on storage, sorted (Hudi sorts file
+        slices by file id)."""
         ids = set()
-        for name in self.store.listdir(self.files_dir()):
+        for name in self.store.listdir(self.partition_dir(partition)):
             if LogFileName.matches(name):
                 ids.add(LogFileName.parse(name).file_id)
             elif BaseFileName.matches(name):
@@ -164,9 +178,11 @@ class MetadataTable:
     # --- writing ---------------------------------------------------------------------------
 
     def write_files_commit(self, instant: str, written: Mapping[str, Mapping[str, int]],
-                           deleted: Mapping[str, Sequence[str]] | None = None) -> None:
+                           deleted: Mapping[str, Sequence[str]] | None = None,
+                           changes: RecordChanges | None = None) -> None:
         """One MDT delta commit ``instant`` with the ``files`` records of ``written``
-        (partition -> {file name: size}) and the tombstones of ``deleted``."""
+        (partition -> {file name: size}) and the tombstones of ``deleted`` and, when
+        ``changes`` is given, the ``record_index`` records of the commit's key changes."""
         tl = self.timeline()
         if tl.get(instant) is not None:
             # a re-attempt of an instant the MDT has seen (Hudi's commitInternal rolls it back)
@@ -175,49 +191,107 @@ class MetadataTable:
         records = files_partition_records(
             {p: dict(f) for p, f in written.items()},
             {p: list(n) for p, n in (deleted or {}).items() if n})
+        #: (MDT partition, file id) -> (HFILE records, deleted keys)
+        work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]] = {}
         groups = self.file_groups() or [file_group_id(0)]
-        by_group: dict[str, list[dict[str, Any]]] = {}
         for rec in records:
             fid = groups[key_to_file_group_index(str(rec["key"]), len(groups))]
-            by_group.setdefault(fid, []).append(rec)
+            work.setdefault((FILES, fid), ([], []))[0].append(rec)
+        if changes is not None:
+            for (fid, (recs, dels)) in self.record_index_work(instant, changes).items():
+                work[(RECORD_INDEX, fid)] = (recs, dels)
         w = self.writer()
         w.write(instant, "requested", {})
+        inflight: dict[str, list[dict[str, Any]]] = {}
+        for part, fid in sorted(work):
+            inflight.setdefault(part, []).append(write_stat(part, fid))
         w.write(instant, "inflight", {
-            "partitionToWriteStats": {FILES: [write_stat(FILES, f) for f in sorted(by_group)]},
+            "partitionToWriteStats": inflight,
             "compacted": False, "extraMetadata": {}, "operationType": UPSERT_OPERATION})
-        d = self.files_dir()
-        self.store.makedirs(d)
         style, created = _style(self.version)
-        schema = self.block_schema()
-        stats = []
-        for fid, recs in sorted(by_group.items()):
-            block = hfile_data_block(recs, schema, instant, style=style,
-                                     create_time_ms=created)
+        schemas = {part: self.block_schema(part) for part in {FILES, *(p for p, _ in work)}}
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for (part, fid), (recs, dels) in sorted(work.items()):
+            d = self.partition_dir(part)
+            self.store.makedirs(d)
+            schema = schemas[part]
+            blocks = []
+            if recs:
+                blocks.append(hfile_data_block(recs, schema, instant, style=style,
+                                               create_time_ms=created))
+            if dels:
+                blocks.append(delete_block([DeleteRecord(k, part, OrderingValue.natural())
+                                            for k in dels], instant, schema=schema))
             if self.layout == 2:
                 lw = LogFileWriter(d, fid, instant, write_token=WRITE_TOKEN, mode="rollover",
                                    fsync=self.fsync, store=self.store)
             else:
-                lw = LogFileWriter(d, fid, self._base_instant(tl, fid), write_token=WRITE_TOKEN,
-                                   mode=self.mode, fsync=self.fsync, store=self.store)
-            r = lw.append(block)
+                lw = LogFileWriter(d, fid, self._base_instant(tl, fid, part),
+                                   write_token=WRITE_TOKEN, mode=self.mode, fsync=self.fsync,
+                                   store=self.store)
+            r = lw.append(blocks)
             name = str(r.name)
-            st = write_stat(FILES, fid, f"{FILES}/{name}", prev_commit=instant,
-                            num_writes=len(recs), num_update_writes=len(recs),
+            n = len(recs) + len(dels)
+            st = write_stat(part, fid, f"{part}/{name}", prev_commit=instant,
+                            num_writes=n, num_update_writes=len(recs),
                             file_size=r.size, log_files=[name], base_file="")
+            if dels:
+                st["numDeletes"] = len(dels)
             st["logVersion"] = r.name.version
             st["logOffset"] = r.blocks[0].offset if r.blocks else 0
-            stats.append(st)
+            stats.setdefault(part, []).append(st)
         w.write(instant, "completed", {
-            "partitionToWriteStats": {FILES: stats}, "compacted": False,
-            "extraMetadata": {"schema": _without_meta_fields(schema)},
+            "partitionToWriteStats": stats, "compacted": False,
+            "extraMetadata": {"schema": _without_meta_fields(schemas[FILES])},
             "operationType": UPSERT_OPERATION})
 
-    def block_schema(self) -> str:
-        """The SCHEMA of the MDT's newest ``files`` block (or base file): the record schema
+    def record_index_work(self, instant: str, changes: RecordChanges
+                          ) -> dict[str, tuple[list[dict[str, Any]], list[str]]]:
+        """``record_index`` file id -> (records, deleted keys) of a commit's key changes,
+        reduced per key as Hudi does (``HoodieTableMetadataUtil.reduceByKeys``: an insert
+        wins over a delete of the same key, one of two deletes is kept, two inserts of one
+        key are refused: the record index maps each key to one location)."""
+        groups = self.file_groups(RECORD_INDEX)
+        if not groups:
+            raise UsageError("the metadata table's record_index partition holds no file "
+                             "group", path=self.partition_dir(RECORD_INDEX))
+        millis = instant_millis(instant, utc=self.utc)
+        inserted: dict[str, tuple[str, str]] = {}
+        for key, part, fid in changes.inserted:
+            if key in inserted and inserted[key] != (part, fid):
+                raise UsageError(
+                    "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
+                    "RLI is seen for same record key\"): a table with a record index holds "
+                    "each key once", actual=(key, inserted[key], (part, fid)))
+            inserted[key] = (part, fid)
+        out: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
+        for key, (part, fid) in inserted.items():
+            g = groups[key_to_file_group_index(key, len(groups))]
+            out.setdefault(g, ([], []))[0].append(record_index_record(key, part, fid, millis))
+        for key in dict.fromkeys(k for k, _ in changes.deleted):
+            if key not in inserted:
+                g = groups[key_to_file_group_index(key, len(groups))]
+                out.setdefault(g, ([], []))[1].append(key)
+        return out
+
+    @property
+    def utc(self) -> bool:
+        """Instant times are UTC (``hoodie.table.timeline.timezone=UTC``), else local."""
+        if self._utc is None:
+            from morlog.logformat.table_files import parse_properties
+
+            p = self.store.join(self.data_location.path, ".hoodie", PROPERTIES_FILE)
+            props = parse_properties(self.store.read(p).decode("utf-8"), p)
+            self._utc = (props.get("hoodie.table.timeline.timezone") or "").upper() == "UTC"
+        return self._utc
+
+    def block_schema(self, partition: str = FILES) -> str:
+        """The SCHEMA of the newest block (or base file) of MDT partition ``partition``
+        (a partition without any: ``files``'s): the record schema
         of the Hudi version that wrote the MDT, which new blocks keep (hudi-rs refuses a
         file slice whose blocks' schemas do not reconcile, e.g. Hudi 1.0's and 1.1's column
         statistics records); a new MDT's: ``HoodieMetadataRecord`` of Hudi 1.1."""
-        d = self.files_dir()
+        d = self.partition_dir(partition)
         names = self.store.listdir(d)
         logs = sorted((LogFileName.parse(n) for n in names if LogFileName.matches(n)),
                       key=lambda x: (x.instant, x.version), reverse=True)
@@ -233,16 +307,19 @@ class MetadataTable:
             info = decode_hfile(self.store.read(self.store.join(d, str(b)))).file_info
             if b"schema" in info:
                 return info[b"schema"].decode("utf-8")
+        if partition != FILES:
+            return self.block_schema(FILES)
         return metadata_record_schema_json()
 
-    def _base_instant(self, tl: Timeline, fid: str) -> str:
+    def _base_instant(self, tl: Timeline, fid: str, partition: str = FILES) -> str:
         """Layout 1: the base instant of the file group's latest slice (its log's name)."""
-        bases = [BaseFileName.parse(n).instant for n in self.store.listdir(self.files_dir())
+        names = self.store.listdir(self.partition_dir(partition))
+        bases = [BaseFileName.parse(n).instant for n in names
                  if BaseFileName.matches(n) and BaseFileName.parse(n).file_id == fid
                  and tl.is_committed(BaseFileName.parse(n).instant)]
         if bases:
             return max(bases)
-        logs = [LogFileName.parse(n).instant for n in self.store.listdir(self.files_dir())
+        logs = [LogFileName.parse(n).instant for n in names
                 if LogFileName.matches(n) and LogFileName.parse(n).file_id == fid]
         return min(logs) if logs else SOLO_COMMIT_TIMESTAMP
 
@@ -270,11 +347,18 @@ class MetadataTable:
         """The ``files`` records a reader of the MDT merges, oldest first: the latest
         committed base file of each file group, then the blocks of committed delta commits
         in its slice (rolled-back instants dropped)."""
+        return [r for r in self.partition_records(FILES) if r is not None and "key" in r]
+
+    def partition_records(self, partition: str) -> list[dict[str, Any]]:
+        """The records and deletes of MDT partition ``partition`` a reader merges, oldest
+        first per file group: the latest committed base file's records, then the HFILE and
+        delete blocks of committed delta commits in its slice (rolled-back instants
+        dropped). A delete is ``{"deleted": key}``."""
         tl = self.timeline()
-        d = self.files_dir()
+        d = self.partition_dir(partition)
         names = self.store.listdir(d)
         out: list[dict[str, Any]] = []
-        for fid in self.file_groups():
+        for fid in self.file_groups(partition):
             bases = sorted((BaseFileName.parse(n) for n in names if BaseFileName.matches(n)
                             and BaseFileName.parse(n).file_id == fid
                             and tl.is_committed(BaseFileName.parse(n).instant)),
@@ -306,11 +390,35 @@ class MetadataTable:
                     inst = fr.header.get(HeaderKey.INSTANT_TIME) or ""
                     if fr.block_type == BlockType.COMMAND:
                         rolled.add(fr.header.get(HeaderKey.TARGET_INSTANT_TIME) or "")
-                    elif fr.block_type == BlockType.HFILE_DATA and tl.is_committed(inst):
+                    elif not tl.is_committed(inst):
+                        continue
+                    elif fr.block_type == BlockType.HFILE_DATA:
                         schema = fr.header.get(HeaderKey.SCHEMA) or ""
                         blocks.append((inst, decode_hfile_records(fr.content, schema)))
+                    elif fr.block_type == BlockType.DELETE:
+                        blocks.append((inst, [{"deleted": r.record_key} for r in
+                                              decode_delete_content(fr.content).records]))
             out += [r for inst, recs in blocks if inst not in rolled for r in recs]
         return out
+
+    def record_index(self) -> pa.Table:
+        """The ``record_index`` partition merged as Hudi's readers merge it: the latest
+        record of each key, a delete removing the key, committed MDT instants only.
+        Columns: ``key``, ``partition``, ``file_id``, ``instant_millis``
+        (``HoodieRecordIndexInfo.instantTime``), sorted by key."""
+        merged: dict[str, dict[str, Any] | None] = {}
+        for r in self.partition_records(RECORD_INDEX):
+            if "deleted" in r:
+                merged[r["deleted"]] = None
+            else:
+                merged[r["key"]] = r["recordIndexMetadata"]
+        live = sorted((k, v) for k, v in merged.items() if v is not None)
+        return pa.table({
+            "key": pa.array([k for k, _ in live], pa.string()),
+            "partition": pa.array([v["partitionName"] for _, v in live], pa.string()),
+            "file_id": pa.array([record_index_file_id(v) for _, v in live], pa.string()),
+            "instant_millis": pa.array([v["instantTime"] for _, v in live], pa.int64()),
+        })
 
     def files_view(self) -> dict[str, dict[str, int]]:
         """``{partition key: {file name: size}}`` the ``files`` partition lists now."""
@@ -339,14 +447,25 @@ class _MetadataView(Table):
 
 
 class MetadataWriter(CommitHooks):
-    """Keeps the MDT's ``files`` partition true in a commit (:class:`CommitHooks`)."""
+    """Keeps the MDT's ``files`` partition, and ``record_index`` when the table lists it,
+    true in a commit (:class:`CommitHooks`)."""
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, record_index: bool = False) -> None:
         self.mdt = MetadataTable(store, location, mode=mode, fsync=fsync)
+        #: keep ``record_index`` true too (the table lists it)
+        self.record_index = record_index
 
-    def committing(self, instant: str, written: dict[str, dict[str, int]]) -> None:
-        self.mdt.write_files_commit(instant, written)
+    def committing(self, instant: str, written: dict[str, dict[str, int]],
+                   changes: Callable[[], RecordChanges] | None = None) -> None:
+        rc = None
+        if self.record_index:
+            if changes is None:
+                raise UsageError("this write does not report its key changes, which the "
+                                 "metadata table's record_index partition needs",
+                                 path=self.mdt.path)
+            rc = changes()
+        self.mdt.write_files_commit(instant, written, changes=rc)
 
     def rolled_back(self, failed: str, rollback_instant: str,
                     deleted: dict[str, list[str]]) -> None:
@@ -464,7 +583,7 @@ def create_metadata_table(store: WriteStore, location: TableLocation, *, name: s
         "operationType": BOOTSTRAP_OPERATION})
 
 
-__all__ = ["FILES", "METADATA_DIR", "SOLO_COMMIT_TIMESTAMP", "MetadataTable",
+__all__ = ["FILES", "METADATA_DIR", "RECORD_INDEX", "SOLO_COMMIT_TIMESTAMP", "MetadataTable",
            "MetadataWriter", "bootstrap_base_file", "create_metadata_table",
            "file_group_id", "key_to_file_group_index", "metadata_location",
            "metadata_table_properties"]

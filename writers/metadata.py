@@ -9,7 +9,8 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 (``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
 ``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
 
-morlog keeps the ``files`` partition true in every commit (``morlog.writers.mdt_writer``) and
+morlog keeps the ``files`` and ``record_index`` partitions true in every commit
+(``morlog.writers.mdt_writer``) and
 drops the others only when the writer opts in with Hudi's own switches (write options of
 ``WriteConfig.hoodie_options``):
 
@@ -37,14 +38,14 @@ from morlog.readers.table import Table
 
 from .commit import CommitHooks
 from .logwriter import Mode
-from .mdt_writer import FILES, METADATA_DIR, MetadataWriter
+from .mdt_writer import FILES, METADATA_DIR, RECORD_INDEX, MetadataWriter
 from .store import WriteStore
 
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
 ENABLE = "hoodie.metadata.enable"
 #: MDT partitions morlog keeps true on every commit
-KEPT: frozenset[str] = frozenset({FILES})
+KEPT: frozenset[str] = frozenset({FILES, RECORD_INDEX})
 #: the switch that turns each MDT partition (by name or name prefix) off
 _SWITCHES = {
     "files": ENABLE,
@@ -128,22 +129,26 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         return MetadataPlan(drop_all=True)
     if FILES in plan.keep:
         _check_keepable(table, store, mdt_dir)
+    if RECORD_INDEX in plan.keep:
+        _check_keepable(table, store, mdt_dir, RECORD_INDEX, "record-index-")
     return plan
 
 
-def _check_keepable(table: Table, store: WriteStore, mdt_dir: str) -> None:
+def _check_keepable(table: Table, store: WriteStore, mdt_dir: str, partition: str = FILES,
+                    prefix: str = f"{FILES}-") -> None:
     """An :class:`UnsupportedSettingError` (before anything is written) unless the metadata
-    table that ``files`` is listed for exists: its ``hoodie.properties`` and a ``files``
-    partition holding a file group."""
+    table that ``partition`` is listed for exists: its ``hoodie.properties`` and the
+    partition holding a file group (file ids starting with ``prefix``)."""
     props = store.join(mdt_dir, ".hoodie", PROPERTIES_FILE)
-    files = store.join(mdt_dir, FILES)
+    files = store.join(mdt_dir, partition)
     if not store.exists(props) or not any(
-            n.startswith(f"{FILES}-") or n.startswith(f".{FILES}-")
+            n.startswith(prefix) or n.startswith(f".{prefix}")
             for n in store.listdir(files)):
         raise UnsupportedSettingError(
-            f"lists the metadata table's {FILES!r} partition, but .hoodie/metadata holds no "
-            f"such table (no {PROPERTIES_FILE} or no file group under {FILES}/); set "
-            f"{ENABLE}=false to drop the listing as Hudi's writer does",
+            f"lists the metadata table's {partition!r} partition, but .hoodie/metadata holds "
+            f"no such table or partition (no {PROPERTIES_FILE} or no file group under "
+            f"{partition}/); set {switch_of(partition)}=false to drop the listing as Hudi's "
+            "writer does",
             property=PARTITIONS_PROPERTY, value=table.config.get(PARTITIONS_PROPERTY),
             path=table.config.path)
 
@@ -151,12 +156,14 @@ def _check_keepable(table: Table, store: WriteStore, mdt_dir: str) -> None:
 def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
                    fsync: bool = True, mode: Mode | None = None) -> CommitHooks | None:
     """What keeps the kept MDT partitions true in a commit (None: nothing kept): the
-    ``files`` partition's :class:`~morlog.writers.mdt_writer.MetadataWriter`. ``mode``: how
-    a table version 6 MDT log is written (default: append where the storage can)."""
+    :class:`~morlog.writers.mdt_writer.MetadataWriter` of ``files`` (and ``record_index``).
+    ``mode``: how a table version 6 MDT log is written (default: append where the storage
+    can)."""
     if FILES not in plan.keep:
         return None
     return MetadataWriter(store, location, fsync=fsync,
-                          mode=mode or ("append" if store.can_append else "rollover"))
+                          mode=mode or ("append" if store.can_append else "rollover"),
+                          record_index=RECORD_INDEX in plan.keep)
 
 
 def apply_drops(store: WriteStore, location: TableLocation, table: Table,

@@ -40,8 +40,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.errors import UsageError
 from morlog.logformat.partition_path import check_relative_partition_path
+from morlog.readers.table import FileSlice, Table
+
+from .commit import RecordChanges
 
 if TYPE_CHECKING:
     from .client import CommitResult, MorTable
@@ -128,8 +132,30 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
         result.seconds["total"] = time.perf_counter() - t0
         summary = {**result.summary(), "morlog.groups.replaced": str(
             sum(len(v) for v in result.replaced.values()))}
-        c.complete(stats, summary, replaced=result.replaced)
+        replaced_slices = [s for s in view.file_slices()
+                           if s.file_id in result.replaced.get(s.partition, ())]
+
+        def changes() -> RecordChanges:
+            # the keys of the replaced groups leave the table, the new groups' keys enter it
+            # (Hudi's record index: deletes for the replaced file groups' keys, reduced
+            # against the inserts of the same commit, an insert winning)
+            deleted = [(k, s.partition) for s in replaced_slices
+                       for k in _slice_keys(table, view, s)]
+            inserted = [(k, part, fid) for part, fid, rows in groups
+                        for k in table.keys_of(rows)[0].to_pylist()]
+            return RecordChanges(tuple(inserted), tuple(deleted))
+
+        c.complete(stats, summary, replaced=result.replaced, changes=changes)
         return result
+
+
+def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> list[str]:
+    """The record keys a file slice holds now (merged: deleted keys are gone)."""
+    if view.config.populate_meta_fields:
+        rows = view.read_slice(s, columns=[RECORD_KEY_FIELD])
+        return [] if not rows.num_rows else rows.column(RECORD_KEY_FIELD).to_pylist()
+    rows = view.read_slice(s)
+    return [] if not rows.num_rows else table.keygen.record_keys(rows).to_pylist()
 
 
 def _plan_groups(table: MorTable, data: pa.Table) -> list[tuple[str, str, pa.Table]]:

@@ -78,7 +78,7 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
 from .client import MorTable, WriteConfig
-from .commit import base_file_name
+from .commit import RecordChanges, base_file_name
 from .metadata import apply_drops
 from .options import WriteOptions, parse_write_options
 from .overwrite import partitions_of
@@ -250,6 +250,8 @@ def save(df: Any, path: str, mode: str = "errorifexists",
 
 _FID, _PART, _NEW, _BASE, _DEL, _ORDER = ("__morlog_fid", "__morlog_part", "__morlog_new",
                                           "__morlog_base", "__morlog_delete", "__morlog_order")
+#: the record key (as the table's key generator renders it) and whether the row is an insert
+_KEY, _INS = "__morlog_key", "__morlog_insert"
 
 
 def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = None,
@@ -321,7 +323,8 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         if operation != "delete":
             data = _combine_duplicates(data, key, ordering, F, Window)
         tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
-                                   [(_PART, "string"), (_FID, "string"), (_BASE, "string")])
+                                   [(_PART, "string"), (_FID, "string"), (_BASE, "string"),
+                                    (_KEY, "string")])
         check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None)
         tagged = data.mapInArrow(_tagger(location, check), tag_schema).cache()
@@ -363,7 +366,18 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                    "morlog.groups.new": str(sum(1 for b in bins.values() for x in b if x[2])),
                    "morlog.files.created": str(sum(1 for r in stats_rows if r["created"])),
                    "morlog.rows.written": str(sum(r["num_writes"] for r in stats_rows))}
-        commit.complete(stats, summary)
+
+        def changes() -> RecordChanges:
+            # inserts (routed ones too) and tagged deletes, collected only when the record
+            # index is kept
+            rows = (groups.filter(F.col(_INS) | F.col(_DEL))
+                    .select(F.col(_KEY).alias("k"), _PART, _FID, _DEL)
+                    .collect())
+            return RecordChanges(
+                tuple((r["k"], r[_PART], r[_FID]) for r in rows if not r[_DEL]),
+                tuple(dict.fromkeys((r["k"], r[_PART]) for r in rows if r[_DEL])))
+
+        commit.complete(stats, summary, changes=changes)
         tagged.unpersist()
         return {"instant": instant, "rolled_back": commit.rolled_back, **summary}
 
@@ -433,7 +447,8 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             n = b.num_rows
             yield pa.RecordBatch.from_arrays(
                 [*b.columns, parts.slice(start, n), fids.slice(start, n),
-                 bases.slice(start, n)], names=[*b.schema.names, _PART, _FID, _BASE])
+                 bases.slice(start, n), keys.slice(start, n).cast(pa.string())],
+                names=[*b.schema.names, _PART, _FID, _BASE, _KEY])
             start += n
     return tag
 
@@ -444,8 +459,9 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
     rank within the partition (by key), so the assignment is deterministic."""
     if operation == "delete":
         return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
-                .withColumn(_DEL, F.lit(True)))
-    known = tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
+                .withColumn(_INS, F.lit(False)).withColumn(_DEL, F.lit(True)))
+    known = (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
+             .withColumn(_INS, F.lit(False)))
     inserts = tagged.filter(F.col(_FID).isNull())
     if not bins:
         return known.withColumn(_DEL, F.lit(False))
@@ -463,7 +479,7 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
             start += n
     assert fid_expr is not None and new_expr is not None
     inserts = (inserts.withColumn(_FID, fid_expr).withColumn(_NEW, new_expr)
-               .drop("__morlog_rank"))
+               .drop("__morlog_rank").withColumn(_INS, F.lit(True)))
     return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
 
 
