@@ -158,8 +158,10 @@ def encode_avro(schema: dict[str, Any], record: dict[str, Any],
     ``sync_marker``: the file's 16-byte sync marker (default random, as Hudi's; given by
     the conformance vectors to make the bytes reproducible)."""
     out = io.BytesIO()
-    fastavro.writer(out, _parsed(schema), [record], codec="null",
-                    **({} if sync_marker is None else {"sync_marker": sync_marker}))
+    if sync_marker is None:
+        fastavro.writer(out, _parsed(schema), [record], codec="null")
+    else:
+        fastavro.writer(out, _parsed(schema), [record], codec="null", sync_marker=sync_marker)
     return out.getvalue()
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,9 +83,22 @@ MORLOG_WRITER_KEY = "morlog.writer"
 _STATES = {"requested": REQUESTED, "inflight": INFLIGHT, "completed": COMPLETED}
 
 
-def new_instant(after: str | None = None) -> str:
-    """A fresh instant (yyyyMMddHHmmssSSS, UTC), later than ``after``."""
-    now = _dt.datetime.now(_dt.UTC)
+#: the table property choosing the time zone of instant times (``HoodieTableConfig``
+#: TIMELINE_TIMEZONE: LOCAL, Hudi's default, or UTC; ``HoodieInstantTimeGenerator``)
+TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
+
+
+def timeline_utc(props: Mapping[str, str]) -> bool:
+    """Whether the table's instants are UTC times (else the local time zone, Hudi's
+    default)."""
+    return (props.get(TIMELINE_TIMEZONE) or "LOCAL").strip().upper() == "UTC"
+
+
+def new_instant(after: str | None = None, *, utc: bool = False) -> str:
+    """A fresh instant (yyyyMMddHHmmssSSS) in local time, or UTC with ``utc`` (the table's
+    ``hoodie.table.timeline.timezone``, as Hudi's instant generator), later than
+    ``after``."""
+    now = _dt.datetime.now(_dt.UTC) if utc else _dt.datetime.now()
     inst = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
     if after is not None and inst <= after:
         inst = str(int(after) + 1).zfill(17)
@@ -107,11 +120,13 @@ class TimelineWriter:
     rollback metadata are Avro in both (``morlog.logformat.timeline_meta``)."""
 
     def __init__(self, store: WriteStore, location: TableLocation, *, layout: int = 1,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, utc: bool = False) -> None:
         self.store = store
         self.location = location
         self.layout = layout
         self.fsync = fsync
+        #: instants (completion times, rollbacks) in UTC, else local time (the table's zone)
+        self.utc = utc
         self.directory = (store.join(location.path, ".hoodie", "timeline") if layout == 2
                           else store.join(location.path, ".hoodie"))
 
@@ -140,7 +155,8 @@ class TimelineWriter:
               action: str = "deltacommit") -> str:
         """Publish one timeline file with ``meta`` (None: an empty file); the name must be
         free. Returns the completion time (layout 2 completed instants; else ``instant``)."""
-        done = new_instant(instant) if state == "completed" and self.layout == 2 else instant
+        done = (new_instant(instant, utc=self.utc) if state == "completed" and self.layout == 2
+                else instant)
         final = self.path(instant, state, action, done)
         data = b"" if meta is None else self.encode(state, meta, action)
         if not self.store.create(final, data, sync=self.fsync):
@@ -254,7 +270,8 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
     instants. A pending instant of a live Hudi writer (fresh heartbeat) is never touched:
     :class:`ConcurrentWriterError` names it (see :func:`pending_owner`)."""
     table = view or Table(location)
-    timeline = TimelineWriter(store, location, layout=table.timeline.layout, fsync=fsync)
+    timeline = TimelineWriter(store, location, layout=table.timeline.layout, fsync=fsync,
+                              utc=timeline_utc(table.config.props))
     done = []
     skipped: list[str] = []
     for inst in table.timeline.pending():
@@ -345,7 +362,8 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     skipped = []
     groups = timeline.inflight_groups(failed, action)
     last = table.timeline.instants[-1].requested if table.timeline.instants else None
-    rb = instant or new_instant(max(x for x in (last, failed) if x is not None))
+    rb = instant or new_instant(max(x for x in (last, failed) if x is not None),
+                                utc=timeline.utc)
     keys: list[tuple[str, str]] = []
     for g in groups:
         try:
@@ -451,13 +469,14 @@ class Commit:
         try:
             first = Table(self.location)
             self.timeline = TimelineWriter(self.store, self.location,
-                                           layout=first.timeline.layout, fsync=self.fsync)
+                                           layout=first.timeline.layout, fsync=self.fsync,
+                                           utc=timeline_utc(first.config.props))
             self.rolled_back = rollback_pending(self.store, self.location, mode=self.mode,
                                                 fsync=self.fsync, view=first,
                                                 hooks=self.hooks)
             view = self.view = Table(self.location) if self.rolled_back else first
             last = view.timeline.instants[-1].requested if view.timeline.instants else None
-            self.instant = new_instant(last)
+            self.instant = new_instant(last, utc=self.timeline.utc)
             if isinstance(self.store, LocalStore):
                 # only local writes stage temporary files (S3 publishes by conditional PUT)
                 root = self.location.path
@@ -605,8 +624,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-__all__ = ["HEARTBEAT_DIR", "WRITE_TOKEN", "Commit", "CommitHooks", "RecordChanges",
-           "RollbackHooks",
-           "TimelineWriter", "check_heartbeat", "instant_files", "base_file_name",
-           "ensure_partition", "new_instant", "rollback_instant", "rollback_pending",
-           "safe_group"]
+__all__ = ["HEARTBEAT_DIR", "TIMELINE_TIMEZONE", "WRITE_TOKEN", "Commit", "CommitHooks",
+           "RecordChanges", "RollbackHooks", "TimelineWriter", "base_file_name",
+           "check_heartbeat", "ensure_partition", "instant_files", "new_instant",
+           "rollback_instant", "rollback_pending", "safe_group", "timeline_utc"]

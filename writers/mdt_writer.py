@@ -64,7 +64,14 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
 
-from .commit import WRITE_TOKEN, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
+from .commit import (
+    WRITE_TOKEN,
+    CommitHooks,
+    RecordChanges,
+    TimelineWriter,
+    rollback_instant,
+    timeline_utc,
+)
 from .logwriter import LogFileWriter, Mode
 from .store import WriteStore
 
@@ -155,7 +162,8 @@ class MetadataTable:
         return Timeline.load(self.path, self.version, self.location.storage)
 
     def writer(self) -> TimelineWriter:
-        return TimelineWriter(self.store, self.location, layout=self.layout, fsync=self.fsync)
+        return TimelineWriter(self.store, self.location, layout=self.layout, fsync=self.fsync,
+                              utc=self.utc)
 
     def files_dir(self) -> str:
         return self.partition_dir(FILES)
@@ -282,7 +290,7 @@ class MetadataTable:
 
             p = self.store.join(self.data_location.path, ".hoodie", PROPERTIES_FILE)
             props = parse_properties(self.store.read(p).decode("utf-8"), p)
-            self._utc = (props.get("hoodie.table.timeline.timezone") or "").upper() == "UTC"
+            self._utc = timeline_utc(props)
         return self._utc
 
     def block_schema(self, partition: str = FILES) -> str:
