@@ -86,3 +86,16 @@ def table_of(log: Path) -> Path | None:
 
 def fixture_id(p: Path) -> str:
     return str(p.relative_to(ROOT)) if ROOT is not None else str(p)
+
+
+#: the fixture tables that carry a metadata table (relative to ``tables/``)
+MDT_TABLES = ["v8_trips_8i3u1d/v8_trips_8i3u1d", "v9_txns_simple_meta/v9_txns_simple_meta"]
+
+
+def fixture_table(name: str) -> Path:
+    """The fixture table ``tables/<name>``; the test is skipped with the reason when absent."""
+    import pytest
+
+    if ROOT is None or not (ROOT / "tables" / name).is_dir():
+        pytest.skip(SKIP_REASON if ROOT is None else f"fixture {name} is absent")
+    return ROOT / "tables" / name

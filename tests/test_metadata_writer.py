@@ -28,20 +28,15 @@ from morlog.writers.mdt_writer import (
     metadata_table_properties,
 )
 
-from .hudi_fixtures import ROOT, SKIP_REASON
+from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows, write_three
 
 KEEP_FILES_ONLY = {"hoodie.metadata.index.column.stats.enable": "false",
                    "hoodie.metadata.index.partition.stats.enable": "false",
                    "hoodie.metadata.record.index.enable": "false",
                    "hoodie.metadata.index.secondary.enable": "false"}
-_NAMES = ["v8_trips_8i3u1d/v8_trips_8i3u1d", "v9_txns_simple_meta/v9_txns_simple_meta"]
-
-
-def _fixture(name: str) -> Path:
-    if ROOT is None or not (ROOT / "tables" / name).is_dir():
-        pytest.skip(SKIP_REASON if ROOT is None else f"fixture {name} is absent")
-    return ROOT / "tables" / name
+_NAMES = MDT_TABLES
+_fixture = fixture_table
 
 
 def _mdt(path: Path) -> MetadataTable:
