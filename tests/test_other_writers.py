@@ -179,3 +179,46 @@ def test_keys_held_twice_are_updated_and_deleted_everywhere(tmp_path: Path,
     t.delete(_batch([1], 8).select(["id", "part"]))
     assert sorted(x["id"] for x in Table(str(path)).read().to_pylist()) == ["k2", "k3"]
     assert sorted(_hudi_rs(path)) == ["k2", "k3"]
+
+
+def test_repair_rolls_back_a_dead_writers_instant_and_its_metadata_table_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table version 9 with a metadata table: a writer that dies after the metadata table's
+    delta commit completed, before the data instant, leaves both to ``morlog repair
+    --apply``, which rolls back both; hudi-rs (which lists files through the metadata table)
+    and morlog read the table as before."""
+    from morlog.cli import main
+    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.mdt_writer import MetadataTable
+
+    path = tmp_path / "t"
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="part",
+                        ordering_field="ts", config=WriteConfig(fsync=False))
+    t.upsert(_batch([1, 2], 1))
+    before = _rows(path)
+    real = TimelineWriter.write
+
+    class Died(BaseException):
+        pass
+
+    def dying(self: TimelineWriter, instant: str, state: str, meta: Any,
+              action: str = "deltacommit") -> str:
+        if state == "completed" and action == "deltacommit" and "metadata" not in \
+                self.directory:
+            raise Died()
+        return str(real(self, instant, state, meta, action))
+
+    monkeypatch.setattr(TimelineWriter, "write", dying)
+    with pytest.raises(Died):
+        t.upsert(_batch([3], 2))
+    monkeypatch.undo()
+    (failed,) = [i.requested for i in Table(str(path)).timeline.pending()]
+    mdt = MetadataTable(t.store, t.location, mode=t.mode)
+    assert mdt.timeline().get(failed) is not None  # the MDT saw the dead commit
+    assert main(["repair", str(path), "--apply"]) == 0
+    assert Table(str(path)).timeline.pending() == []
+    inst = mdt.timeline().get(failed)
+    assert inst is None or not inst.is_completed
+    assert _rows(path) == before == _hudi_rs(path)
+    on_disk = {p.name for p in (path / "p").iterdir() if not p.name.startswith(".hoodie")}
+    assert set(mdt.files_view()["p"]) == on_disk

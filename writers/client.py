@@ -708,7 +708,10 @@ class MorTable:
         """Roll back delta commits a dead writer left requested or inflight (the caller
         holds the writer lock; a :class:`Commit` does this on entering)."""
         return rollback_pending(self.store, self.location, mode=self.mode,
-                                fsync=self.config.fsync)
+                                fsync=self.config.fsync,
+                                hooks=metadata_hooks(self.store, self.location,
+                                                     self.metadata_plan,
+                                                     fsync=self.config.fsync))
 
 
 #: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig

@@ -33,6 +33,7 @@ from morlog.logformat.naming import LogFileName
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
 
+from .profile import WRITE_VERSIONS
 from .store import (
     DEFAULT_LEASE_SECONDS,
     ArrowStore,
@@ -117,11 +118,12 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
     for inst in table.timeline.pending():
-        ok = fixable and inst.action in ("deltacommit", "rollback") and table.version == 6
+        ok = (fixable and inst.action in ("deltacommit", "rollback")
+              and table.version in WRITE_VERSIONS)
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
                if ok else f"pending {inst.action}: "
-               + ("a writer is live" if not fixable else "not a delta commit of table "
-                  "version 6; roll it back with Hudi's CLI"))
+               + ("a writer is live" if not fixable else "not a delta commit of a table "
+                  "version morlog writes (6, 8, 9); roll it back with Hudi's CLI"))
         plan.findings.append(Finding(PENDING_INSTANT, store.join(table.timeline.directory,
                                                                  inst.file_name), why,
                                      instant=inst.requested, fixable=ok))
