@@ -49,7 +49,7 @@ from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
-from morlog.logformat.keygen import KeyGenKind, KeyGenSpec
+from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
     DEFAULT_TABLE_VERSION,
@@ -208,15 +208,6 @@ class MorTable:
         self.data_schema = self.profile.data_schema
         #: what every commit does with the metadata table (refused here if it cannot)
         self.metadata_plan = plan_metadata(table, self.store, self.config.hoodie_options)
-
-    @property
-    def simple_keys(self) -> bool:
-        """Whether record keys are one field's values and partition paths one field's
-        (the distributed Spark upsert needs this)."""
-        return (self.keygen.kind in (KeyGenKind.SIMPLE, KeyGenKind.NON_PARTITION)
-                and len(self.key_fields) == 1 and "." not in self.key_field
-                and not self.keygen.single_key_field_prefixed
-                and len(self.keygen.partition_fields) <= 1)
 
     def table(self) -> Table:
         """The table as it is now, for reading."""

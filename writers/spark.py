@@ -305,29 +305,27 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         MorTable.create(location, arrow_schema, key_field=key, partition_field=partition,
                         ordering_field=ordering, name=table_name, config=cfg)
     table = MorTable(location, cfg)
-    if not table.simple_keys:
-        raise UsageError("the distributed upsert writes tables keyed by one field and "
-                         "partitioned by at most one (simple key generator); this table's "
-                         "keys or partition paths are composite: write it with "
-                         "df.write.format('morlog') instead", path=location.uri,
-                         actual=(list(table.key_fields), list(table.keygen.partition_fields)))
-    if table.key_field != key or (table.partition_field or None) != (partition or None):
+    keys_of_table = ",".join(table.key_fields)
+    parts_of_table = ",".join(table.keygen.partition_fields) or None
+    if key not in (table.key_field, keys_of_table) or (partition or None) not in (
+            table.partition_field, parts_of_table):
         raise UsageError("key or partition field differs from the table's",
-                         path=location.uri, expected=(table.key_field, table.partition_field),
+                         path=location.uri, expected=(keys_of_table, parts_of_table),
                          actual=(key, partition))
     table.validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
     with table.commit(operation) as commit:
         view = commit.table()
         instant = commit.instant
-        data = df
-        if operation != "delete":
-            data = _combine_duplicates(data, key, ordering, F, Window)
-        tag_schema = _with_columns(df.schema if operation == "delete" else data.schema,
-                                   [(_PART, "string"), (_FID, "string"), (_BASE, "string"),
-                                    (_KEY, "string")])
+        tag_schema = _with_columns(df.schema, [(_PART, "string"), (_FID, "string"),
+                                               (_BASE, "string"), (_KEY, "string")])
         check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None)
-        tagged = data.mapInArrow(_tagger(location, check), tag_schema).cache()
+        # every row gets its record key from the table's key generator (composite keys,
+        # timestamp partitions...) while tagged; duplicates are then combined by that key
+        tagged = df.mapInArrow(_tagger(location, check), tag_schema)
+        if operation != "delete":
+            tagged = _combine_duplicates(tagged, _KEY, ordering, F, Window)
+        tagged = tagged.cache()
         # routing: inserts per partition -> bins (driver)
         pending = view.timeline.pending_services()
         slices = {(s.partition, s.file_id): s for s in view.file_slices()
@@ -340,7 +338,7 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             for row in counts:
                 bins[row[_PART]] = table.insert_bins(row[_PART], int(row["count"]),
                                                      record_size, slices)
-        groups = _assign(tagged, bins, key, operation, F, Window)
+        groups = _assign(tagged, bins, _KEY, operation, F, Window)
         touched = [(r[_PART], r[_FID]) for r in groups.select(_PART, _FID).distinct()
                    .collect()]
         apply_drops(table.store, location, view, table.metadata_plan,
