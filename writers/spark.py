@@ -262,8 +262,12 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     the blocks of their file groups; the driver plans insert routing from the slices' sizes
     and commits the instant once.
 
-    Steps: lock and roll back dead writers' instants (driver) -> combine duplicate keys ->
-    tag every row (executors, ``KeyTagger``) -> count inserts per partition and plan their
+    ``key`` and ``partition``: the table's record key and partition fields (comma-separated
+    when there are several; the table's key generator makes the keys and paths).
+
+    Steps: lock and roll back dead writers' instants (driver) -> tag every row with its
+    record key, partition path and file group (executors, the table's key generator and
+    ``KeyTagger``) -> combine duplicate keys -> count inserts per partition and plan their
     bins (driver) -> assign inserts to bins -> write requested and inflight (driver) ->
     repartition by file group and write each group's blocks in one task (executors) ->
     complete the instant with the tasks' write stats (driver). A retried task first discards
