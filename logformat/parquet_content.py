@@ -8,8 +8,10 @@ import pyarrow.parquet as pq
 from .errors import ContentError
 
 PARQUET_MAGIC = b"PAR1"
-#: Hudi's default ``hoodie.parquet.compression.codec``
-DEFAULT_COMPRESSION = "gzip"
+#: Hudi's current default ``hoodie.parquet.compression.codec`` (``HoodieStorageConfig``;
+#: Hudi 0.x defaulted to gzip, which its older Parquet log blocks show); writers pass the
+#: table's setting
+DEFAULT_COMPRESSION = "snappy"
 
 
 def _check(content: bytes | memoryview, base: int, path: str | None) -> None:

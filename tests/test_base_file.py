@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,3 +66,27 @@ def test_row_groups_follow_the_block_size_and_files_read_back() -> None:
     assert md.num_row_groups == 4
     assert md.row_group(0).column(0).compression == "ZSTD"
     assert pq.read_table(io.BytesIO(buf.getvalue())).equals(table)
+
+
+@pytest.mark.parametrize("codec, expected", [(None, "SNAPPY"), ("gzip", "GZIP"),
+                                             ("zstd", "ZSTD")])
+def test_parquet_log_blocks_follow_the_compression_codec(tmp_path: Any, codec: str | None,
+                                                         expected: str) -> None:
+    """Parquet-carrier log blocks use the writer's ``hoodie.parquet.compression.codec``
+    (Hudi's ``HoodieParquetDataBlock`` does; default snappy), like the base files."""
+    from morlog.readers.logfile import LogFileReader
+    from morlog.writers.client import MorTable, WriteConfig
+
+    schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
+    opts = {} if codec is None else {"hoodie.parquet.compression.codec": codec}
+    cfg = WriteConfig(carrier="parquet", new_groups="log", hoodie_options=opts)
+    t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", config=cfg)
+    t.upsert(pa.table({"id": ["a", "b"], "v": [1, 2]}, schema=schema))
+    (log,) = list((tmp_path / "t").glob(".*.log.*"))
+    with LogFileReader(str(log)) as reader:
+        (block,) = list(reader.blocks())
+        content = block.content()
+        assert block.to_arrow().num_rows == 2
+    pf = pq.ParquetFile(pa.BufferReader(content))
+    assert {pf.metadata.row_group(0).column(i).compression
+            for i in range(pf.metadata.num_columns)} == {expected}

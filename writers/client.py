@@ -64,7 +64,7 @@ from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
-from .base_file import encode_base_file
+from .base_file import encode_base_file, parquet_write_options
 from .commit import (
     WRITE_TOKEN,
     Commit,
@@ -206,6 +206,10 @@ class MorTable:
         self.avro_schema = self.profile.avro_schema
         self.arrow_schema = self.profile.arrow_schema
         self.data_schema = self.profile.data_schema
+        #: the codec of Parquet-carrier log blocks: ``hoodie.parquet.compression.codec``
+        #: (write option over table property; Hudi's default snappy), checked here
+        self.log_parquet_codec = str(parquet_write_options(
+            {**self.props, **self.config.hoodie_options})["compression"])
         #: what every commit does with the metadata table (refused here if it cannot)
         self.metadata_plan = plan_metadata(table, self.store, self.config.hoodie_options)
 
@@ -664,7 +668,8 @@ class MorTable:
         w = self._log_writer(partition, fid, slice_instant, instant, slice_logs)
         if records is not None and records.num_rows:
             meta = self._with_meta(records, None, instant, fid, partition)
-            r = (w.append_parquet(meta, instant, schema=self.avro_schema)
+            r = (w.append_parquet(meta, instant, schema=self.avro_schema,
+                                  compression=self.log_parquet_codec)
                  if self.config.carrier == "parquet"
                  else w.append_avro_arrow(meta, self.avro_schema, instant))
             out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))

@@ -57,6 +57,7 @@ from morlog.logformat.indexed_block import (
 )
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
+from morlog.logformat.parquet_content import DEFAULT_COMPRESSION
 from morlog.logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
@@ -229,9 +230,12 @@ class IndexedLogWriter:
 
     def append_parquet(self, table: pa.Table, instant: str, *,
                        schema: str | dict[str, Any] | None = None,
-                       sync: bool | None = None) -> WriteResult:
+                       sync: bool | None = None,
+                       compression: str = DEFAULT_COMPRESSION) -> WriteResult:
+        """A Parquet-carrier data block; ``compression``: the Parquet codec (the writer's
+        ``hoodie.parquet.compression.codec``, as Hudi's Parquet log blocks use it)."""
         prepared = prepare_parquet(table, instant, key_field=self.key_field, schema=schema,
-                                   fpp=self.fpp)
+                                   fpp=self.fpp, compression=compression)
         return self._append_indexed(prepared, sync)
 
     def append_delete(self, records: Sequence[DeleteRecord], instant: str, *,
