@@ -297,7 +297,13 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
         if key_field not in table.column_names:
             raise ContentError(f"key field {key_field!r} is not a column of the block",
                                path=path, offset=base)
-        return table.column(key_field).to_pylist()  # type: ignore[no-any-return]
+        try:
+            return table.column(key_field).to_pylist()  # type: ignore[no-any-return]
+        except (UnicodeDecodeError, pa.ArrowException) as exc:
+            # pyarrow does not validate strings it reads from Parquet: damaged bytes show
+            # up here, when the keys become Python strings
+            raise ContentError(f"key column does not decode: {exc}", path=path,
+                               offset=base) from None
     if block_type == BlockType.HFILE_DATA:  # the cell keys are the record keys
         return list(hfile_block_keys(content, base=base, path=path))
     raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
