@@ -465,15 +465,6 @@ class MorTable:
                     else:
                         plan.updates.setdefault(other, []).append(i)
         pending = table_view.timeline.pending_services()
-        busy = {loc for loc in [*locations, *plan.updates, *plan.deletes]
-                if loc is not None and loc in pending.clustering}
-        if busy:
-            p, f = sorted(busy)[0]
-            raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
-                             f"{pending.clustering[(p, f)]}: Hudi rejects updates and deletes "
-                             "to it until the clustering completes (its default "
-                             "hoodie.clustering.updates.strategy)", path=self.path,
-                             actual=len(busy))
         plan.pending_compaction = pending.compaction
         # file groups under a pending service take no routed inserts (Hudi's small-file
         # selection skips them too)
@@ -492,6 +483,15 @@ class MorTable:
                     result.updates += 1
             elif operation != "delete":
                 inserts_by_part.setdefault(part_list[i], []).append(i)
+        # checked on the tagged file groups (routed inserts never go to these groups)
+        busy = {g for g in [*plan.updates, *plan.deletes] if g in pending.clustering}
+        if busy:
+            p, f = sorted(busy)[0]
+            raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
+                             f"{pending.clustering[(p, f)]}: Hudi rejects updates and deletes "
+                             "to it until the clustering completes (its default "
+                             "hoodie.clustering.updates.strategy)", path=self.path,
+                             actual=len(busy))
         plan.batch = batch
         if inserts_by_part:
             size = self.record_size(batch)
