@@ -94,6 +94,14 @@ def timeline_utc(props: Mapping[str, str]) -> bool:
     return (props.get(TIMELINE_TIMEZONE) or "LOCAL").strip().upper() == "UTC"
 
 
+def latest_time(table: Table) -> str | None:
+    """The latest time on the table's timeline, completion times (layout 2) included: a new
+    instant comes after it, as Hudi's time generator hands out requested and completion
+    times from one monotonic clock."""
+    times = [t for i in table.timeline.instants for t in (i.requested, i.completed) if t]
+    return max(times) if times else None
+
+
 def new_instant(after: str | None = None, *, utc: bool = False) -> str:
     """A fresh instant (yyyyMMddHHmmssSSS) in local time, or UTC with ``utc`` (the table's
     ``hoodie.table.timeline.timezone``, as Hudi's instant generator), later than
@@ -361,7 +369,7 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
     started = time.monotonic()
     skipped = []
     groups = timeline.inflight_groups(failed, action)
-    last = table.timeline.instants[-1].requested if table.timeline.instants else None
+    last = latest_time(table)
     rb = instant or new_instant(max(x for x in (last, failed) if x is not None),
                                 utc=timeline.utc)
     keys: list[tuple[str, str]] = []
@@ -475,7 +483,7 @@ class Commit:
                                                 fsync=self.fsync, view=first,
                                                 hooks=self.hooks)
             view = self.view = Table(self.location) if self.rolled_back else first
-            last = view.timeline.instants[-1].requested if view.timeline.instants else None
+            last = latest_time(view)
             self.instant = new_instant(last, utc=self.timeline.utc)
             if isinstance(self.store, LocalStore):
                 # only local writes stage temporary files (S3 publishes by conditional PUT)
