@@ -114,7 +114,7 @@ def test_a_failed_commit_leaves_data_and_mdt_as_before(tmp_path: Path, name: str
     key = Table(str(path)).config.record_key_fields[0]
     before_rs = _rows(_hudi_rs(path), key)
     before_view = _mdt(path).files_view()
-    original = MetadataTable.write_files_commit
+    original = MetadataTable.write_commit
     original_append = mdt_writer.LogFileWriter.append
 
     def fail_before(self: MetadataTable, *a: Any, **k: Any) -> None:
@@ -129,9 +129,9 @@ def test_a_failed_commit_leaves_data_and_mdt_as_before(tmp_path: Path, name: str
         raise _Boom("after the MDT block, before the MDT completed")
 
     if when == "before":
-        monkeypatch.setattr(MetadataTable, "write_files_commit", fail_before)
+        monkeypatch.setattr(MetadataTable, "write_commit", fail_before)
     elif when == "after":
-        monkeypatch.setattr(MetadataTable, "write_files_commit", fail_after)
+        monkeypatch.setattr(MetadataTable, "write_commit", fail_after)
     else:
         monkeypatch.setattr(mdt_writer.LogFileWriter, "append", fail_append)
     t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_FILES_ONLY))

@@ -119,13 +119,13 @@ def test_failed_commit_leaves_index_as_before(tmp_path: Path, name: str,
                          else pa.array([7_000_009], new.schema.field(key).type))
     from morlog.writers import mdt_writer
 
-    real = mdt_writer.MetadataTable.write_files_commit
+    real = mdt_writer.MetadataTable.write_commit
 
     def boom(self: MetadataTable, *a: Any, **k: Any) -> None:
         real(self, *a, **k)
         raise OSError("crash after the MDT commit")
 
-    monkeypatch.setattr(mdt_writer.MetadataTable, "write_files_commit", boom)
+    monkeypatch.setattr(mdt_writer.MetadataTable, "write_commit", boom)
     with pytest.raises((OSError, MorlogError)):
         t.upsert(new)
     monkeypatch.undo()

@@ -127,6 +127,97 @@ def _style(version: int) -> tuple[HFileStyle, int]:
     return HUDI_NATIVE, int(time.time() * 1000)
 
 
+@dataclasses.dataclass(frozen=True)
+class CommitContext:
+    """What one data commit (or rollback) changed, as the keepers of MDT partitions see it."""
+
+    #: the data instant (the MDT delta commit has the same time)
+    instant: str
+    #: data partition -> {file name: its size now} of every data file written or appended to
+    written: Mapping[str, Mapping[str, int]]
+    #: data partition -> names of data files deleted (a rollback's)
+    deleted: Mapping[str, Sequence[str]]
+    #: the commit's key-level changes, computed on demand (None: the writer does not know)
+    changes: Callable[[], RecordChanges] | None = None
+
+
+class PartitionKeeper:
+    """Keeps one MDT partition true: the records (and deleted keys) a data commit adds to it.
+    Subclasses set :attr:`partition` and implement :meth:`records`."""
+
+    #: the MDT partition (directory) this keeper writes
+    partition: str = ""
+
+    def records(self, mdt: MetadataTable, ctx: CommitContext
+                ) -> tuple[list[dict[str, Any]], list[str]]:  # pragma: no cover - interface
+        """(``HoodieMetadataRecord`` dicts, deleted MDT keys) of ``ctx``."""
+        raise NotImplementedError
+
+    def file_group_index(self, key: str, count: int) -> int:
+        """The file group of ``count`` holding MDT key ``key``."""
+        return key_to_file_group_index(key, count)
+
+
+class FilesKeeper(PartitionKeeper):
+    """``files``: ``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`` (one
+    record per touched partition, ``__all_partitions__``) and tombstones of deleted files."""
+
+    partition = FILES
+
+    def records(self, mdt: MetadataTable, ctx: CommitContext
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+        return files_partition_records(
+            {p: dict(f) for p, f in ctx.written.items()},
+            {p: list(n) for p, n in ctx.deleted.items() if n}), []
+
+
+class RecordIndexKeeper(PartitionKeeper):
+    """``record_index``: the commit's key changes reduced per key as Hudi does
+    (``HoodieTableMetadataUtil.reduceByKeys``: an insert wins over a delete of the same key,
+    one of two deletes is kept, two inserts of one key are refused: the record index maps
+    each key to one location)."""
+
+    partition = RECORD_INDEX
+
+    def records(self, mdt: MetadataTable, ctx: CommitContext
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.changes is None:
+            if any(ctx.written.values()):
+                raise UsageError("this write does not report its key changes, which the "
+                                 "metadata table's record_index partition needs",
+                                 path=mdt.path)
+            return [], []
+        changes = ctx.changes()
+        millis = instant_millis(ctx.instant, utc=mdt.utc)
+        inserted: dict[str, tuple[str, str]] = {}
+        for key, part, fid in changes.inserted:
+            if key in inserted and inserted[key] != (part, fid):
+                raise UsageError(
+                    "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
+                    "RLI is seen for same record key\"): a table with a record index holds "
+                    "each key once", actual=(key, inserted[key], (part, fid)))
+            inserted[key] = (part, fid)
+        recs = [record_index_record(key, part, fid, millis)
+                for key, (part, fid) in inserted.items()]
+        dels = [k for k in dict.fromkeys(k for k, _ in changes.deleted) if k not in inserted]
+        return recs, dels
+
+
+#: MDT partition (or name prefix ending in ``_``) -> the keeper class that keeps it true
+KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
+    FILES: lambda _p: FilesKeeper(),
+    RECORD_INDEX: lambda _p: RecordIndexKeeper(),
+}
+
+
+def keeper_for(partition: str) -> PartitionKeeper | None:
+    """The keeper of MDT partition ``partition`` (None: morlog cannot keep it true)."""
+    for name, make in KEEPERS.items():
+        if partition == name or (name.endswith("_") and partition.startswith(name)):
+            return make(partition)
+    return None
+
+
 class MetadataTable:
     """The metadata table of one data table, as far as morlog writes it."""
 
@@ -185,29 +276,52 @@ class MetadataTable:
 
     # --- writing ---------------------------------------------------------------------------
 
+    def write_commit(self, ctx: CommitContext, keepers: Sequence[PartitionKeeper]) -> None:
+        """One MDT delta commit ``ctx.instant`` holding, for each of ``keepers``, the records
+        and deletes that keep its MDT partition true after the data commit (``files``
+        always: readers of the MDT need its instant's ``files`` records)."""
+        tl = self.timeline()
+        if tl.get(ctx.instant) is not None:
+            # a re-attempt of an instant the MDT has seen (Hudi's commitInternal rolls it back)
+            self.roll_back(ctx.instant, None)
+        #: (MDT partition, file id) -> (HFILE records, deleted keys)
+        work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]] = {}
+        for keeper in keepers:
+            recs, dels = keeper.records(self, ctx)
+            if not recs and not dels:
+                continue
+            part = keeper.partition
+            groups = self.file_groups(part)
+            if not groups:
+                if part != FILES:
+                    raise UsageError(f"the metadata table's {part} partition holds no file "
+                                     "group", path=self.partition_dir(part))
+                groups = [file_group_id(0)]
+            for rec in recs:
+                fid = groups[keeper.file_group_index(str(rec["key"]), len(groups))]
+                work.setdefault((part, fid), ([], []))[0].append(rec)
+            for key in dels:
+                fid = groups[keeper.file_group_index(key, len(groups))]
+                work.setdefault((part, fid), ([], []))[1].append(key)
+        self._write_work(ctx.instant, work)
+
     def write_files_commit(self, instant: str, written: Mapping[str, Mapping[str, int]],
                            deleted: Mapping[str, Sequence[str]] | None = None,
                            changes: RecordChanges | None = None) -> None:
         """One MDT delta commit ``instant`` with the ``files`` records of ``written``
-        (partition -> {file name: size}) and the tombstones of ``deleted`` and, when
+        (partition -> {file name: size}) and the tombstones of ``deleted``, and, when
         ``changes`` is given, the ``record_index`` records of the commit's key changes."""
-        tl = self.timeline()
-        if tl.get(instant) is not None:
-            # a re-attempt of an instant the MDT has seen (Hudi's commitInternal rolls it back)
-            self.roll_back(instant, None)
-            tl = self.timeline()
-        records = files_partition_records(
-            {p: dict(f) for p, f in written.items()},
-            {p: list(n) for p, n in (deleted or {}).items() if n})
-        #: (MDT partition, file id) -> (HFILE records, deleted keys)
-        work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]] = {}
-        groups = self.file_groups() or [file_group_id(0)]
-        for rec in records:
-            fid = groups[key_to_file_group_index(str(rec["key"]), len(groups))]
-            work.setdefault((FILES, fid), ([], []))[0].append(rec)
+        keepers: list[PartitionKeeper] = [FilesKeeper()]
         if changes is not None:
-            for (fid, (recs, dels)) in self.record_index_work(instant, changes).items():
-                work[(RECORD_INDEX, fid)] = (recs, dels)
+            keepers.append(RecordIndexKeeper())
+        self.write_commit(CommitContext(instant, written, deleted or {},
+                                        (lambda: changes) if changes is not None else None),
+                          keepers)
+
+    def _write_work(self, instant: str,
+                    work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]]
+                    ) -> None:
+        tl = self.timeline()
         w = self.writer()
         w.write(instant, "requested", {})
         inflight: dict[str, list[dict[str, Any]]] = {}
@@ -255,31 +369,17 @@ class MetadataTable:
 
     def record_index_work(self, instant: str, changes: RecordChanges
                           ) -> dict[str, tuple[list[dict[str, Any]], list[str]]]:
-        """``record_index`` file id -> (records, deleted keys) of a commit's key changes,
-        reduced per key as Hudi does (``HoodieTableMetadataUtil.reduceByKeys``: an insert
-        wins over a delete of the same key, one of two deletes is kept, two inserts of one
-        key are refused: the record index maps each key to one location)."""
+        """``record_index`` file id -> (records, deleted keys) of a commit's key changes
+        (:class:`RecordIndexKeeper`)."""
+        recs, dels = RecordIndexKeeper().records(
+            self, CommitContext(instant, {}, {}, lambda: changes))
         groups = self.file_groups(RECORD_INDEX)
-        if not groups:
-            raise UsageError("the metadata table's record_index partition holds no file "
-                             "group", path=self.partition_dir(RECORD_INDEX))
-        millis = instant_millis(instant, utc=self.utc)
-        inserted: dict[str, tuple[str, str]] = {}
-        for key, part, fid in changes.inserted:
-            if key in inserted and inserted[key] != (part, fid):
-                raise UsageError(
-                    "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
-                    "RLI is seen for same record key\"): a table with a record index holds "
-                    "each key once", actual=(key, inserted[key], (part, fid)))
-            inserted[key] = (part, fid)
         out: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
-        for key, (part, fid) in inserted.items():
-            g = groups[key_to_file_group_index(key, len(groups))]
-            out.setdefault(g, ([], []))[0].append(record_index_record(key, part, fid, millis))
-        for key in dict.fromkeys(k for k, _ in changes.deleted):
-            if key not in inserted:
-                g = groups[key_to_file_group_index(key, len(groups))]
-                out.setdefault(g, ([], []))[1].append(key)
+        for r in recs:
+            out.setdefault(groups[key_to_file_group_index(str(r["key"]), len(groups))],
+                           ([], []))[0].append(r)
+        for k in dels:
+            out.setdefault(groups[key_to_file_group_index(k, len(groups))], ([], []))[1].append(k)
         return out
 
     @property
@@ -455,25 +555,21 @@ class _MetadataView(Table):
 
 
 class MetadataWriter(CommitHooks):
-    """Keeps the MDT's ``files`` partition, and ``record_index`` when the table lists it,
-    true in a commit (:class:`CommitHooks`)."""
+    """Keeps the MDT partitions it is given (``files`` first) true in every commit and
+    rollback (:class:`CommitHooks`)."""
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
-                 fsync: bool = True, record_index: bool = False) -> None:
+                 fsync: bool = True, partitions: Sequence[str] = (FILES,)) -> None:
         self.mdt = MetadataTable(store, location, mode=mode, fsync=fsync)
-        #: keep ``record_index`` true too (the table lists it)
-        self.record_index = record_index
+        keepers = [keeper_for(p) for p in dict.fromkeys([FILES, *partitions])]
+        missing = [p for p, k in zip(dict.fromkeys([FILES, *partitions]), keepers) if k is None]
+        if missing:
+            raise UsageError("no keeper for these metadata table partitions", actual=missing)
+        self.keepers: list[PartitionKeeper] = [k for k in keepers if k is not None]
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None) -> None:
-        rc = None
-        if self.record_index:
-            if changes is None:
-                raise UsageError("this write does not report its key changes, which the "
-                                 "metadata table's record_index partition needs",
-                                 path=self.mdt.path)
-            rc = changes()
-        self.mdt.write_files_commit(instant, written, changes=rc)
+        self.mdt.write_commit(CommitContext(instant, written, {}, changes), self.keepers)
 
     def rolled_back(self, failed: str, rollback_instant: str,
                     deleted: dict[str, list[str]]) -> None:
@@ -486,7 +582,7 @@ class MetadataWriter(CommitHooks):
                 for p, names in deleted.items()}
         gone = {p: n for p, n in gone.items() if n}
         if gone:
-            self.mdt.write_files_commit(rollback_instant, {}, gone)
+            self.mdt.write_commit(CommitContext(rollback_instant, {}, gone), self.keepers)
 
 
 # --- a new table's metadata table ----------------------------------------------------------

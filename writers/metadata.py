@@ -38,14 +38,14 @@ from morlog.readers.table import Table
 
 from .commit import CommitHooks
 from .logwriter import Mode
-from .mdt_writer import FILES, METADATA_DIR, RECORD_INDEX, MetadataWriter
+from .mdt_writer import FILES, KEEPERS, METADATA_DIR, MetadataWriter, keeper_for
 from .store import WriteStore
 
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
 ENABLE = "hoodie.metadata.enable"
-#: MDT partitions morlog keeps true on every commit
-KEPT: frozenset[str] = frozenset({FILES, RECORD_INDEX})
+#: MDT partitions (or name prefixes ending in ``_``) morlog keeps true on every commit
+KEPT: frozenset[str] = frozenset(KEEPERS)
 #: the switch that turns each MDT partition (by name or name prefix) off
 _SWITCHES = {
     "files": ENABLE,
@@ -114,7 +114,7 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
     for p in listed:
         if _off(options, switch_of(p)):
             plan.drop.append(p)
-        elif p in KEPT:
+        elif keeper_for(p) is not None:
             plan.keep.append(p)
         else:
             raise UnsupportedSettingError(
@@ -127,11 +127,18 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         # without ``files`` the metadata table is off altogether (Hudi's rule: every other
         # partition needs it)
         return MetadataPlan(drop_all=True)
-    if FILES in plan.keep:
-        _check_keepable(table, store, mdt_dir)
-    if RECORD_INDEX in plan.keep:
-        _check_keepable(table, store, mdt_dir, RECORD_INDEX, "record-index-")
+    for p in plan.keep:
+        _check_keepable(table, store, mdt_dir, p, file_id_prefix(p))
     return plan
+
+
+def file_id_prefix(partition: str) -> str:
+    """The file id prefix of MDT partition ``partition``'s file groups
+    (``MetadataPartitionType.getFileIdPrefix``: ``col-stats-``, ``record-index-``,
+    ``secondary-index-<name>-``; the partition name with ``_`` as ``-`` otherwise)."""
+    if partition == "column_stats":
+        return "col-stats-"
+    return partition.replace("_", "-") + "-"
 
 
 def _check_keepable(table: Table, store: WriteStore, mdt_dir: str, partition: str = FILES,
@@ -163,7 +170,7 @@ def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPla
         return None
     return MetadataWriter(store, location, fsync=fsync,
                           mode=mode or ("append" if store.can_append else "rollover"),
-                          record_index=RECORD_INDEX in plan.keep)
+                          partitions=plan.keep)
 
 
 def apply_drops(store: WriteStore, location: TableLocation, table: Table,
