@@ -47,13 +47,28 @@ class TagStats:
 
 @dataclass
 class TagResult:
-    keys: list[str]
-    #: per key: (partition, file id) or None for a new key
-    locations: list[tuple[str, str] | None]
+    """Where each key of a batch lives. Column-wise: ``codes[i]`` indexes ``groups`` (the
+    (partition, file id) holding key ``i``), -1 for a key the table does not hold."""
+
+    key_array: pa.Array
+    codes: npt.NDArray[np.int32]
+    groups: list[tuple[str, str]]
     stats: TagStats = field(default_factory=TagStats)
     #: keys found in more than one file group (a table Hudi's ``insert`` wrote twice):
     #: key position -> the other (partition, file id) that hold it too
     also: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.key_array.to_pylist())
+
+    @property
+    def locations(self) -> list[tuple[str, str] | None]:
+        """Per key: (partition, file id), or None for a new key."""
+        table = np.empty(len(self.groups) + 1, dtype=object)
+        table[:-1] = self.groups
+        table[-1] = None
+        return list(table[self.codes].tolist())
 
     def as_dict(self) -> dict[str, dict[str, str] | None]:
         return {k: None if loc is None else {"partition": loc[0], "file_id": loc[1]}
@@ -111,8 +126,8 @@ class KeyTagger:
                 if chunk.size:
                     groups[enc.dictionary[int(codes[chunk[0]])].as_py()] = chunk.astype(np.int64)
         best_instant = np.array([""] * n, dtype=object)
-        found_part = np.array([None] * n, dtype=object)
-        found_fid = np.array([None] * n, dtype=object)
+        found = np.full(n, -1, dtype=np.int32)
+        groups_hit: list[tuple[str, str]] = []
         stats = TagStats()
         sources: list[RangedSource] = []
         everyone = np.arange(n, dtype=np.int64)
@@ -133,28 +148,27 @@ class KeyTagger:
                 continue
             np.add.at(hits, idx[local], 1)
             hit_rows.append((idx[local], s))
+            code = len(groups_hit)
+            groups_hit.append((s.partition, s.file_id))
             # oldest first: where a key has several hits, the newest is assigned last
             order = np.argsort(instants, kind="stable")
             i, inst = idx[local[order]], instants[order]
             newer = inst >= best_instant[i]
             i, inst = i[newer], inst[newer]
             best_instant[i] = inst
-            found_part[i] = s.partition
-            found_fid[i] = s.file_id
+            found[i] = code
         stats.reads = sum(x.stats.reads for x in sources)
         stats.bytes_read = sum(x.stats.bytes_read for x in sources)
         for x in sources:
             x.close()
-        locations = [None if p is None else (p, f) for p, f in zip(found_part, found_fid,
-                                                                   strict=True)]
         also: dict[int, list[tuple[str, str]]] = {}
         if (hits > 1).any():  # duplicates only: rare, so per key
             dup = hits > 1
-            for rows, s in hit_rows:
+            for code, (rows, s) in enumerate(hit_rows):
                 for i in rows[dup[rows]].tolist():
-                    if locations[i] != (s.partition, s.file_id):
+                    if found[i] != code:
                         also.setdefault(i, []).append((s.partition, s.file_id))
-        return TagResult(arr.to_pylist(), locations, stats, also)
+        return TagResult(arr, found, groups_hit, stats, also)
 
     def _slice_hits(self, s: FileSlice, keys: PreparedKeys, stats: TagStats,
                     sources: list[RangedSource]

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -452,18 +453,25 @@ class MorTable:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         plan.keys = keys
-        locations: list[tuple[str, str] | None] = [None] * len(keys)
         tagged = None if operation == "insert" else KeyTagger(table_view).tag(keys, parts)
+        target = plan.deletes if operation == "delete" else plan.updates
+        codes = np.full(len(keys), -1, dtype=np.int32)
         if tagged is not None:
-            locations = tagged.locations
+            codes = tagged.codes
             # a key the table holds in several file groups (Hudi's insert allows it): the
             # update or delete goes to every one of them, as Hudi's index tags each copy
             for i, others in tagged.also.items():
                 for other in others:
-                    if operation == "delete":
-                        plan.deletes.setdefault(other, []).append(i)
-                    else:
-                        plan.updates.setdefault(other, []).append(i)
+                    target.setdefault(other, []).append(i)
+            for code, held in _rows_by_code(codes):
+                target.setdefault(tagged.groups[code], []).extend(held.tolist())
+            for listed in target.values():
+                listed.sort()
+        tagged_count = int(np.count_nonzero(codes >= 0))
+        if operation == "delete":
+            result.deletes += tagged_count
+        else:
+            result.updates += tagged_count
         pending = table_view.timeline.pending_services()
         plan.pending_compaction = pending.compaction
         # file groups under a pending service take no routed inserts (Hudi's small-file
@@ -472,17 +480,11 @@ class MorTable:
                   if (s.partition, s.file_id) not in pending.compaction
                   and (s.partition, s.file_id) not in pending.clustering}
         inserts_by_part: dict[str, list[int]] = {}
-        part_list = parts.to_pylist()
-        for i, loc in enumerate(locations):
-            if loc is not None:
-                if operation == "delete":
-                    plan.deletes.setdefault(loc, []).append(i)
-                    result.deletes += 1
-                else:
-                    plan.updates.setdefault(loc, []).append(i)
-                    result.updates += 1
-            elif operation != "delete":
-                inserts_by_part.setdefault(part_list[i], []).append(i)
+        new_rows = np.flatnonzero(codes < 0)
+        if operation != "delete" and new_rows.size:
+            enc = parts.take(pa.array(new_rows)).dictionary_encode()
+            for code, local in _rows_by_code(enc.indices.to_numpy(zero_copy_only=False)):
+                inserts_by_part[enc.dictionary[code].as_py()] = new_rows[local].tolist()
         # checked on the tagged file groups (routed inserts never go to these groups)
         busy = {g for g in [*plan.updates, *plan.deletes] if g in pending.clustering}
         if busy:
@@ -773,6 +775,17 @@ class GroupWrite:
     def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
         return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
                 "numWrites": self.num_writes, "partitionPath": self.partition}
+
+
+def _rows_by_code(codes: npt.NDArray[np.integer[Any]]
+                  ) -> list[tuple[int, npt.NDArray[np.int64]]]:
+    """(code, ascending row positions holding it) for every code >= 0 of ``codes``."""
+    rows = np.flatnonzero(codes >= 0)
+    if rows.size == 0:
+        return []
+    order = rows[np.argsort(codes[rows], kind="stable")]
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    return [(int(codes[chunk[0]]), chunk) for chunk in np.split(order, bounds)]
 
 
 @dataclass
