@@ -226,7 +226,8 @@ def test_a_writer_dying_on_s3_leaves_the_table_as_before(s3: str, fail_at: int) 
         # a dead process's lock stays; the test releases it as the lease would run out
         t.store.client.delete_object(Bucket=t.path.split("/", 1)[0],
                                      Key=t.path.split("/", 1)[1] + "/.hoodie/morlog.lock")
-    assert died and calls["n"] == fail_at
+    # file groups are written on parallel threads: the other group's PUT may still land
+    assert died and calls["n"] >= fail_at
     assert _rows(uri) == before
     assert _hudi_rs_rows(uri) == before
     r = MorTable(uri).upsert(_batch([99], 3))

@@ -33,9 +33,10 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -133,6 +134,9 @@ class WriteConfig:
     #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
     #: ``.dictionary.enabled`` (``morlog.writers.base_file``; Hudi's defaults otherwise)
     hoodie_options: dict[str, str] = field(default_factory=dict)
+    #: file groups of a commit written at once (threads: Parquet and Avro encoding release
+    #: the GIL); None: the machine's cores, at most 4; 1: one after the other
+    write_threads: int | None = None
 
     @classmethod
     def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
@@ -430,7 +434,7 @@ class MorTable:
                             ) -> tuple[pa.Table, pa.Array, pa.Array]:
         """One record per key: the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
-        if pc.count_distinct(keys).as_py() == n:
+        if len(pc.unique(keys)) == n:
             return table, keys, parts
         idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
         if self.ordering_field:
@@ -632,7 +636,12 @@ class MorTable:
         jobs = [(k, plan.updates.get(k), plan.deletes.get(k), False)
                 for k in dict.fromkeys([*plan.updates, *plan.deletes])]
         jobs += [((p, f), rows, None, True) for p, f, rows in plan.new_groups]
-        for (partition, fid), upd, dels, new in jobs:
+        for partition in dict.fromkeys(k[0] for k, *_ in jobs):
+            self._dir(partition)  # made once, before the groups are written in parallel
+
+        def run(job: tuple[tuple[str, str], list[int] | None, list[int] | None, bool]
+                ) -> list[GroupWrite]:
+            (partition, fid), upd, dels, new = job
             s = slices.get((partition, fid))
             base = None if new else (s.base_instant if s else instant)
             compaction = plan.pending_compaction.get((partition, fid))
@@ -640,15 +649,24 @@ class MorTable:
                 # table version 6: a group under a pending compaction takes new logs in the
                 # slice the compaction starts (named after its instant), as Hudi's writers do
                 base = compaction
-            for w in self.write_group(instant, partition, fid, base,
-                                      rows_of(upd), rows_of(dels),
-                                      slice_logs=s.log_files if s is not None else ()):
+            return self.write_group(instant, partition, fid, base, rows_of(upd),
+                                    rows_of(dels),
+                                    slice_logs=s.log_files if s is not None else ())
+
+        for ((partition, fid), *_), writes in zip(jobs, _run_all(run, jobs,
+                                                                 self._threads()), strict=True):
+            for w in writes:
                 stats.setdefault(partition, []).append(w.stat(self.store, self.path))
                 result.groups_touched[(partition, fid)] = result.groups_touched.get(
                     (partition, fid), 0) + w.num_writes
                 if w.created:
                     result.files_created.append(w.path)
         return stats
+
+    def _threads(self) -> int:
+        if self.config.write_threads is not None:
+            return max(1, self.config.write_threads)
+        return max(1, min(4, os.cpu_count() or 1))
 
     def write_group(self, instant: str, partition: str, fid: str, base_instant: str | None,
                     records: pa.Table | None, deletes: pa.Table | None, *,
@@ -775,6 +793,28 @@ class GroupWrite:
     def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
         return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
                 "numWrites": self.num_writes, "partitionPath": self.partition}
+
+
+_J = TypeVar("_J")
+_R = TypeVar("_R")
+
+
+def _run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
+    """``fn`` of every job, in job order, on up to ``threads`` threads. The first failure
+    cancels the jobs not started, waits for the running ones and is raised (the commit
+    then rolls back whatever any job wrote)."""
+    if threads <= 1 or len(jobs) <= 1:
+        return [fn(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=min(threads, len(jobs)),
+                            thread_name_prefix="morlog-write") as pool:
+        futures = [pool.submit(fn, j) for j in jobs]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            raise
 
 
 def _rows_by_code(codes: npt.NDArray[np.integer[Any]]

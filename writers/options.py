@@ -44,6 +44,8 @@ hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base fil
 morlog.new.groups                               ``new_groups``: base, log
 morlog.route.inserts                            ``route_inserts``: true, false
 morlog.record.size                              ``record_size``: bytes per record
+morlog.write.threads                            ``write_threads``: file groups written at
+                                                once (default: cores, at most 4)
 ==============================================  =========================================
 
 Options of Hudi that only tune how Hudi's own engine runs (:data:`IGNORED_HOODIE_OPTIONS`:
@@ -140,7 +142,8 @@ _INTS = {"hoodie.parquet.max.file.size": "max_file_size",
          "morlog.max.file.size": "max_file_size",
          "hoodie.parquet.small.file.limit": "small_file_limit",
          "morlog.small.file.limit": "small_file_limit",
-         "morlog.record.size": "record_size"}
+         "morlog.record.size": "record_size",
+         "morlog.write.threads": "write_threads"}
 _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
             "morlog.carrier": ("carrier", ("avro", "parquet")),
             "morlog.new.groups": ("new_groups", ("base", "log"))}
