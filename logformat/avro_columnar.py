@@ -515,14 +515,15 @@ def _conform(arr: pa.Array, t: pa.DataType, kind: str) -> pa.Array:
     raise Unsupported(f"Arrow {at} for Avro {kind}")
 
 
-def encode_arrow_to_records(table: pa.Table | pa.RecordBatch, schema_json: str
-                            ) -> tuple[bytes, int]:
+def encode_arrow_to_records(table: pa.Table | pa.RecordBatch, schema_json: str, *,
+                            prefixed: bool = True) -> tuple[bytes, int]:
     """Every row of ``table`` as Avro binary under ``schema_json``, each with its i32 prefix.
 
     Returns the concatenated ``i32 length | datum`` bytes and the row count: the content of an
     Avro data block minus its 8-byte version and count. Byte-identical to
     ``encode_records(arrow_to_records(table), schema_json)`` with those prefixes; raises
     :class:`Unsupported` when only the fastavro path can encode it (or report the error).
+    ``prefixed=False``: the datums back to back, without the length prefixes.
     """
     node, _ = _schema_plan(schema_json)
     if isinstance(table, pa.RecordBatch):
@@ -543,15 +544,17 @@ def encode_arrow_to_records(table: pa.Table | pa.RecordBatch, schema_json: str
         raise Unsupported("record without fields")
     if n and int(sizes.max()) > 2**31 - 1:
         raise Unsupported("record too large")
+    head = 4 if prefixed else 0
     rec_starts = np.zeros(n, dtype=_I64)
     if n:
-        np.cumsum(sizes[:-1] + 4, out=rec_starts[1:])
-    total = int(rec_starts[-1] + 4 + sizes[-1]) if n else 0
+        np.cumsum(sizes[:-1] + head, out=rec_starts[1:])
+    total = int(rec_starts[-1] + head + sizes[-1]) if n else 0
     out = np.zeros(total, dtype=_U8)
     if n:
-        prefixes = sizes.astype(">i4").view(_U8).reshape(n, 4)
-        out[rec_starts[:, None] + np.arange(4)] = prefixes
-        pos = rec_starts + 4
+        if prefixed:
+            prefixes = sizes.astype(">i4").view(_U8).reshape(n, 4)
+            out[rec_starts[:, None] + np.arange(4)] = prefixes
+        pos = rec_starts + head
         for enc in encs:
             enc.write(out, pos)
             pos = pos + enc.sizes

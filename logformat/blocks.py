@@ -147,15 +147,16 @@ def cdc_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, An
     return avro_data_block(records, schema, instant, block_type=BlockType.CDC_DATA)
 
 
-def delete_block(records: Sequence[DeleteRecord], instant: str, *,
+def delete_block(records: Sequence[DeleteRecord] | bytes, instant: str, *,
                  schema: str | dict[str, Any] | None = None,
                  extra_header: Mapping[HeaderKey, str] | None = None) -> BlockFrame:
-    """A delete block (content version 3). Hudi's data-table writers add the table schema."""
+    """A delete block (content version 3) of ``records``, or of content encoded already
+    (``encode_delete_columns``). Hudi's data-table writers add the table schema."""
     extra = dict(extra_header or {})
     if schema is not None:
         extra[HeaderKey.SCHEMA] = _schema_text(schema)
-    return BlockFrame(int(BlockType.DELETE), make_header(instant, extra),
-                      encode_delete_content(records))
+    content = records if isinstance(records, bytes) else encode_delete_content(records)
+    return BlockFrame(int(BlockType.DELETE), make_header(instant, extra), content)
 
 
 def rollback_block(instant: str, target_instant: str) -> BlockFrame:

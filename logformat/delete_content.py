@@ -15,12 +15,16 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import io
+import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .avro_content import read_content_version
 from .constants import CONTENT_VERSIONS
@@ -221,3 +225,86 @@ def encode_delete_payload_value(value: dict[str, Any], version: int = 3) -> byte
 
 def encode_delete_content(records: Sequence[DeleteRecord], version: int = 3) -> bytes:
     return encode_delete_payload_value(delete_records_to_payload(records), version)
+
+
+#: union index (the wire value) of each ordering kind: branch 0 is null
+_BRANCH = {kind: i + 1 for i, (kind, _, _) in enumerate(ORDERING_BRANCHES)}
+#: Arrow ordering column -> (ordering kind, Avro type) encoded column-wise; a null ordering
+#: value is written as Hudi's natural order, IntWrapper(0), which takes one zero byte like
+#: a zero long or ``false`` (so only these kinds allow nulls column-wise)
+_NULL_AS_NATURAL = frozenset({"long", "boolean"})
+
+
+def encode_delete_columns(keys: pa.Array, partitions: pa.Array,
+                          ordering: pa.Array | None = None) -> bytes:
+    """Delete block content (version 3) for the keys, partition paths and ordering values
+    of a batch, column-wise: byte-identical to :func:`encode_delete_content` of the
+    :class:`DeleteRecord` per row that a writer builds (ordering value kind inferred from
+    the Python value, :meth:`OrderingValue.infer`; a null or absent one is
+    :meth:`OrderingValue.natural`). Ordering types other than integers, floats, strings and
+    booleans, and nulls among floats or strings, take the per-record path."""
+    from .avro_columnar import Unsupported, encode_arrow_to_records
+
+    n = len(keys)
+    if len(partitions) != n or (ordering is not None and len(ordering) != n):
+        raise UsageError("one partition path and ordering value per key", expected=n,
+                         actual=(len(partitions), None if ordering is None else len(ordering)))
+    kind, values = _ordering_column(ordering, n)
+    if kind is None or keys.null_count or partitions.null_count:
+        return _encode_rows(keys, partitions, ordering)
+    avro = {"long": "long", "double": "double", "string": "string", "boolean": "boolean"}
+    branch = pa.array(np.where(np.asarray(values.is_valid()), _BRANCH[kind],
+                               _BRANCH["int"]).astype(np.int32))
+    if values.null_count:
+        values = pc.fill_null(values, pa.scalar(0 if kind == "long" else False,
+                                                values.type))
+    row_schema = json.dumps({"type": "record", "name": "DeleteRow", "fields": [
+        {"name": "k", "type": ["null", "string"]}, {"name": "p", "type": ["null", "string"]},
+        {"name": "b", "type": "int"}, {"name": "v", "type": avro[kind]}]})
+    try:
+        rows, _ = encode_arrow_to_records(
+            pa.table({"k": keys.cast(pa.string()), "p": partitions.cast(pa.string()),
+                      "b": branch, "v": values}), row_schema, prefixed=False)
+    except Unsupported:
+        return _encode_rows(keys, partitions, ordering)
+    # HoodieDeleteRecordList: one array block of n items, then the end-of-array 0
+    payload = (_zigzag_varint(n) + rows + b"\x00") if n else b"\x00"
+    return _II.pack(3, len(payload)) + payload
+
+
+def _ordering_column(ordering: pa.Array | None, n: int) -> tuple[str | None, pa.Array]:
+    """(kind, values as the Arrow type of that kind) when column-wise encoding applies."""
+    if ordering is None:
+        return "long", pa.nulls(n, pa.int64())
+    t = ordering.type
+    if pa.types.is_integer(t) and t != pa.uint64():
+        kind, values = "long", ordering.cast(pa.int64())
+    elif pa.types.is_floating(t) and t != pa.float16():
+        kind, values = "double", ordering.cast(pa.float64())
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        kind, values = "string", ordering.cast(pa.string())
+    elif pa.types.is_boolean(t):
+        kind, values = "boolean", ordering
+    else:
+        return None, ordering
+    if values.null_count and kind not in _NULL_AS_NATURAL:
+        return None, ordering
+    return kind, values
+
+
+def _encode_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None) -> bytes:
+    ords = ordering.to_pylist() if ordering is not None else [None] * len(keys)
+    recs = [DeleteRecord(k, p, OrderingValue.natural() if o is None
+                         else OrderingValue.infer(o))
+            for k, p, o in zip(keys.to_pylist(), partitions.to_pylist(), ords, strict=True)]
+    return encode_delete_content(recs)
+
+
+def _zigzag_varint(v: int) -> bytes:
+    u = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while u > 0x7F:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)

@@ -48,7 +48,7 @@ from morlog.logformat.avroschema import (
     arrow_to_avro_schema,
 )
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from morlog.logformat.delete_content import DeleteRecord, OrderingValue
+from morlog.logformat.delete_content import encode_delete_columns
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenSpec
@@ -694,14 +694,13 @@ class MorTable:
                  else w.append_avro_arrow(meta, self.avro_schema, instant))
             out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))
         if deletes is not None and deletes.num_rows:
-            keys = self.keygen.record_keys(deletes).to_pylist()
-            ords = (deletes.column(self.ordering_field).to_pylist()
+            keys = self.keygen.record_keys(deletes)
+            ords = (deletes.column(self.ordering_field).combine_chunks()
                     if self.ordering_field is not None
                     and self.ordering_field in deletes.column_names else None)
-            recs = [DeleteRecord(k, partition, OrderingValue.natural() if ords is None
-                                 or ords[i] is None else OrderingValue.infer(ords[i]))
-                    for i, k in enumerate(keys)]
-            r = w.append_delete(recs, instant, schema=self.avro_schema)
+            content = encode_delete_columns(
+                keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys)), ords)
+            r = w.append_delete(content, instant, schema=self.avro_schema)
             out.append(GroupWrite(partition, fid, r.path, len(keys), r.created))
         return out
 

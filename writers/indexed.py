@@ -238,10 +238,11 @@ class IndexedLogWriter:
                                    fpp=self.fpp, compression=compression)
         return self._append_indexed(prepared, sync)
 
-    def append_delete(self, records: Sequence[DeleteRecord], instant: str, *,
+    def append_delete(self, records: Sequence[DeleteRecord] | bytes, instant: str, *,
                       schema: str | dict[str, Any] | None = None,
                       extra_header: Mapping[HeaderKey, str] | None = None) -> WriteResult:
-        """Deletes leave the cumulative index as it is: deleted keys stay false positives."""
+        """Deletes leave the cumulative index as it is: deleted keys stay false positives.
+        ``records``: the delete records, or delete block content encoded already."""
         return self.log.append(delete_block(records, instant, schema=schema,
                                             extra_header=extra_header))
 

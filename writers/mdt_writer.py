@@ -561,11 +561,12 @@ class MetadataWriter(CommitHooks):
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
                  fsync: bool = True, partitions: Sequence[str] = (FILES,)) -> None:
         self.mdt = MetadataTable(store, location, mode=mode, fsync=fsync)
-        keepers = [keeper_for(p) for p in dict.fromkeys([FILES, *partitions])]
-        missing = [p for p, k in zip(dict.fromkeys([FILES, *partitions]), keepers) if k is None]
+        wanted = list(dict.fromkeys([FILES, *partitions]))
+        missing = [p for p in wanted if keeper_for(p) is None]
         if missing:
             raise UsageError("no keeper for these metadata table partitions", actual=missing)
-        self.keepers: list[PartitionKeeper] = [k for k in keepers if k is not None]
+        self.keepers: list[PartitionKeeper] = [k for p in wanted
+                                               if (k := keeper_for(p)) is not None]
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None) -> None:
