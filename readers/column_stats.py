@@ -279,10 +279,18 @@ def parquet_ranges(metadata: Any, arrow_schema: pa.Schema, file_name: str,
             c = metadata.row_group(g).column(i)
             st = c.statistics
             has = st is not None and st.has_min_max
+            lo = _stat_value(st, "min", t) if has else None
+            hi = _stat_value(st, "max", t) if has else None
+            if isinstance(lo, float) and isinstance(hi, float):
+                # parquet-mr's ParquetMetadataConverter on read: NaN bounds are no bounds,
+                # a 0.0 min reads as -0.0 and a -0.0 max as 0.0 (PARQUET-1222)
+                if math.isnan(lo) or math.isnan(hi):
+                    lo = hi = None
+                else:
+                    lo = -0.0 if lo == 0 else lo
+                    hi = 0.0 if hi == 0 else hi
             parts.append(ColumnRange(
-                file_name, col,
-                _stat_value(st, "min", t) if has else None,
-                _stat_value(st, "max", t) if has else None,
+                file_name, col, lo, hi,
                 int(st.null_count) if st is not None and st.has_null_count else 0,
                 int(c.num_values), int(c.total_compressed_size),
                 int(c.total_uncompressed_size), t))
