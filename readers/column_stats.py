@@ -166,8 +166,8 @@ def columns_to_index(props: Mapping[str, str], schema_text: str,
     out: list[str] = list(META_COLS_TO_ALWAYS_INDEX) if meta else []
     listed = [c.strip() for c in (props.get(COLUMN_LIST_KEY) or "").split(",") if c.strip()]
     if listed:
-        out += [c for c in listed if c not in META_COLS_TO_ALWAYS_INDEX and c in types
-                and avro_type_supported(types[c], v2=v2)]
+        out += [c for c in listed if c not in META_COLS_TO_ALWAYS_INDEX
+                and (c not in types or avro_type_supported(types[c], v2=v2))]
         return out
     limit = int(props.get(MAX_COLUMNS_KEY) or DEFAULT_MAX_COLUMNS)
     plain = [n for n, t in types.items()

@@ -81,6 +81,10 @@ class _Commit:
                              "statistics need", path=self.table.config.path)
         self.columns = cs.columns_to_index(self.props, schema, cdef, v2=self.v2)
         self.types = {f.name: f.type for f in self.table.arrow_schema()}
+        missing = [c for c in self.columns if c not in self.types]
+        if missing:
+            raise UsageError("morlog computes column statistics of top-level columns of the "
+                             "table schema only", actual=missing, path=self.table.config.path)
         self._ranges: dict[str, list[cs.ColumnRange]] | None = None
 
     def _index_defs(self) -> dict[str, Any]:

@@ -209,7 +209,8 @@ KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
     FILES: lambda _p: FilesKeeper(),
     RECORD_INDEX: lambda _p: RecordIndexKeeper(),
     "column_stats": lambda _p: import_module(".mdt_colstats", __package__).ColumnStatsKeeper(),
-    "partition_stats": lambda _p: import_module(".mdt_colstats", __package__).PartitionStatsKeeper(),
+    "partition_stats": lambda _p: import_module(
+        ".mdt_colstats", __package__).PartitionStatsKeeper(),
     "bloom_filters": lambda _p: import_module(".mdt_colstats", __package__).BloomFiltersKeeper(),
 }
 
