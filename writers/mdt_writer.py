@@ -29,6 +29,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from importlib import import_module
 from typing import Any
 
 import pyarrow as pa
@@ -207,6 +208,10 @@ class RecordIndexKeeper(PartitionKeeper):
 KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
     FILES: lambda _p: FilesKeeper(),
     RECORD_INDEX: lambda _p: RecordIndexKeeper(),
+    "column_stats": lambda _p: import_module(".mdt_colstats", __package__).ColumnStatsKeeper(),
+    "partition_stats": lambda _p: import_module(
+        ".mdt_colstats", __package__).PartitionStatsKeeper(),
+    "bloom_filters": lambda _p: import_module(".mdt_colstats", __package__).BloomFiltersKeeper(),
 }
 
 

@@ -9,9 +9,10 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 (``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
 ``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
 
-morlog keeps the ``files`` and ``record_index`` partitions true in every commit
-(``morlog.writers.mdt_writer``) and
-drops the others only when the writer opts in with Hudi's own switches (write options of
+morlog keeps the ``files``, ``record_index``, ``column_stats``, ``partition_stats`` and
+``bloom_filters`` partitions true in every commit (``morlog.writers.mdt_writer``,
+``morlog.writers.mdt_colstats``; spec/mdt.md §6-§11) and drops the others (and these, too,
+when asked) only when the writer opts in with Hudi's own switches (write options of
 ``WriteConfig.hoodie_options``):
 
 - ``hoodie.metadata.enable=false``: the whole metadata table;
