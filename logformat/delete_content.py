@@ -53,6 +53,23 @@ ORDERING_BRANCHES: tuple[tuple[str, str, Any], ...] = (
 )
 _KIND_TO_NAME = {kind: f"{_NS}.{name}" for kind, name, _ in ORDERING_BRANCHES}
 _NAME_TO_KIND = {v: k for k, v in _KIND_TO_NAME.items()}
+#: the ordering value of several ordering fields (``hoodie.table.ordering.fields=a,b``): Hudi's
+#: ``ArrayWrapper`` (union branch 12 after the eleven single-value wrappers:
+#: ``HoodieDeleteRecordList.avsc``; ``HoodieAvroWrapperUtils.wrapValueIntoAvro`` wraps an
+#: ``ArrayComparable`` into it), its ``wrappedValues`` a nullable array over the wrappers,
+#: ``LocalDateWrapper`` included, as ``HoodieMetadata.avsc`` (table version 9) declares it
+ARRAY_KIND = "array"
+_LOCAL_DATE = "LocalDateWrapper"
+_ARRAY_WRAPPER: dict[str, Any] = {
+    "type": "record", "name": "ArrayWrapper", "namespace": _NS,
+    "fields": [{"name": "wrappedValues", "default": None, "type": [
+        "null", {"type": "array", "items": ["null", *[f"{_NS}.{n}" for _, n, _ in
+                                                      ORDERING_BRANCHES],
+                                            _wrapper(_LOCAL_DATE, "int")]}]}],
+}
+_KIND_TO_NAME[ARRAY_KIND] = f"{_NS}.ArrayWrapper"
+_NAME_TO_KIND[f"{_NS}.ArrayWrapper"] = ARRAY_KIND
+_NAME_TO_KIND[f"{_NS}.{_LOCAL_DATE}"] = "date"
 
 DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
     "type": "record",
@@ -72,7 +89,8 @@ DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
                         {"name": "partitionPath", "type": ["null", "string"], "default": None},
                         {
                             "name": "orderingVal",
-                            "type": ["null"] + [_wrapper(n, t) for _, n, t in ORDERING_BRANCHES],
+                            "type": ["null"] + [_wrapper(n, t) for _, n, t in ORDERING_BRANCHES]
+                            + [_ARRAY_WRAPPER],
                             "default": None,
                         },
                     ],
@@ -93,6 +111,8 @@ class OrderingValue:
     """
 
     kind: str
+    #: the value; for ``array`` (several ordering fields) a tuple of
+    #: :class:`OrderingValue` or None, one per field
     value: Any
 
     def __post_init__(self) -> None:
@@ -189,10 +209,25 @@ def decode_delete_content(content: bytes | memoryview, *, base: int = 0,
         ov = item["orderingVal"]
         ordering = None
         if ov is not None:
-            name, inner = ov
-            ordering = OrderingValue(_NAME_TO_KIND[name], inner["value"])
+            ordering = _unwrap(ov)
         records.append(DeleteRecord(item["recordKey"], item["partitionPath"], ordering))
     return DeleteContent(version, tuple(records))
+
+
+def _unwrap(ov: Any) -> OrderingValue:
+    name, inner = ov
+    kind = _NAME_TO_KIND[name]
+    if kind != ARRAY_KIND:
+        return OrderingValue(kind, inner["value"])
+    values = inner["wrappedValues"] or []
+    return OrderingValue(ARRAY_KIND, tuple(None if v is None else _unwrap(v) for v in values))
+
+
+def _wrap(ov: OrderingValue) -> Any:
+    if ov.kind != ARRAY_KIND:
+        return (_KIND_TO_NAME[ov.kind], {"value": ov.value})
+    return (_KIND_TO_NAME[ARRAY_KIND],
+            {"wrappedValues": [None if v is None else _wrap(v) for v in ov.value]})
 
 
 def delete_records_to_payload(records: Sequence[DeleteRecord]) -> dict[str, Any]:
@@ -200,7 +235,7 @@ def delete_records_to_payload(records: Sequence[DeleteRecord]) -> dict[str, Any]
     for r in records:
         ov: Any = None
         if r.ordering_value is not None:
-            ov = (_KIND_TO_NAME[r.ordering_value.kind], {"value": r.ordering_value.value})
+            ov = _wrap(r.ordering_value)
         items.append({"recordKey": r.record_key, "partitionPath": r.partition_path,
                       "orderingVal": ov})
     return {"deleteRecordList": items}
