@@ -63,7 +63,7 @@ from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from morlog.readers.base_files import table_base_format
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import TableLocation
-from morlog.readers.table import FileSlice, Table
+from morlog.readers.table import FileSlice, Table, TableConfig
 
 from .base_file import encode_base_file, parquet_write_options
 from .commit import (
@@ -86,7 +86,7 @@ from .metadata import (
     plan_metadata,
     update_properties,
 )
-from .profile import WRITE_VERSIONS, write_profile
+from .profile import WRITE_VERSIONS, check_config, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
     ConcurrentWriterError,
@@ -270,6 +270,9 @@ class MorTable:
             create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event,
             version=version)
         props.update(table_properties or {})
+        # a setting morlog cannot honour (a key generator Hudi refuses without meta fields...)
+        # is refused before the table's first byte
+        check_config(TableConfig(props, props_path))
         store.makedirs(store.join(inner, ".hoodie"))
         if version >= 8:
             store.makedirs(store.join(inner, ".hoodie", "timeline"))

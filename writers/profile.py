@@ -48,7 +48,7 @@ from morlog.logformat.errors import (
     UnsupportedSettingError,
     UsageError,
 )
-from morlog.readers.table import Table
+from morlog.readers.table import Table, TableConfig
 
 #: the key generators Hudi allows on a table without meta fields
 #: (``BaseHoodieWriteClient.validateAgainstTableProperties``, exact class names: their Avro
@@ -105,7 +105,12 @@ def _flag(props: dict[str, str], key: str, default: str) -> bool:
 
 def check_settings(table: Table) -> None:
     """:class:`UnsupportedSettingError` for the first setting morlog cannot honour."""
-    cfg = table.config
+    check_config(table.config)
+
+
+def check_config(cfg: TableConfig) -> None:
+    """:func:`check_settings` of ``hoodie.properties`` alone (a table being created is
+    checked before its first byte is written)."""
     props = cfg.props
     where = cfg.path
 
@@ -324,5 +329,6 @@ def _with_partition_columns(text: str, table: Table, dropped: tuple[str, ...]) -
     return json.dumps({**avro, "fields": [*avro.get("fields", []), *extra]})
 
 
-__all__ = ["VIRTUAL_KEY_GENERATORS", "WRITE_VERSIONS", "WriteProfile", "check_settings",
+__all__ = ["VIRTUAL_KEY_GENERATORS", "WRITE_VERSIONS", "WriteProfile", "check_config",
+           "check_settings",
            "table_schema_json", "write_profile", "write_schema"]
