@@ -179,3 +179,19 @@ def test_hudi_rs_reads_the_one_field_case_and_refuses_several(tmp_path: Path) ->
         hudi.HudiTableBuilder.from_base_uri(str(tmp_path / "two")).build()
     assert not [c for c in Table(str(tmp_path / "two")).read().column_names
                 if c not in META_FIELDS and c not in COLS]
+
+
+def test_spark_writes_combine_duplicates_by_the_tuple(spark: Any, tmp_path: Path) -> None:
+    """``format("morlog")`` into a table with several ordering fields and no meta fields:
+    duplicate keys of a batch combine by (ts, seq), the table merges by it too."""
+    _create(tmp_path, {**TWO, "hoodie.populate.meta.fields": "false"})
+    first = [("k1", 5, 1, "a"), ("k4", 5, 1, "a")]
+    MorTable(str(tmp_path)).insert(_batch(first))
+    dup = [("k1", 5, 3, "wins"), ("k1", 5, 2, "tie on ts, lower seq"), ("k4", 5, 0, "loses"),
+           ("k2", 1, 1, "new")]
+    df = spark.createDataFrame(_batch(dup).to_pandas())
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.precombine.field": "ts,seq"}
+    df.write.format("morlog").options(**opts).mode("append").save(str(tmp_path))
+    assert _read(tmp_path) == {"k1": (5, 3, "wins"), "k4": (5, 1, "a"), "k2": (1, 1, "new")}
