@@ -61,6 +61,7 @@ from morlog.logformat.table_files import (
     new_table_properties,
     partition_depth,
 )
+from morlog.logformat.virtual_keys import KeyField
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_hits
 from morlog.readers.probe import SliceProbe
@@ -344,7 +345,7 @@ def morlog_tag(path: str, keys: pa.Array, partitions: pa.Array) -> TagResult:
     return KeyTagger(Table(path)).tag(keys, partitions)
 
 
-def _base_hits(path: str, key_field: str, keys: PreparedKeys, out: Tagged
+def _base_hits(path: str, key_field: KeyField, keys: PreparedKeys, out: Tagged
                ) -> npt.NDArray[np.int64]:
     """Indices of ``keys`` in the base file at ``path``: the very step morlog's lookup runs
     (:func:`morlog.readers.lookup.base_file_hits`), so that the base-file half is the same code."""
@@ -361,7 +362,7 @@ def _base_hits(path: str, key_field: str, keys: PreparedKeys, out: Tagged
         src.close()
 
 
-def _log_hits(path: str, key_field: str, keys: pa.Array, valid: Callable[[str], bool],
+def _log_hits(path: str, key_field: KeyField, keys: pa.Array, valid: Callable[[str], bool],
               out: Tagged) -> list[tuple[int, str]]:
     """(index into ``keys``, instant) of the keys in any data block of the log at ``path``,
     every block's keys decoded (the log has no index to narrow by)."""
@@ -460,7 +461,7 @@ def partition_batches(keys: pa.Array, partitions: pa.Array) -> dict[str, pa.Arra
     return {p: keys.take(pa.array(ix, type=pa.int64())) for p, ix in idx.items()}
 
 
-def morlog_log_part(path: str, slices: Sequence[FileSlice], key_field: str,
+def morlog_log_part(path: str, slices: Sequence[FileSlice], key_field: KeyField,
                     by_partition: dict[str, pa.Array]) -> LogPart:
     """The log half of :meth:`KeyTagger.tag` alone: each slice's logs probed through their
     index (:class:`SliceProbe`) with the keys of its partition, reads counted."""

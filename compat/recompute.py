@@ -34,6 +34,7 @@ from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.framing import MetadataMap
 from morlog.logformat.indexed_block import BlockKeys
 from morlog.logformat.parquet_content import decode_parquet_content
+from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 
 Skip = Callable[[bytes, int], int]
 
@@ -177,7 +178,8 @@ class KeyDecoder:
         return out
 
 
-def avro_block_keys(header: MetadataMap, content: bytes, *, key_field: str = RECORD_KEY_FIELD,
+def avro_block_keys(header: MetadataMap, content: bytes, *,
+                    key_field: KeyField = RECORD_KEY_FIELD,
                     base: int = 0, path: str | None = None) -> list[str | None]:
     """Keys of an Avro (or CDC) data block, decoding only what comes before the key."""
     keys = _avro_keys(header, content, key_field, base, path)
@@ -185,18 +187,27 @@ def avro_block_keys(header: MetadataMap, content: bytes, *, key_field: str = REC
 
 
 def avro_block_key_array(header: MetadataMap, content: bytes, *,
-                         key_field: str = RECORD_KEY_FIELD, base: int = 0,
+                         key_field: KeyField = RECORD_KEY_FIELD, base: int = 0,
                          path: str | None = None) -> pa.Array:
     """:func:`avro_block_keys` as an Arrow string array (column-wise when it can be)."""
     keys = _avro_keys(header, content, key_field, base, path)
     return pa.array(keys, type=pa.string()) if isinstance(keys, list) else keys
 
 
-def _avro_keys(header: MetadataMap, content: bytes, key_field: str, base: int,
+def _avro_keys(header: MetadataMap, content: bytes, key_field: KeyField, base: int,
                path: str | None) -> pa.Array | list[str | None]:
     schema = header.get(HeaderKey.SCHEMA)
     if schema is None:
         raise ContentError("data block has no SCHEMA header", path=path, offset=base)
+    if isinstance(key_field, VirtualKeys):
+        # no key column (meta fields not populated): the records are decoded and keyed as
+        # Hudi's reader keys them (morlog.logformat.virtual_keys)
+        try:
+            table = decode_block_records_to_arrow(content, schema)
+        except FAST_PATH_MISSES:
+            records = decode_records(content, schema, base=base, path=path)
+            table = pa.Table.from_pylist(list(records))
+        return key_field.keys(table, path=path)
     framing = decode_avro_content(content, base=base, path=path)
     try:
         decoder = KeyDecoder(schema, key_field)
@@ -210,7 +221,7 @@ def _avro_keys(header: MetadataMap, content: bytes, key_field: str, base: int,
 
 
 def block_keys(block_type: int, header: MetadataMap, content: bytes, *,
-               key_field: str = RECORD_KEY_FIELD, base: int = 0,
+               key_field: KeyField = RECORD_KEY_FIELD, base: int = 0,
                path: str | None = None) -> list[str | None]:
     """Keys of any data or delete block, by the cheapest decoding that works."""
     keys: list[str | None] = block_key_array(block_type, header, content,
@@ -220,7 +231,7 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes, *,
 
 
 def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
-                    key_field: str = RECORD_KEY_FIELD, base: int = 0,
+                    key_field: KeyField = RECORD_KEY_FIELD, base: int = 0,
                     path: str | None = None) -> pa.Array:
     """:func:`block_keys` as one Arrow string array (nulls kept): a Parquet block's key
     column stays in Arrow, never a Python list."""
@@ -228,6 +239,10 @@ def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
         return avro_block_key_array(header, content, key_field=key_field, base=base,
                                     path=path)
     if block_type == BlockType.PARQUET_DATA:
+        if isinstance(key_field, VirtualKeys):
+            table = decode_parquet_content(content, columns=list(key_field.columns),
+                                           base=base, path=path)
+            return key_field.keys(table, path=path)
         table = decode_parquet_content(content, columns=[key_field], base=base, path=path)
         col = table.column(0)
         return (col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)).cast(pa.string())
@@ -239,7 +254,8 @@ def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
 
 
 def recompute_block_keys(block_type: int, header: MetadataMap, content: bytes, *,
-                         key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01, base: int = 0,
+                         key_field: KeyField = RECORD_KEY_FIELD, fpp: float = 0.01,
+                         base: int = 0,
                          path: str | None = None) -> BlockKeys | None:
     """The per-block index a block would carry; None when it has no (non-null) key."""
     keys = block_key_array(block_type, header, content, key_field=key_field, base=base,

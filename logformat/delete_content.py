@@ -57,6 +57,23 @@ ORDERING_BRANCHES: tuple[tuple[str, str, Any], ...] = (
 )
 _KIND_TO_NAME = {kind: f"{_NS}.{name}" for kind, name, _ in ORDERING_BRANCHES}
 _NAME_TO_KIND = {v: k for k, v in _KIND_TO_NAME.items()}
+#: the ordering value of several ordering fields (``hoodie.table.ordering.fields=a,b``): Hudi's
+#: ``ArrayWrapper`` (union branch 12 after the eleven single-value wrappers:
+#: ``HoodieDeleteRecordList.avsc``; ``HoodieAvroWrapperUtils.wrapValueIntoAvro`` wraps an
+#: ``ArrayComparable`` into it), its ``wrappedValues`` a nullable array over the wrappers,
+#: ``LocalDateWrapper`` included, as ``HoodieMetadata.avsc`` (table version 9) declares it
+ARRAY_KIND = "array"
+_LOCAL_DATE = "LocalDateWrapper"
+_ARRAY_WRAPPER: dict[str, Any] = {
+    "type": "record", "name": "ArrayWrapper", "namespace": _NS,
+    "fields": [{"name": "wrappedValues", "default": None, "type": [
+        "null", {"type": "array", "items": ["null", *[f"{_NS}.{n}" for _, n, _ in
+                                                      ORDERING_BRANCHES],
+                                            _wrapper(_LOCAL_DATE, "int")]}]}],
+}
+_KIND_TO_NAME[ARRAY_KIND] = f"{_NS}.ArrayWrapper"
+_NAME_TO_KIND[f"{_NS}.ArrayWrapper"] = ARRAY_KIND
+_NAME_TO_KIND[f"{_NS}.{_LOCAL_DATE}"] = "date"
 
 DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
     "type": "record",
@@ -76,7 +93,8 @@ DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
                         {"name": "partitionPath", "type": ["null", "string"], "default": None},
                         {
                             "name": "orderingVal",
-                            "type": ["null"] + [_wrapper(n, t) for _, n, t in ORDERING_BRANCHES],
+                            "type": ["null"] + [_wrapper(n, t) for _, n, t in ORDERING_BRANCHES]
+                            + [_ARRAY_WRAPPER],
                             "default": None,
                         },
                     ],
@@ -97,6 +115,8 @@ class OrderingValue:
     """
 
     kind: str
+    #: the value; for ``array`` (several ordering fields) a tuple of
+    #: :class:`OrderingValue` or None, one per field
     value: Any
 
     def __post_init__(self) -> None:
@@ -193,10 +213,25 @@ def decode_delete_content(content: bytes | memoryview, *, base: int = 0,
         ov = item["orderingVal"]
         ordering = None
         if ov is not None:
-            name, inner = ov
-            ordering = OrderingValue(_NAME_TO_KIND[name], inner["value"])
+            ordering = _unwrap(ov)
         records.append(DeleteRecord(item["recordKey"], item["partitionPath"], ordering))
     return DeleteContent(version, tuple(records))
+
+
+def _unwrap(ov: Any) -> OrderingValue:
+    name, inner = ov
+    kind = _NAME_TO_KIND[name]
+    if kind != ARRAY_KIND:
+        return OrderingValue(kind, inner["value"])
+    values = inner["wrappedValues"] or []
+    return OrderingValue(ARRAY_KIND, tuple(None if v is None else _unwrap(v) for v in values))
+
+
+def _wrap(ov: OrderingValue) -> Any:
+    if ov.kind != ARRAY_KIND:
+        return (_KIND_TO_NAME[ov.kind], {"value": ov.value})
+    return (_KIND_TO_NAME[ARRAY_KIND],
+            {"wrappedValues": [None if v is None else _wrap(v) for v in ov.value]})
 
 
 def delete_records_to_payload(records: Sequence[DeleteRecord]) -> dict[str, Any]:
@@ -204,7 +239,7 @@ def delete_records_to_payload(records: Sequence[DeleteRecord]) -> dict[str, Any]
     for r in records:
         ov: Any = None
         if r.ordering_value is not None:
-            ov = (_KIND_TO_NAME[r.ordering_value.kind], {"value": r.ordering_value.value})
+            ov = _wrap(r.ordering_value)
         items.append({"recordKey": r.record_key, "partitionPath": r.partition_path,
                       "orderingVal": ov})
     return {"deleteRecordList": items}
@@ -236,37 +271,47 @@ _NULL_AS_NATURAL = frozenset({"long", "boolean"})
 
 
 def encode_delete_columns(keys: pa.Array, partitions: pa.Array,
-                          ordering: pa.Array | None = None) -> bytes:
+                          ordering: pa.Array | None = None, *,
+                          no_ordering: bool = False) -> bytes:
     """Delete block content (version 3) for the keys, partition paths and ordering values
     of a batch, column-wise: byte-identical to :func:`encode_delete_content` of the
     :class:`DeleteRecord` per row that a writer builds (ordering value kind inferred from
     the Python value, :meth:`OrderingValue.infer`; a null or absent one is
-    :meth:`OrderingValue.natural`). Ordering types other than integers, floats, strings and
-    booleans, and nulls among floats or strings, take the per-record path."""
+    :meth:`OrderingValue.natural`; ``no_ordering``: every ordering value null, union branch
+    0). Ordering types other than integers, floats, strings and booleans, and nulls among
+    floats or strings, take the per-record path."""
     from .avro_columnar import Unsupported, encode_arrow_to_records
 
     n = len(keys)
     if len(partitions) != n or (ordering is not None and len(ordering) != n):
         raise UsageError("one partition path and ordering value per key", expected=n,
                          actual=(len(partitions), None if ordering is None else len(ordering)))
-    kind, values = _ordering_column(ordering, n)
+    kind: str | None
+    if no_ordering:
+        kind, values = "null", pa.nulls(n, pa.int64())
+    else:
+        kind, values = _ordering_column(ordering, n)
     if kind is None or keys.null_count or partitions.null_count:
-        return _encode_rows(keys, partitions, ordering)
+        return _encode_rows(keys, partitions, ordering, no_ordering=no_ordering)
     avro = {"long": "long", "double": "double", "string": "string", "boolean": "boolean"}
-    branch = pa.array(np.where(np.asarray(values.is_valid()), _BRANCH[kind],
-                               _BRANCH["int"]).astype(np.int32))
-    if values.null_count:
-        values = pc.fill_null(values, pa.scalar(0 if kind == "long" else False,
-                                                values.type))
-    row_schema = json.dumps({"type": "record", "name": "DeleteRow", "fields": [
-        {"name": "k", "type": ["null", "string"]}, {"name": "p", "type": ["null", "string"]},
-        {"name": "b", "type": "int"}, {"name": "v", "type": avro[kind]}]})
+    fields = [{"name": "k", "type": ["null", "string"]},
+              {"name": "p", "type": ["null", "string"]}, {"name": "b", "type": "int"}]
+    columns = {"k": keys.cast(pa.string()), "p": partitions.cast(pa.string())}
+    if kind == "null":
+        columns["b"] = pa.array(np.zeros(n, dtype=np.int32))
+    else:
+        columns["b"] = pa.array(np.where(np.asarray(values.is_valid()), _BRANCH[kind],
+                                         _BRANCH["int"]).astype(np.int32))
+        if values.null_count:
+            values = pc.fill_null(values, pa.scalar(0 if kind == "long" else False,
+                                                    values.type))
+        fields.append({"name": "v", "type": avro[kind]})
+        columns["v"] = values
+    row_schema = json.dumps({"type": "record", "name": "DeleteRow", "fields": fields})
     try:
-        rows, _ = encode_arrow_to_records(
-            pa.table({"k": keys.cast(pa.string()), "p": partitions.cast(pa.string()),
-                      "b": branch, "v": values}), row_schema, prefixed=False)
+        rows, _ = encode_arrow_to_records(pa.table(columns), row_schema, prefixed=False)
     except Unsupported:
-        return _encode_rows(keys, partitions, ordering)
+        return _encode_rows(keys, partitions, ordering, no_ordering=no_ordering)
     # HoodieDeleteRecordList: one array block of n items, then the end-of-array 0
     payload = (_zigzag_varint(n) + rows + b"\x00") if n else b"\x00"
     return _II.pack(3, len(payload)) + payload
@@ -292,9 +337,10 @@ def _ordering_column(ordering: pa.Array | None, n: int) -> tuple[str | None, pa.
     return kind, values
 
 
-def _encode_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None) -> bytes:
+def _encode_rows(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None, *,
+                 no_ordering: bool = False) -> bytes:
     ords = ordering.to_pylist() if ordering is not None else [None] * len(keys)
-    recs = [DeleteRecord(k, p, OrderingValue.natural() if o is None
+    recs = [DeleteRecord(k, p, None if no_ordering else OrderingValue.natural() if o is None
                          else OrderingValue.infer(o))
             for k, p, o in zip(keys.to_pylist(), partitions.to_pylist(), ords, strict=True)]
     return encode_delete_content(recs)

@@ -212,15 +212,21 @@ def prepare_avro(records: Sequence[dict[str, Any]], schema: str | dict[str, Any]
 
 def prepare_avro_arrow(table: pa.Table | pa.RecordBatch, schema: str | dict[str, Any],
                        instant: str, *, key_field: str, fpp: float = DEFAULT_FPP,
-                       extra_header: Mapping[HeaderKey, str] | None = None) -> PreparedBlock:
+                       extra_header: Mapping[HeaderKey, str] | None = None,
+                       keys: pa.Array | None = None) -> PreparedBlock:
     """:func:`prepare_avro` of ``table``'s rows, column-wise: the same block, byte for byte,
     as ``prepare_avro(arrow_to_records(table), ...)``, without a Python object per record.
     Keys, order, filter and range come from Arrow kernels; the records from
     :func:`~.avro_columnar.encode_arrow_to_records`. Tables the column-wise codec does not
-    take (or keys that are not strings) go through the per-record path."""
+    take (or keys that are not strings) go through the per-record path.
+
+    ``keys``: the record key of every row when the records carry none (a table without
+    meta fields, ``morlog.logformat.virtual_keys``); the index is built from them."""
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
+    if keys is not None:
+        return _prepare_avro_keyed(table, text, instant, keys, fpp, extra_header)
     if key_field not in table.column_names:
         raise UsageError(f"records have no key field {key_field!r}")
     col = table.column(key_field)
@@ -241,15 +247,43 @@ def prepare_avro_arrow(table: pa.Table | pa.RecordBatch, schema: str | dict[str,
     return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
 
 
+def _prepare_avro_keyed(table: pa.Table, text: str, instant: str, keys: pa.Array, fpp: float,
+                        extra_header: Mapping[HeaderKey, str] | None) -> PreparedBlock:
+    """An Avro block of ``table``'s rows indexed by the given ``keys`` (one per row)."""
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if len(keys) != table.num_rows or keys.null_count or table.num_rows == 0:
+        raise UsageError("one non-null key per record", expected=table.num_rows,
+                         actual=len(keys))
+    try:
+        body, count = encode_arrow_to_records(table, text)
+        prefix = struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count) + body
+    except FAST_PATH_MISSES:
+        prefix = encode_avro_content(encode_records(arrow_to_records(table), text))
+    own = BlockKeys.of(keys.cast(pa.string()), fpp)
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
+    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
+
+
 def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
                     schema: str | dict[str, Any] | None = None, fpp: float = DEFAULT_FPP,
-                    compression: str = DEFAULT_COMPRESSION) -> PreparedBlock:
-    if key_field not in table.column_names:
-        raise UsageError(f"table has no key column {key_field!r}")
-    key_col = table.column(key_field)
+                    compression: str = DEFAULT_COMPRESSION,
+                    keys: pa.Array | None = None) -> PreparedBlock:
+    """A Parquet-carrier block, records sorted by key; ``keys``: the record key of every
+    row when the records carry none (virtual keys)."""
+    if keys is None:
+        if key_field not in table.column_names:
+            raise UsageError(f"table has no key column {key_field!r}")
+        key_col = table.column(key_field)
+    else:
+        key_col = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if len(key_col) != table.num_rows or key_col.null_count:
+            raise UsageError("one non-null key per record", expected=table.num_rows,
+                             actual=len(key_col))
+        key_col = key_col.cast(pa.string())
     order = pc.sort_indices(key_col.cast(pa.binary()))  # records sorted by key bytes
     table = table.take(order)
-    own = BlockKeys.of(table.column(key_field).combine_chunks(), fpp)
+    own = BlockKeys.of(pc.take(key_col, order).combine_chunks()
+                       if isinstance(key_col, pa.ChunkedArray) else pc.take(key_col, order), fpp)
     avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
     text = avro if isinstance(avro, str) else json.dumps(avro, separators=(",", ":"))
     header = make_header(instant, {HeaderKey.SCHEMA: text})

@@ -56,6 +56,7 @@ from morlog.logformat.index_trailer import (
 from morlog.logformat.indexed_block import BlockKeys
 from morlog.logformat.parquet_content import PARQUET_MAGIC
 from morlog.logformat.sbbf import SplitBlockBloom
+from morlog.logformat.virtual_keys import KeyField
 
 from .cache import CachedSource
 from .logfile import LogBlock, LogFileReader
@@ -216,7 +217,7 @@ def read_parquet_index(source: RangedSource, content_end: int, block_offset: int
     return StoredIndex(Carrier.PARQUET, layout, source, 0, data)
 
 
-def block_index(block: LogBlock, *, key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01
+def block_index(block: LogBlock, *, key_field: KeyField = RECORD_KEY_FIELD, fpp: float = 0.01
                 ) -> tuple[BlockKeys | None, StoredIndex | None]:
     """A data or delete block's per-block index: stored when it has a usable one, else
     recomputed from its records (a damaged or unknown stored index never hides keys)."""

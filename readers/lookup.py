@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .base_files import BaseFileReader
@@ -217,7 +218,7 @@ class BaseHits:
     key_column_read: bool
 
 
-def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> BaseHits:
+def base_file_hits(src: RangedSource, key_field: KeyField, keys: PreparedKeys) -> BaseHits:
     """Which of ``keys`` a base file (any format, by its extension) holds: Hudi's index in
     its footer (bloom filter, min/max key), where the file has one, prunes, then its key
     column confirms exactly. Reads are counted at ``src`` (Parquet and ORC; pylance opens a
@@ -226,7 +227,7 @@ def base_file_hits(src: RangedSource, key_field: str, keys: PreparedKeys) -> Bas
         return _hits(reader, key_field, keys)
 
 
-def _hits(reader: BaseFileReader, key_field: str, keys: PreparedKeys) -> BaseHits:
+def _hits(reader: BaseFileReader, key_field: KeyField, keys: PreparedKeys) -> BaseHits:
     info = reader.footer()
     cand = np.ones(len(keys.arr), dtype=bool)
     if info.bloom is not None:
@@ -236,11 +237,14 @@ def _hits(reader: BaseFileReader, key_field: str, keys: PreparedKeys) -> BaseHit
     idx = np.flatnonzero(cand)
     if idx.size == 0:
         return BaseHits(idx, 0, False)
-    if key_field not in reader.names:
-        raise ContentError(f"base file has no key field {key_field!r}", path=reader.name)
-    column = reader.read([key_field]).column(key_field)
+    need = list(key_columns(key_field))
+    missing = [c for c in need if c not in reader.names]
+    if missing:
+        raise ContentError(f"base file has no key field {missing[0]!r}", path=reader.name)
     with decoder_errors(reader.name, "base file key column does not decode"):
-        col = column.combine_chunks().cast(pa.string())
+        # a table without meta fields: keys derived from the key fields (no footer index
+        # then: Hudi writes no bloom filter or min/max key, HoodieAvroParquetWriter)
+        col = key_array(reader.read(need), key_field, path=reader.name)
     cand_keys = keys.arr.take(pa.array(idx))
     # hash the (few) candidates and scan the file's keys, not the other way round
     in_file = col.filter(pc.is_in(col, value_set=cand_keys))

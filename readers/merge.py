@@ -10,6 +10,15 @@ EVENT_TIME_ORDERING keeps the record with the greatest ordering value, the later
 a delete with the natural ordering value (int 0) removes whatever came before it, a delete
 with a real ordering value competes like a record. Merging is vectorized: every record gets
 a sequence number and the winner of each key is found with Arrow sorts, not a Python loop.
+
+Several ordering fields (``hoodie.table.ordering.fields=a,b``, Hudi 1.1) compare as a tuple,
+field by field, the first difference deciding (``ArrayComparable.compareTo``); a null field
+value counts as the default ordering value, int 0 (``OrderingValues.create`` through
+``handleNullValue``), so a null numeric field sorts as 0. A delete's ordering value is then an
+``ArrayWrapper`` of one value per field (``morlog.logformat.delete_content``).
+
+Record keys: the key column (``_hoodie_record_key``), or, for a table that populates no meta
+fields, derived from the key fields (``morlog.logformat.virtual_keys``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import OrderingValue
 from morlog.logformat.errors import ContentError
+from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 
 from .base_files import read_base_file
 from .logfile import LogBlock, LogFileReader
@@ -39,12 +49,26 @@ COMMIT_TIME, EVENT_TIME = "COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING"
 
 @dataclass
 class MergeSpec:
-    key_field: str = RECORD_KEY_FIELD
+    #: the key column, or the key fields of a table without meta fields
+    key_field: KeyField = RECORD_KEY_FIELD
     ordering_field: str | None = None
     merge_mode: str = COMMIT_TIME
     table_version: int = 6
     as_of: str | None = None
     columns: Sequence[str] | None = None
+    #: every ordering field, in comparison order (empty: ``ordering_field`` alone)
+    ordering_fields: tuple[str, ...] = ()
+
+    @property
+    def orderings(self) -> tuple[str, ...]:
+        """The ordering fields records compare by (lexicographically when several)."""
+        if self.ordering_fields:
+            return tuple(self.ordering_fields)
+        return (self.ordering_field,) if self.ordering_field else ()
+
+    def needed_columns(self) -> list[str]:
+        """The columns a projection must keep for merging: key and ordering fields."""
+        return [*key_columns(self.key_field), *self.orderings]
 
 
 def _delete_is_natural(ov: OrderingValue | None) -> bool:
@@ -69,14 +93,17 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
                 seq += 1
             continue
         t = b.to_arrow()
-        if spec.key_field not in t.column_names:
-            raise ContentError(f"data block has no key field {spec.key_field!r}",
+        missing = [c for c in key_columns(spec.key_field) if c not in t.column_names]
+        if missing:
+            raise ContentError(f"data block has no key field {missing[0]!r}",
                                path=b.path, offset=b.offset, actual=t.column_names[:20])
+        keys = key_array(t, spec.key_field, path=b.path)
         if spec.columns is not None:
-            keep = [c for c in t.column_names if c in spec.columns or c in (
-                spec.key_field, spec.ordering_field)]
+            need = spec.needed_columns()
+            keep = [c for c in t.column_names if c in spec.columns or c in need]
             t = t.select(keep)
         n = t.num_rows
+        t = t.append_column(KEY, keys)
         t = t.append_column(SEQ, pa.array(np.arange(seq, seq + n, dtype=np.int64)))
         seq += n
         tables.append(t)
@@ -90,10 +117,12 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
     schemas: list[pa.Schema] = []
     parts: list[pa.Table] = []
     if base_table is not None:
-        if spec.key_field not in base_table.column_names:
-            raise ContentError(f"base file has no key field {spec.key_field!r}",
+        missing = [c for c in key_columns(spec.key_field) if c not in base_table.column_names]
+        if missing:
+            raise ContentError(f"base file has no key field {missing[0]!r}",
                                actual=base_table.column_names[:20])
-        parts.append(base_table.append_column(
+        keyed = base_table.append_column(KEY, key_array(base_table, spec.key_field))
+        parts.append(keyed.append_column(
             SEQ, pa.array(np.arange(base_table.num_rows, dtype=np.int64))))
         schemas.append(parts[0].schema)
     start = base_table.num_rows if base_table is not None else 0
@@ -125,22 +154,56 @@ def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+def _ord_name(i: int) -> str:
+    return ORD if i == 0 else f"{ORD}{i}"
+
+
+def _ordering_column(col: Any, several: bool) -> Any:
+    """An ordering column as it compares: with several ordering fields a null numeric value
+    is the default ordering value 0 (``OrderingValues.handleNullValue``)."""
+    if several and col.null_count and (pa.types.is_integer(col.type)
+                                       or pa.types.is_floating(col.type)
+                                       or pa.types.is_decimal(col.type)):
+        return pc.fill_null(col, pa.scalar(0).cast(col.type))
+    return col
+
+
+def _delete_ordering(values: Sequence[Any], i: int, several: bool) -> list[Any]:
+    """The i-th field's ordering value of each delete (None: natural, or not given)."""
+    out: list[Any] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+        elif several:
+            parts = v if isinstance(v, tuple) else (v,)
+            item = parts[i] if i < len(parts) else None
+            out.append(None if item is None else getattr(item, "value", item))
+        else:
+            out.append(v if i == 0 else None)
+    return out
+
+
 def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, Any]],
                   spec: MergeSpec) -> pa.Table:
     if records is None:
         return pa.table({})
     n = records.num_rows
-    event = (spec.merge_mode == EVENT_TIME and spec.ordering_field is not None
-             and spec.ordering_field in records.column_names)
+    orderings = spec.orderings
+    event = (spec.merge_mode == EVENT_TIME and bool(orderings)
+             and all(f in records.column_names for f in orderings))
+    several = len(orderings) > 1
     cols: dict[str, Any] = {
-        KEY: records.column(spec.key_field).cast(pa.string()),
+        KEY: records.column(KEY),
         SEQ: records.column(SEQ),
         DEL: pa.array(np.zeros(n, dtype=bool)),
         "__row": pa.array(np.arange(n, dtype=np.int64)),
     }
-    ord_type = records.column(spec.ordering_field).type if event else None
+    ord_types: list[pa.DataType] = []
     if event:
-        cols[ORD] = records.column(spec.ordering_field)
+        for i, f in enumerate(orderings):
+            col = _ordering_column(records.column(f), several)
+            cols[_ord_name(i)] = col
+            ord_types.append(col.type)
     cand = pa.table(cols)
     if deletes:
         dkeys, dseq, dnat, dord = zip(*deletes, strict=True)
@@ -152,9 +215,9 @@ def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, 
         if event:
             # a natural delete carries no ordering value: null sorts first, so any later
             # record of the key beats it, and the barrier below removes all earlier entries
-            dcols[ORD] = _ordering_array([None if x else v for x, v in zip(nat, dord,
-                                                                           strict=True)],
-                                         ord_type)
+            real = [None if x else v for x, v in zip(nat, dord, strict=True)]
+            for i, t in enumerate(ord_types):
+                dcols[_ord_name(i)] = _ordering_array(_delete_ordering(real, i, several), t)
         cand = pa.concat_tables([cand, pa.table(dcols).select(cand.column_names)])
         if event and nat.any():
             bar = pa.table({KEY: pa.array(np.asarray(dkeys, dtype=object)[nat], pa.string()),
@@ -164,10 +227,10 @@ def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, 
             keep = pc.greater_equal(j.column(SEQ), j.column("__bar_max").fill_null(-1))
             cand = j.filter(keep).drop_columns(["__bar_max"])
     if cand.num_rows == 0:
-        return records.slice(0, 0).drop_columns([SEQ])
-    order = ([(KEY, "ascending", "at_start"), (ORD, "ascending", "at_start"),
-              (SEQ, "ascending", "at_start")] if event
-             else [(KEY, "ascending", "at_start"), (SEQ, "ascending", "at_start")])
+        return records.slice(0, 0).drop_columns([SEQ, KEY])
+    order = ([(KEY, "ascending", "at_start")]
+             + [(_ord_name(i), "ascending", "at_start") for i in range(len(ord_types))]
+             + [(SEQ, "ascending", "at_start")])
     cand = cand.take(pc.sort_indices(cand, sort_keys=order))
     k = cand.column(KEY)
     last = np.ones(cand.num_rows, dtype=bool)
@@ -178,7 +241,7 @@ def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, 
     winners = cand.filter(pa.array(last))
     alive = winners.filter(pc.invert(winners.column(DEL)))
     rows = alive.column("__row").to_numpy()
-    return records.take(pa.array(np.sort(rows))).drop_columns([SEQ])
+    return records.take(pa.array(np.sort(rows))).drop_columns([SEQ, KEY])
 
 
 def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
@@ -197,12 +260,12 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
     if base_file is not None:
         want = None
         if spec.columns is not None:
-            want = list(dict.fromkeys([*spec.columns, spec.key_field] + (
-                [spec.ordering_field] if spec.ordering_field else [])))
+            want = list(dict.fromkeys([*spec.columns, *spec.needed_columns()]))
         path = st.join(directory, base_file)
         base = read_base_file(path, want, st)
-        if spec.key_field not in base.column_names:
-            raise ContentError(f"base file has no key field {spec.key_field!r}", path=path)
+        missing = [c for c in key_columns(spec.key_field) if c not in base.column_names]
+        if missing:
+            raise ContentError(f"base file has no key field {missing[0]!r}", path=path)
     blocks: list[LogBlock] = []
     readers = []
     try:

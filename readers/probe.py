@@ -46,6 +46,7 @@ from morlog.logformat.index_trailer import (
 from morlog.logformat.indexed_block import BlockKeys
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.sbbf import SplitBlockBloom, word_masks
+from morlog.logformat.virtual_keys import KeyField
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .cache import CachedSource
@@ -194,7 +195,7 @@ class SliceProbe:
     """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last."""
 
     def __init__(self, directory: str, log_files: Sequence[str], *,
-                 key_field: str = RECORD_KEY_FIELD, fpp: float = 0.01,
+                 key_field: KeyField = RECORD_KEY_FIELD, fpp: float = 0.01,
                  opener: Opener | None = None) -> None:
         if not log_files:
             raise MorlogError("a file slice probe needs at least one log file", path=directory)
@@ -484,7 +485,7 @@ def _blocks_of(directory: Directory) -> list[ProbedBlock]:
 
 
 def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
-                   key_field: str = RECORD_KEY_FIELD) -> ProbeResult:
+                   key_field: KeyField = RECORD_KEY_FIELD) -> ProbeResult:
     """Probe a single log file (its own slice for the purpose of the probe)."""
     storage, inner = storage_for(path)
     directory, _, name = inner.rpartition("/") if "/" in inner else (".", "", inner)

@@ -27,6 +27,7 @@ from morlog.logformat.table_files import (
     PROPERTIES_FILE,
     parse_properties,
 )
+from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 
 from .base_files import BaseFormat, check_base_file, table_base_format
 from .containment import check_file_name, resolve_under
@@ -102,7 +103,19 @@ class TableConfig:
 
     @property
     def populate_meta_fields(self) -> bool:
-        return self.props.get("hoodie.populate.meta.fields", "true").lower() != "false"
+        """``hoodie.populate.meta.fields`` (default true; ``HoodieTableConfig
+        .POPULATE_META_FIELDS``): false leaves the ``_hoodie_*`` columns null and readers
+        derive record keys from the key fields (``morlog.logformat.virtual_keys``)."""
+        return (self.props.get("hoodie.populate.meta.fields", "true") or "true"
+                ).strip().lower() != "false"
+
+    @property
+    def drop_partition_columns(self) -> bool:
+        """``hoodie.datasource.write.drop.partition.columns`` (default false;
+        ``HoodieTableConfig.DROP_PARTITION_COLUMNS``): true keeps the partition columns out
+        of the data files; readers put them back from the partition path."""
+        return (self.props.get("hoodie.datasource.write.drop.partition.columns", "false")
+                or "false").strip().lower() == "true"
 
     @property
     def key_generator(self) -> str:
@@ -215,15 +228,17 @@ class Table:
         return self.config.version
 
     @property
-    def key_field(self) -> str:
-        """The field readers key records by: the meta field, or the configured key field."""
+    def key_field(self) -> KeyField:
+        """How readers key records: the meta field ``_hoodie_record_key``, or, for a table
+        that populates no meta fields, its record key fields (Hudi's
+        ``RecordContext.virtualKeyExtractor``: ``morlog.logformat.virtual_keys``)."""
         if self.config.populate_meta_fields:
             return RECORD_KEY_FIELD
-        fields = self.config.record_key_fields
-        if len(fields) != 1:
-            raise UsageError("tables without meta fields need exactly one record key field",
-                             path=self.path, actual=fields)
-        return fields[0]
+        fields = [f.strip() for f in self.config.record_key_fields if f.strip()]
+        if not fields:
+            raise UsageError("a table without meta fields needs record key fields "
+                             "(hoodie.table.recordkey.fields)", path=self.config.path)
+        return VirtualKeys(tuple(fields))
 
     def merge_spec(self, as_of: str | None = None,
                    columns: list[str] | None = None) -> MergeSpec:
@@ -231,7 +246,7 @@ class Table:
         return MergeSpec(key_field=self.key_field,
                          ordering_field=ordering[0] if ordering else None,
                          merge_mode=self.config.merge_mode, table_version=self.version,
-                         as_of=as_of, columns=columns)
+                         as_of=as_of, columns=columns, ordering_fields=tuple(ordering))
 
     def resolve_instant(self, as_of: str | None) -> str | None:
         """``as_of`` as an instant (None: the latest state): an instant
@@ -264,9 +279,18 @@ class Table:
         spec = self.merge_spec(as_of, columns)
         out = read_slice(self.slice_dir(s.partition), s.base_file, s.log_files, spec,
                          self.timeline, self.storage)
+        if self.config.drop_partition_columns and out.num_columns:
+            out = self._partition_columns.restore(out, s.partition)
         if columns is not None and out.num_columns:
             out = out.select([c for c in columns if c in out.column_names])
         return out
+
+    @property
+    def _partition_columns(self) -> PartitionColumns:
+        cached = self.__dict__.get("_pcols")
+        if cached is None:
+            cached = self.__dict__["_pcols"] = PartitionColumns.of(self)
+        return cached
 
     def snapshot(self, as_of: str | None = None, columns: list[str] | None = None
                  ) -> Iterator[pa.Table]:
@@ -370,3 +394,107 @@ class Table:
         mine.sort(key=LogFileName.sort_key)
         return FileSlice(part, fid, key or "", str(base) if base else None,
                          [str(n) for n in mine])
+
+
+class PartitionColumns:
+    """Partition column values parsed back from a partition path, for tables written with
+    ``hoodie.datasource.write.drop.partition.columns=true`` (the data files hold no partition
+    columns; Hudi's readers take the values from the path, and ``TableSchemaResolver
+    .appendPartitionColumns`` adds the columns, as strings where the table schema has none).
+
+    The path is split as the key generator built it (``morlog.logformat.keygen``): one
+    segment per partition field, ``field=value`` when Hive-style, URL-decoded when
+    ``hoodie.datasource.write.partitionpath.urlencode``; ``__HIVE_DEFAULT_PARTITION__`` is
+    null. Timestamp-formatted partition values and slash-separated dates do not parse back:
+    such tables are refused (:class:`UnsupportedSettingError`)."""
+
+    def __init__(self, fields: list[str], types: dict[str, pa.DataType], hive: bool,
+                 urlencode: bool, where: str | None) -> None:
+        self.fields = fields
+        self.types = types
+        self.hive = hive
+        self.urlencode = urlencode
+        self.where = where
+
+    @classmethod
+    def of(cls, table: Table) -> PartitionColumns:
+        from morlog.logformat.keygen import KeyGenSpec
+
+        cfg = table.config
+        spec = KeyGenSpec.from_properties(cfg.props)
+        check_partition_columns_parse(spec, cfg.path)
+        types: dict[str, pa.DataType] = {}
+        try:
+            schema = table.arrow_schema()
+        except (UsageError, ContentError):
+            schema = pa.schema([])
+        for f in spec.partition_fields:
+            i = schema.get_field_index(f)
+            types[f] = schema.field(i).type if i >= 0 else pa.string()
+        return cls(list(spec.partition_fields), types, spec.hive_style, spec.urlencode,
+                   cfg.path)
+
+    def values(self, partition: str) -> dict[str, str | None]:
+        """The value of each partition field in ``partition`` (a relative path)."""
+        from urllib.parse import unquote
+
+        from morlog.logformat.partition_path import DEFAULT_PARTITION_PATH
+
+        segments = partition.split("/") if partition else []
+        if len(segments) != len(self.fields):
+            raise ContentError(f"partition path {partition!r} does not hold one segment per "
+                               f"partition field {self.fields}", path=self.where)
+        out: dict[str, str | None] = {}
+        for name, seg in zip(self.fields, segments, strict=True):
+            value = seg
+            if self.hive:
+                prefix = f"{name}="
+                if not seg.startswith(prefix):
+                    raise ContentError(f"partition path segment {seg!r} is not {prefix}...",
+                                       path=self.where)
+                value = seg[len(prefix):]
+            if self.urlencode:
+                value = unquote(value)
+            out[name] = None if value == DEFAULT_PARTITION_PATH else value
+        return out
+
+    def restore(self, rows: pa.Table, partition: str) -> pa.Table:
+        """``rows`` (one slice of ``partition``) with the partition columns put back."""
+        n = rows.num_rows
+        for name, value in self.values(partition).items():
+            t = self.types.get(name, pa.string())
+            text = pa.scalar(value, pa.string())
+            try:
+                scalar = text.cast(t)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                t, scalar = pa.string(), text
+            col = pa.repeat(scalar, n) if value is not None else pa.nulls(n, t)
+            if name in rows.column_names:
+                rows = rows.set_column(rows.column_names.index(name), name, col)
+            else:
+                rows = rows.append_column(pa.field(name, t), col)
+        return rows
+
+
+def check_partition_columns_parse(spec: Any, where: str | None) -> None:
+    """:class:`UnsupportedSettingError` when partition values cannot be parsed back from
+    partition paths (needed when the data files drop the partition columns)."""
+    from morlog.logformat.errors import UnsupportedSettingError
+
+    key = "hoodie.datasource.write.drop.partition.columns"
+    if any(p.timestamp for p in spec.partition_spec):
+        raise UnsupportedSettingError(
+            "partition values formatted by the timestamp key generator cannot be parsed "
+            "back from the partition path, so the partition columns cannot be dropped",
+            property=key, value="true", path=where)
+    if spec.slash_separated_date:
+        raise UnsupportedSettingError(
+            "slash-separated date partition paths do not parse back into partition values, "
+            "so the partition columns cannot be dropped", property=key, value="true",
+            path=where)
+    nested = [f for f in spec.partition_fields if "." in f]
+    if nested:
+        # HoodieDatasetBulkInsertHelper.dropPartitionColumns keeps nested fields
+        raise UnsupportedSettingError(
+            f"nested partition fields {nested} cannot be dropped from the data files",
+            property=key, value="true", path=where)

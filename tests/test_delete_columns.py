@@ -80,3 +80,15 @@ def test_common_ordering_types_take_no_per_record_path(
                            None if ordering is None else ordering.to_pylist())
     monkeypatch.setattr(delete_content, "_encode_rows", per_record)
     assert encode_delete_columns(keys, parts, ordering) == expected
+
+
+def test_no_ordering_writes_null_ordering_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several ordering fields: every delete has a null ordering value (branch 0)."""
+    from morlog.logformat import delete_content
+
+    keys, parts = pa.array(["a", "b"]), pa.array(["p", "q"])
+    expected = encode_delete_content([DeleteRecord("a", "p", None), DeleteRecord("b", "q", None)])
+    monkeypatch.setattr(delete_content, "_encode_rows", lambda *a, **k: b"")
+    got = encode_delete_columns(keys, parts, pa.array([1, 2]), no_ordering=True)
+    assert got == expected
+    assert [r.ordering_value for r in decode_delete_content(got).records] == [None, None]

@@ -230,6 +230,9 @@ def test_every_column_type_round_trips(tmp_path: Path, version: int, carrier: st
     assert _rows(_hudi_rs(path), "id") == expected
 
 
+# several ordering fields (version 9), hoodie.populate.meta.fields=false and
+# hoodie.datasource.write.drop.partition.columns=true are written now; their refused
+# combinations: tests/test_virtual_keys.py and tests/test_ordering_fields.py
 _REFUSED = [
     ("hoodie.table.type", "COPY_ON_WRITE"),
     ("hoodie.table.version", "7"),
@@ -237,12 +240,9 @@ _REFUSED = [
     ("hoodie.timeline.layout.version", "1"),
     ("hoodie.table.keygenerator.type", "USER_PROVIDED"),
     ("hoodie.table.keygenerator.class", "com.example.MyKeyGenerator"),
-    ("hoodie.table.ordering.fields", "txn_ts,account_id"),
     ("hoodie.table.ordering.fields", "no_such_column"),
     ("hoodie.record.merge.mode", "CUSTOM"),
     ("hoodie.record.merge.strategy.id", "1897ef5f-18bc-4557-939c-9d6a8afd1519"),
-    ("hoodie.populate.meta.fields", "false"),
-    ("hoodie.datasource.write.drop.partition.columns", "true"),
     ("hoodie.table.cdc.enabled", "true"),
     ("hoodie.bootstrap.base.path", "/elsewhere"),
     ("hoodie.table.format", "iceberg"),

@@ -61,10 +61,11 @@ from morlog.logformat.table_files import (
     format_properties,
     new_table_properties,
 )
+from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from morlog.readers.base_files import table_base_format
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import TableLocation
-from morlog.readers.table import FileSlice, Table
+from morlog.readers.table import FileSlice, Table, TableConfig
 
 from .base_file import encode_base_file, parquet_write_options
 from .commit import (
@@ -87,7 +88,7 @@ from .metadata import (
     plan_metadata,
     update_properties,
 )
-from .profile import WRITE_VERSIONS, write_profile
+from .profile import WRITE_VERSIONS, check_config, write_profile
 from .store import (
     DEFAULT_LEASE_SECONDS,
     ConcurrentWriterError,
@@ -208,6 +209,11 @@ class MorTable:
         self.hive_style = self.keygen.hive_style
         self.urlencode = self.keygen.urlencode
         self.ordering_field = self.profile.ordering_field
+        #: every ordering field (several: compared as a tuple, table version 9)
+        self.ordering_fields = self.profile.ordering_fields or (
+            (self.ordering_field,) if self.ordering_field else ())
+        #: False: the meta columns stay null and readers derive keys from the key fields
+        self.populate_meta_fields = self.profile.populate_meta_fields
         self.avro_schema = self.profile.avro_schema
         self.arrow_schema = self.profile.arrow_schema
         self.data_schema = self.profile.data_schema
@@ -269,6 +275,9 @@ class MorTable:
             create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event,
             version=version)
         props.update(table_properties or {})
+        # a setting morlog cannot honour (a key generator Hudi refuses without meta fields...)
+        # is refused before the table's first byte
+        check_config(TableConfig(props, props_path))
         store.makedirs(store.join(inner, ".hoodie"))
         if version >= 8:
             store.makedirs(store.join(inner, ".hoodie", "timeline"))
@@ -381,17 +390,18 @@ class MorTable:
             raise UsageError(f"the batch lacks key or partition fields {missing_keys}",
                              path=self.path, expected=list(self.keygen.required_columns),
                              actual=names)
-        ordering = self.ordering_field
-        if operation != "delete" and ordering is not None and ordering not in names:
-            raise UsageError(f"the batch has no ordering field {ordering!r}",
-                             path=self.path, expected=ordering, actual=names)
-        if operation != "delete" and ordering is not None and table.column(
-                ordering).null_count:
-            raise UsageError(f"ordering field {ordering!r} must not be null", path=self.path)
+        for ordering in self.ordering_fields:
+            if operation != "delete" and ordering not in names:
+                raise UsageError(f"the batch has no ordering field {ordering!r}",
+                                 path=self.path, expected=ordering, actual=names)
+            if operation != "delete" and table.column(ordering).null_count:
+                raise UsageError(f"ordering field {ordering!r} must not be null",
+                                 path=self.path)
         if operation == "delete":
             keep = list(self.keygen.required_columns)
-            if ordering is not None and ordering in names and ordering not in keep:
-                keep.append(ordering)
+            for ordering in self.ordering_fields:
+                if ordering in names and ordering not in keep:
+                    keep.append(ordering)
             return table.select(keep)
         unknown = [n for n in names if n not in self.data_schema.names]
         missing = [f.name for f in self.data_schema if f.name not in names
@@ -437,11 +447,12 @@ class MorTable:
         if len(pc.unique(keys)) == n:
             return table, keys, parts
         idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
-        if self.ordering_field:
-            idx = idx.append_column("o", table.column(self.ordering_field))
-            order_cols = [("k", "ascending"), ("o", "ascending"), ("i", "ascending")]
-        else:
-            order_cols = [("k", "ascending"), ("i", "ascending")]
+        order_cols = [("k", "ascending")]
+        # several ordering fields compare as a tuple, field by field (ArrayComparable)
+        for j, name in enumerate(self.ordering_fields):
+            idx = idx.append_column(f"o{j}", table.column(name))
+            order_cols.append((f"o{j}", "ascending"))
+        order_cols.append(("i", "ascending"))
         idx = idx.take(pc.sort_indices(idx, sort_keys=[(c, o, "at_start")
                                                         for c, o in order_cols]))
         k = idx.column("k")
@@ -594,6 +605,12 @@ class MorTable:
         def same(value: str) -> pa.Array:
             return pa.repeat(pa.scalar(value, pa.string()), n)
 
+        if not self.populate_meta_fields:
+            # HoodieAvroParquetWriter / HoodieAppendHandle leave every meta column null
+            cols = [pa.nulls(n, pa.string()) if f.name in META_FIELDS else sub.column(f.name)
+                    for f in self.arrow_schema]
+            return pa.Table.from_arrays(cols, schema=self.arrow_schema)
+
         # Hudi's sequence number <instant>_<partition id>_<record index>, built column-wise
         seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
         meta = {
@@ -615,13 +632,17 @@ class MorTable:
         if self.version >= 8 and instant:
             return IndexedLogWriter(self._dir(partition), fid, instant,
                                     write_token=WRITE_TOKEN, mode="rollover",
-                                    key_field=RECORD_KEY_FIELD, fsync=self.config.fsync,
+                                    key_field=self._key_field(), fsync=self.config.fsync,
                                     store=self.store, scope=base_instant,
                                     slice_log_files=slice_logs)
         return IndexedLogWriter(self._dir(partition), fid, base_instant,
                                 write_token=WRITE_TOKEN, mode=self.mode,
-                                key_field=RECORD_KEY_FIELD, fsync=self.config.fsync,
+                                key_field=self._key_field(), fsync=self.config.fsync,
                                 store=self.store)
+
+    def _key_field(self) -> KeyField:
+        """How the table's blocks are keyed: the meta column, or the key fields."""
+        return RECORD_KEY_FIELD if self.populate_meta_fields else VirtualKeys(self.key_fields)
 
     def _execute(self, plan: _Plan, instant: str, result: CommitResult
                  ) -> dict[str, list[dict[str, Any]]]:
@@ -688,18 +709,24 @@ class MorTable:
         w = self._log_writer(partition, fid, slice_instant, instant, slice_logs)
         if records is not None and records.num_rows:
             meta = self._with_meta(records, None, instant, fid, partition)
+            # virtual keys: the block's index is built from the keys the writer derives
+            vkeys = None if self.populate_meta_fields else self.keygen.record_keys(records)
             r = (w.append_parquet(meta, instant, schema=self.avro_schema,
-                                  compression=self.log_parquet_codec)
+                                  compression=self.log_parquet_codec, keys=vkeys)
                  if self.config.carrier == "parquet"
-                 else w.append_avro_arrow(meta, self.avro_schema, instant))
+                 else w.append_avro_arrow(meta, self.avro_schema, instant, keys=vkeys))
             out.append(GroupWrite(partition, fid, r.path, records.num_rows, r.created))
         if deletes is not None and deletes.num_rows:
             keys = self.keygen.record_keys(deletes)
+            # several ordering fields: no ordering value (null, commit-time semantics), the
+            # one form every Hudi release reads (spec/table.md §14)
+            several = len(self.ordering_fields) > 1
             ords = (deletes.column(self.ordering_field).combine_chunks()
-                    if self.ordering_field is not None
+                    if self.ordering_field is not None and not several
                     and self.ordering_field in deletes.column_names else None)
             content = encode_delete_columns(
-                keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys)), ords)
+                keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys)), ords,
+                no_ordering=several)
             r = w.append_delete(content, instant, schema=self.avro_schema)
             out.append(GroupWrite(partition, fid, r.path, len(keys), r.created))
         return out
@@ -707,7 +734,10 @@ class MorTable:
     def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
         bloom filter, min/max key (``morlog.writers.base_file.encode_base_file``)."""
-        md = encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
+        # no bloom filter or min/max key without meta fields (HoodieAvroParquetWriter adds
+        # keys to its write support only when it populates them)
+        md = (encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
+              if self.populate_meta_fields else {})
         fmt = table_base_format(self.props)
         d = self._dir(partition)
         final = self.store.join(d, base_file_name(fid, instant, fmt.ext))

@@ -59,6 +59,7 @@ from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN, LogFileName
 from morlog.logformat.parquet_content import DEFAULT_COMPRESSION
 from morlog.logformat.sbbf import DEFAULT_FPP, SplitBlockBloom
+from morlog.logformat.virtual_keys import KeyField
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
 from morlog.readers.index import block_index, find_tail_index, has_keyed_block
@@ -183,7 +184,7 @@ class IndexedLogWriter:
 
     def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,
                  write_token: str = UNKNOWN_WRITE_TOKEN, mode: Mode = "append",
-                 key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
+                 key_field: KeyField = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                  scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                  delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True,
                  slice_log_files: Sequence[str] = (), store: WriteStore | None = None) -> None:
@@ -216,27 +217,39 @@ class IndexedLogWriter:
     def append_avro(self, records: Sequence[dict[str, Any]], schema: str | dict[str, Any],
                     instant: str, *, extra_header: Mapping[HeaderKey, str] | None = None,
                     sync: bool | None = None) -> WriteResult:
-        prepared = prepare_avro(records, schema, instant, key_field=self.key_field,
+        prepared = prepare_avro(records, schema, instant, key_field=self._key_column(None),
                                 fpp=self.fpp, extra_header=extra_header)
         return self._append_indexed(prepared, sync)
 
     def append_avro_arrow(self, table: pa.Table | pa.RecordBatch, schema: str | dict[str, Any],
                           instant: str, *, extra_header: Mapping[HeaderKey, str] | None = None,
-                          sync: bool | None = None) -> WriteResult:
-        """:meth:`append_avro` of an Arrow table's rows (the same bytes, built column-wise)."""
-        prepared = prepare_avro_arrow(table, schema, instant, key_field=self.key_field,
-                                      fpp=self.fpp, extra_header=extra_header)
+                          sync: bool | None = None, keys: pa.Array | None = None
+                          ) -> WriteResult:
+        """:meth:`append_avro` of an Arrow table's rows (the same bytes, built column-wise);
+        ``keys``: the rows' record keys when they carry none (virtual keys)."""
+        prepared = prepare_avro_arrow(table, schema, instant, key_field=self._key_column(keys),
+                                      fpp=self.fpp, extra_header=extra_header, keys=keys)
         return self._append_indexed(prepared, sync)
 
     def append_parquet(self, table: pa.Table, instant: str, *,
                        schema: str | dict[str, Any] | None = None,
                        sync: bool | None = None,
-                       compression: str = DEFAULT_COMPRESSION) -> WriteResult:
+                       compression: str = DEFAULT_COMPRESSION,
+                       keys: pa.Array | None = None) -> WriteResult:
         """A Parquet-carrier data block; ``compression``: the Parquet codec (the writer's
-        ``hoodie.parquet.compression.codec``, as Hudi's Parquet log blocks use it)."""
-        prepared = prepare_parquet(table, instant, key_field=self.key_field, schema=schema,
-                                   fpp=self.fpp, compression=compression)
+        ``hoodie.parquet.compression.codec``, as Hudi's Parquet log blocks use it);
+        ``keys``: the rows' record keys when they carry none (virtual keys)."""
+        prepared = prepare_parquet(table, instant, key_field=self._key_column(keys),
+                                   schema=schema, fpp=self.fpp, compression=compression,
+                                   keys=keys)
         return self._append_indexed(prepared, sync)
+
+    def _key_column(self, keys: pa.Array | None) -> str:
+        if isinstance(self.key_field, str):
+            return self.key_field
+        if keys is None:
+            raise UsageError("a table without meta fields: the writer passes the record keys")
+        return RECORD_KEY_FIELD
 
     def append_delete(self, records: Sequence[DeleteRecord] | bytes, instant: str, *,
                       schema: str | dict[str, Any] | None = None,
@@ -347,7 +360,7 @@ def _ref_among(e: _SliceBlock, files: list[str]) -> BlockRef:
 
 
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
-                     key_field: str = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
+                     key_field: KeyField = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                      storage: Storage | None = None) -> SliceIndexState:
     """Rebuild a slice's index state: from the newest block's stored index when it covers
     every data block of ``log_files``, else by scanning the log files once (compat for old
@@ -387,7 +400,7 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
     return state
 
 
-def _hash_loader(storage: Storage, directory: str, key_field: str, fpp: float) -> HashLoader:
+def _hash_loader(storage: Storage, directory: str, key_field: KeyField, fpp: float) -> HashLoader:
     def load(entry: _SliceBlock) -> U64:
         ref = entry.ref
         src = storage.source(storage.join(directory, entry.file_name))

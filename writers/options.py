@@ -194,7 +194,7 @@ class WriteOptions:
         given = {"table name": (self.table_name, table.props.get(TABLE_NAME)),
                  "record key field": (self.key, table.key_field),
                  "partition field": (self.partition, table.partition_field or ""),
-                 "ordering field": (self.ordering, table.ordering_field)}
+                 "ordering field": (self.ordering, ",".join(table.ordering_fields))}
         for what, (mine, theirs) in given.items():
             if mine is not None and mine != (theirs or ""):
                 raise UsageError(f"the {what} differs from the table's", path=table.uri,

@@ -12,13 +12,18 @@ Settings and what morlog does with them (``spec/table.md`` §"Writing into Hudi'
 ``hoodie.table.version``                                   6 (layout 1), 8 and 9 (layout 2)
 ``hoodie.timeline.layout.version``                         must match the version (1 / 2)
 ``hoodie.table.recordkey.fields``, key generator settings  ``morlog.logformat.keygen``
-``hoodie.table.ordering.fields`` / ``precombine.field``     one field (several: refused)
+``hoodie.table.ordering.fields`` / ``precombine.field``     one field; several (``a,b``, compared
+                                                           as a tuple) in version 9 only
 ``hoodie.record.merge.mode``                               EVENT_TIME_ORDERING,
                                                            COMMIT_TIME_ORDERING; CUSTOM refused
 ``hoodie.compaction.payload.class`` (version 6)            the overwrite and event-time payloads;
                                                            partial-update payloads refused
-``hoodie.populate.meta.fields``                            true; false refused
-``hoodie.datasource.write.drop.partition.columns``         false; true refused
+``hoodie.populate.meta.fields``                            true; false (virtual keys) with the
+                                                           simple, complex and non-partitioned
+                                                           key generators
+``hoodie.datasource.write.drop.partition.columns``         false; true unless partition values
+                                                           cannot be parsed back (timestamp
+                                                           keys, slash dates, nested fields)
 ``hoodie.table.cdc.enabled``                               false; true refused
 ``hoodie.bootstrap.base.path``                             absent; bootstrap tables refused
 ``hoodie.table.format`` (version 9)                        native; others refused
@@ -43,8 +48,18 @@ from morlog.logformat.errors import (
     UnsupportedSettingError,
     UsageError,
 )
-from morlog.readers.table import Table
+from morlog.readers.table import Table, TableConfig
 
+#: the key generators Hudi allows on a table without meta fields
+#: (``BaseHoodieWriteClient.validateAgainstTableProperties``, exact class names: their Avro
+#: twins are refused too), and the key generator types that name them
+#: (``KeyGeneratorType``)
+VIRTUAL_KEY_GENERATORS = {"org.apache.hudi.keygen.SimpleKeyGenerator",
+                          "org.apache.hudi.keygen.ComplexKeyGenerator",
+                          "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
+_KEYGEN_TYPE_CLASSES = {"SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
+                        "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+                        "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
 #: table versions morlog writes, and the timeline layout of each
 WRITE_VERSIONS = {6: 1, 8: 2, 9: 2}
 #: payload classes whose merge morlog's readers and writers implement (version 6 tables)
@@ -69,11 +84,19 @@ class WriteProfile:
     layout: int
     ordering_field: str | None
     merge_mode: str
-    #: the record schema blocks and base files are written with (meta fields first)
+    #: the record schema blocks and base files are written with (meta fields first; the
+    #: partition columns left out when the table drops them)
     avro_schema: dict[str, Any]
     arrow_schema: pa.Schema
-    #: the data columns (no meta fields)
+    #: the data columns a batch carries (no meta fields; partition columns included)
     data_schema: pa.Schema
+    #: every ordering field, in comparison order
+    ordering_fields: tuple[str, ...] = ()
+    #: ``hoodie.populate.meta.fields``: False leaves the meta columns null (virtual keys)
+    populate_meta_fields: bool = True
+    #: ``hoodie.datasource.write.drop.partition.columns``: the partition columns left out of
+    #: the data files
+    dropped_columns: tuple[str, ...] = ()
 
 
 def _flag(props: dict[str, str], key: str, default: str) -> bool:
@@ -82,7 +105,12 @@ def _flag(props: dict[str, str], key: str, default: str) -> bool:
 
 def check_settings(table: Table) -> None:
     """:class:`UnsupportedSettingError` for the first setting morlog cannot honour."""
-    cfg = table.config
+    check_config(table.config)
+
+
+def check_config(cfg: TableConfig) -> None:
+    """:func:`check_settings` of ``hoodie.properties`` alone (a table being created is
+    checked before its first byte is written)."""
     props = cfg.props
     where = cfg.path
 
@@ -105,10 +133,14 @@ def check_settings(table: Table) -> None:
                f"{WRITE_VERSIONS[cfg.version]}", str(WRITE_VERSIONS[cfg.version]))
     if not cfg.record_key_fields:
         refuse("hoodie.table.recordkey.fields", "morlog writes keyed tables only")
-    if len(cfg.ordering_fields) > 1:
+    if len(cfg.ordering_fields) > 1 and cfg.version < 9:
+        # Hudi 1.1 compares several ordering fields (HoodieTableConfig.getOrderingFields,
+        # OrderingValues); the readers of table versions 6 and 8 (Hudi 0.x, 1.0) take the
+        # precombine field as one field name
         key = ("hoodie.table.ordering.fields" if props.get("hoodie.table.ordering.fields")
                else "hoodie.table.precombine.field")
-        refuse(key, "morlog orders records by one ordering field")
+        refuse(key, "several ordering fields need table version 9 (Hudi 1.1): older "
+               "readers take the precombine field as one field", "one field")
     mode = props.get("hoodie.record.merge.mode")
     if mode and mode not in _MERGE_MODES:
         refuse("hoodie.record.merge.mode", "custom record mergers are not supported",
@@ -125,11 +157,9 @@ def check_settings(table: Table) -> None:
                "morlog merges with the overwrite and event-time payloads only",
                sorted(_PAYLOADS))
     if not cfg.populate_meta_fields:
-        refuse("hoodie.populate.meta.fields",
-               "morlog writes tables that populate Hudi's meta fields", "true")
-    if _flag(props, "hoodie.datasource.write.drop.partition.columns", "false"):
-        refuse("hoodie.datasource.write.drop.partition.columns",
-               "morlog keeps partition columns in the data files", "false")
+        _check_virtual_keys(cfg, refuse)
+    if cfg.drop_partition_columns:
+        _check_drop_partition_columns(cfg, refuse)
     if _flag(props, "hoodie.table.cdc.enabled", "false"):
         refuse("hoodie.table.cdc.enabled", "morlog does not write change-data-capture logs",
                "false")
@@ -141,6 +171,59 @@ def check_settings(table: Table) -> None:
     if props.get("hoodie.write.partial.update.mode") or props.get(
             "hoodie.table.partial.update.mode"):
         refuse("hoodie.table.partial.update.mode", "partial updates are not supported")
+
+
+def _keygen(cfg: Any) -> Any:
+    from morlog.logformat.keygen import KeyGenSpec
+
+    return KeyGenSpec.from_properties(cfg.props)
+
+
+def _check_virtual_keys(cfg: Any, refuse: Any) -> None:
+    """A table without meta fields: Hudi's writers allow the simple, complex and
+    non-partitioned key generators only (exact classes, ``BaseHoodieWriteClient
+    .validateAgainstTableProperties``, default the simple one); Hudi's readers derive a key
+    of one field as its bare value (``RecordContext.virtualKeyExtractor``), so a one-field
+    complex key written as ``field:value`` would never match."""
+    props = cfg.props
+    cls = (props.get("hoodie.table.keygenerator.class") or "").strip()
+    key = "hoodie.table.keygenerator.class"
+    if not cls:
+        raw = (props.get("hoodie.table.keygenerator.type") or "").strip()
+        if raw:
+            key = "hoodie.table.keygenerator.type"
+            cls = _KEYGEN_TYPE_CLASSES.get(raw.upper(), raw)
+    if cls and cls not in VIRTUAL_KEY_GENERATORS:
+        refuse(key, "Hudi allows only the simple, complex and non-partitioned key "
+               "generators on a table without meta fields (hoodie.populate.meta.fields=false)",
+               sorted(VIRTUAL_KEY_GENERATORS))
+    spec = _keygen(cfg)
+    if len(spec.key_fields) == 1 and spec.single_key_field_prefixed:
+        refuse("hoodie.table.recordkey.fields",
+               "a one-field complex key is written as 'field:value' but Hudi's readers of a "
+               "table without meta fields key records by the bare value", "several fields, "
+               "or the simple key generator")
+    if any("." in f for f in spec.key_fields):
+        refuse("hoodie.table.recordkey.fields",
+               "nested record key fields on a table without meta fields are not supported")
+
+
+def _check_drop_partition_columns(cfg: Any, refuse: Any) -> None:
+    """Partition columns dropped from the data files: their values must parse back from the
+    partition path, and no key or ordering field may be one of them (readers derive keys and
+    compare ordering values from the files)."""
+    from morlog.readers.table import check_partition_columns_parse
+
+    spec = _keygen(cfg)
+    check_partition_columns_parse(spec, cfg.path)
+    parts = set(spec.partition_fields)
+    clash = [f for f in cfg.ordering_fields if f in parts]
+    if not cfg.populate_meta_fields:
+        clash += [f for f in spec.key_fields if f in parts]
+    if clash:
+        refuse("hoodie.datasource.write.drop.partition.columns",
+               f"fields {sorted(set(clash))} are both partition columns (dropped from the data "
+               "files) and record key or ordering fields (read from the data files)", "false")
 
 
 def table_schema_json(table: Table) -> str:
@@ -186,13 +269,25 @@ def write_profile(table: Table) -> WriteProfile:
     """The profile of ``table`` for writing; raises before anything is written."""
     check_settings(table)
     cfg = table.config
-    schema = write_schema(table_schema_json(table), where=cfg.path)
+    text = table_schema_json(table)
+    dropped: tuple[str, ...] = ()
+    if cfg.drop_partition_columns:
+        dropped = tuple(_keygen(cfg).partition_fields)
+        text = _with_partition_columns(text, table, dropped)
+    schema = write_schema(text, where=cfg.path)
     try:
         arrow = avro_to_arrow_schema(json.dumps(schema))
     except ContentError as exc:
         raise exc.at(cfg.path) from exc.__cause__
     ordering = cfg.ordering_fields
     data = pa.schema([f for f in arrow if f.name not in META_FIELDS])
+    if dropped:
+        # the files hold every column but the partition columns (HoodieSparkSqlWriter drops
+        # them from the writer schema; TableSchemaResolver.appendPartitionColumns adds them
+        # back on read)
+        schema = {**schema, "fields": [f for f in schema["fields"]
+                                       if f["name"] not in dropped]}
+        arrow = pa.schema([f for f in arrow if f.name not in dropped])
     for f in ordering:
         if f not in data.names:
             raise UnsupportedSettingError(
@@ -203,8 +298,37 @@ def write_profile(table: Table) -> WriteProfile:
     return WriteProfile(version=cfg.version, layout=WRITE_VERSIONS[cfg.version],
                         ordering_field=ordering[0] if ordering else None,
                         merge_mode=cfg.merge_mode, avro_schema=schema, arrow_schema=arrow,
-                        data_schema=data)
+                        data_schema=data, ordering_fields=tuple(ordering),
+                        populate_meta_fields=cfg.populate_meta_fields,
+                        dropped_columns=dropped)
 
 
-__all__ = ["WRITE_VERSIONS", "WriteProfile", "check_settings",
+def _with_partition_columns(text: str, table: Table, dropped: tuple[str, ...]) -> str:
+    """The table schema with its partition columns: a commit of a table that drops them
+    records the schema without them; they come back from ``hoodie.table.create.schema``
+    (morlog keeps them there, with their types), else as nullable strings (Hudi's
+    ``TableSchemaResolver.appendPartitionColumns``)."""
+    avro = parse_avro_schema(text)
+    if not isinstance(avro, dict):
+        return text
+    names = [f.get("name") for f in avro.get("fields", [])]
+    missing = [c for c in dropped if c not in names]
+    if not missing:
+        return text
+    created: dict[str, Any] = {}
+    create = table.config.get("hoodie.table.create.schema")
+    if create:
+        try:
+            c = parse_avro_schema(create)
+            if isinstance(c, dict):
+                created = {f.get("name"): f for f in c.get("fields", [])}
+        except ContentError:
+            created = {}
+    extra = [created.get(n) or {"name": n, "type": ["null", "string"], "default": None}
+             for n in missing]
+    return json.dumps({**avro, "fields": [*avro.get("fields", []), *extra]})
+
+
+__all__ = ["VIRTUAL_KEY_GENERATORS", "WRITE_VERSIONS", "WriteProfile", "check_config",
+           "check_settings",
            "table_schema_json", "write_profile", "write_schema"]

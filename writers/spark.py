@@ -323,12 +323,15 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         tag_schema = _with_columns(df.schema, [(_PART, "string"), (_FID, "string"),
                                                (_BASE, "string"), (_KEY, "string")])
         check = _BatchRules(table.keygen,
-                            table.ordering_field if operation != "delete" else None)
+                            table.ordering_field if operation != "delete" else None,
+                            tuple(table.ordering_fields) if operation != "delete" else ())
         # every row gets its record key from the table's key generator (composite keys,
         # timestamp partitions...) while tagged; duplicates are then combined by that key
         tagged = df.mapInArrow(_tagger(location, check), tag_schema)
         if operation != "delete":
-            tagged = _combine_duplicates(tagged, _KEY, ordering, F, Window)
+            # several ordering fields compare as a tuple (spec/table.md §14.2)
+            by = list(table.ordering_fields) if len(table.ordering_fields) > 1 else ordering
+            tagged = _combine_duplicates(tagged, _KEY, by, F, Window)
         tagged = tagged.cache()
         # routing: inserts per partition -> bins (driver)
         pending = view.timeline.pending_services()
@@ -398,11 +401,14 @@ def _estimate_record_size(schema: pa.Schema) -> int:
     return sum(fixed.get(f.type, 16) for f in schema) // 2 + 8
 
 
-def _combine_duplicates(df: Any, key: str, ordering: str | None, F: Any, Window: Any) -> Any:
-    """One row per key: the greatest ordering value, the later row on ties."""
+def _combine_duplicates(df: Any, key: str, ordering: str | list[str] | None, F: Any,
+                        Window: Any) -> Any:
+    """One row per key: the greatest ordering value (several fields: the greatest tuple),
+    the later row on ties."""
     seq = "__morlog_seq"
     df = df.withColumn(seq, F.monotonically_increasing_id())
-    order = ([F.col(ordering).desc_nulls_last()] if ordering else []) + [F.col(seq).desc()]
+    fields = [ordering] if isinstance(ordering, str) else list(ordering or [])
+    order = [F.col(f).desc_nulls_last() for f in fields] + [F.col(seq).desc()]
     w = Window.partitionBy(key).orderBy(*order)
     return (df.withColumn("__morlog_rank", F.row_number().over(w))
             .filter(F.col("__morlog_rank") == 1).drop("__morlog_rank", seq))
@@ -416,14 +422,17 @@ class _BatchRules:
 
     keygen: KeyGenSpec
     ordering: str | None
+    #: every ordering field (several: table version 9)
+    orderings: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return self.keygen.key_fields[0]
 
     def keys_and_partitions(self, data: pa.Table, uri: str) -> tuple[pa.Array, pa.Array]:
-        if self.ordering is not None and data.column(self.ordering).null_count:
-            raise UsageError(f"ordering field {self.ordering!r} must not be null", path=uri)
+        for f in dict.fromkeys([*([self.ordering] if self.ordering else []), *self.orderings]):
+            if data.column(f).null_count:
+                raise UsageError(f"ordering field {f!r} must not be null", path=uri)
         return self.keygen.record_keys(data), self.keygen.partition_paths(data)
 
 
