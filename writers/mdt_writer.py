@@ -157,6 +157,10 @@ class PartitionKeeper:
         """The file group of ``count`` holding MDT key ``key``."""
         return key_to_file_group_index(key, count)
 
+    def check(self, table: Table) -> None:
+        """Refuse (``UnsupportedSettingError``, at plan time: before anything is written) a
+        table whose partition this keeper cannot keep true; by default every table."""
+
 
 class FilesKeeper(PartitionKeeper):
     """``files``: ``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`` (one
@@ -207,6 +211,7 @@ class RecordIndexKeeper(PartitionKeeper):
 KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
     FILES: lambda _p: FilesKeeper(),
     RECORD_INDEX: lambda _p: RecordIndexKeeper(),
+    "secondary_index_": lambda p: mdt_secondary.SecondaryIndexKeeper(p),
 }
 
 
@@ -691,3 +696,6 @@ __all__ = ["FILES", "METADATA_DIR", "RECORD_INDEX", "SOLO_COMMIT_TIMESTAMP", "Me
            "MetadataWriter", "bootstrap_base_file", "create_metadata_table",
            "file_group_id", "key_to_file_group_index", "metadata_location",
            "metadata_table_properties"]
+
+# the secondary index keeper subclasses PartitionKeeper (imported last: it imports this module)
+from . import mdt_secondary  # noqa: E402

@@ -129,6 +129,9 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         return MetadataPlan(drop_all=True)
     for p in plan.keep:
         _check_keepable(table, store, mdt_dir, p, file_id_prefix(p))
+        keeper = keeper_for(p)
+        if keeper is not None:
+            keeper.check(table)
     return plan
 
 
