@@ -269,7 +269,8 @@ def java_string_hashes(strings: pa.Array) -> np.ndarray:
     tsum = np.zeros(len(units) + 1, dtype=u64)
     np.cumsum(terms, out=tsum[1:])  # wraps mod 2^64, a multiple of 2^32
     h = ((tsum[s_end] - tsum[s_start]) & _MASK32).astype(np.int64)
-    return np.where(h >= 1 << 31, h - (1 << 32), h)
+    out: np.ndarray = np.where(h >= 1 << 31, h - (1 << 32), h)
+    return out
 
 
 def file_group_indexes(keys: pa.Array, values: pa.Array, count: int, version: int
@@ -279,8 +280,8 @@ def file_group_indexes(keys: pa.Array, values: pa.Array, count: int, version: in
     ``abs(abs(h) mod count)`` in Java's int arithmetic."""
     hashed = keys if version < 2 else pc.binary_join_element_wise(
         escape(values, version), pa.scalar("", pa.string()), SEPARATOR)
-    h = java_string_hashes(hashed)
-    return np.abs(h) % count
+    out: np.ndarray = np.abs(java_string_hashes(hashed)) % count
+    return out
 
 
 def _prefix_of(key: str) -> str:
@@ -394,7 +395,11 @@ class SecondaryIndexKeeper(PartitionKeeper):
         definition of this index is one morlog keeps and its column renders to Hudi's text
         (:func:`value_type_supported`)."""
         d = read_definition(table, self.partition)
-        schema = table.arrow_schema()
+        try:
+            schema = table.arrow_schema()
+        except MorlogError as exc:
+            raise _refuse(table, self.partition, f"the table's schema is unknown ({exc})"
+                          ) from None
         if d.field not in schema.names:
             raise _refuse(table, self.partition, f"it indexes {d.field!r}, which is not a "
                                                  "top-level column of the table")
@@ -416,7 +421,11 @@ class SecondaryIndexKeeper(PartitionKeeper):
         pending = table.timeline.get(ctx.instant)
         written = _written_groups(ctx)
         replace = (pending is not None and not pending.is_completed
-                   and pending.action == "replacecommit" and ctx.changes is not None)
+                   and pending.action == "replacecommit")
+        if replace and ctx.changes is None:
+            raise UsageError("this replace commit does not report the keys it removes, which "
+                             f"the metadata table's {self.partition} partition needs",
+                             path=mdt.path)
         if not written and not replace:
             return [], []
         d = read_definition(table, self.partition)
@@ -432,8 +441,9 @@ class SecondaryIndexKeeper(PartitionKeeper):
                                                           ("p", pa.string())]))
                 for p in pc.unique(pairs.field("p")).to_pylist():
                     gone[p] = pairs.field("k").filter(pc.equal(pairs.field("p"), p))
+        mine = set(written)
         extra = [(p, s.file_id) for p in gone for s in before_view.file_slices(partition=p)
-                 if (p, s.file_id) not in set(written)]
+                 if (p, s.file_id) not in mine]
         groups += extra
         before = self._rows(before_view, groups, d)
         after_written = self._rows(after_view, written, d)
