@@ -9,8 +9,9 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 (``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
 ``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
 
-morlog keeps the ``files`` and ``record_index`` partitions true in every commit
-(``morlog.writers.mdt_writer``) and
+morlog keeps the ``files`` and ``record_index`` partitions (``morlog.writers.mdt_writer``)
+and every ``secondary_index_<name>`` partition (``morlog.writers.mdt_secondary``,
+spec/mdt.md §12) true in every commit, and
 drops the others only when the writer opts in with Hudi's own switches (write options of
 ``WriteConfig.hoodie_options``):
 
@@ -24,7 +25,11 @@ drops the others only when the writer opts in with Hudi's own switches (write op
 
 A listed partition morlog can neither keep nor was allowed to drop is refused with an
 :class:`UnsupportedSettingError` naming ``hoodie.table.metadata.partitions``, its value and
-the switch, before anything is written.
+the switch, before anything is written. So is a kept partition whose keeper finds the table
+outside what it keeps true (``PartitionKeeper.check``, asked here: e.g. a secondary index
+whose definition in ``hoodie.table.index.defs.path`` is missing, of another layout version
+than the table's, or on a column whose key text Hudi's writers do not settle, such as a
+double).
 """
 
 from __future__ import annotations
