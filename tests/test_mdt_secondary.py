@@ -255,6 +255,15 @@ def test_writes_keep_secondary_indexes_true(tmp_path: Path, name: str) -> None:
     expected.update(_rows(over, key))
     _check(path, indexes)
     assert _rows(_data(path), key) == expected
+    # 8. delete_partition: a replace commit writing no file; the partition's entries leave
+    other = next(v[part] for v in expected.values()
+                 if v[part] != over.column(part)[0].as_py())
+    table_part = next(s.partition for s in Table(str(path)).file_slices()
+                      if s.partition.endswith(f"={other}") or s.partition == other)
+    t.delete_partitions([table_part])
+    expected = {k: v for k, v in expected.items() if v[part] != other}
+    _check(path, indexes)
+    assert _rows(_data(path), key) == expected
     view = Table(str(path))
     assert view.timeline.pending() == []
     assert MetadataTable(t.store, t.location, mode=t.mode).timeline().pending() == []
