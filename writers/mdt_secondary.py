@@ -70,7 +70,6 @@ ESCAPE = "\\"
 NULL_CHAR = "\x00"
 #: ``HoodieIndexVersion`` of a definition without ``version`` (table version 8)
 DEFAULT_VERSION = {8: 1, 9: 2}
-_MASK32 = np.uint64(0xFFFFFFFF)
 
 
 @dataclass(frozen=True)
@@ -218,21 +217,12 @@ def decode_keys(keys: pa.Array, version: int) -> pa.Table:
     return pa.table({"secondary_key": value, "record_key": record_key})
 
 
-def java_string_hashes(strings: pa.Array) -> np.ndarray:
-    """Java's ``String.hashCode`` of every string (``h = 31*h + c`` over its UTF-16 code
-    units, 32-bit wrap-around), as int64 holding the signed 32-bit value; numpy throughout
-    (the UTF-8 bytes decoded to code points, code points above U+FFFF split into surrogate
-    pairs, each unit weighted by 31^(units after it) mod 2^32)."""
-    u64 = np.uint64
-    b = strings.cast(pa.large_binary())
-    n = len(b)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.frombuffer(b.buffers()[1], dtype=np.int64)[b.offset: b.offset + n + 1]
-    data = np.frombuffer(b.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
-    offsets = offsets - offsets[0]
+def _utf16_units(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-16 code units of UTF-8 strings (``data`` their bytes, ``offsets`` where each
+    starts, n + 1 values) and where each string's units start, with numpy: code points from
+    the lead bytes (those other than 10xxxxxx) and their continuation bytes, those above
+    U+FFFF split into surrogate pairs."""
     nbytes = len(data)
-    # UTF-8 -> code points: one per lead byte (a byte other than 10xxxxxx)
     lead = (data & 0xC0) != 0x80
     starts = np.flatnonzero(lead)
     first = data[starts]
@@ -240,36 +230,50 @@ def java_string_hashes(strings: pa.Array) -> np.ndarray:
     char_of_byte = np.cumsum(lead) - 1
     shift = 6 * (length[char_of_byte] - 1 - (np.arange(nbytes) - starts[char_of_byte]))
     lead_mask = np.array([0, 0x7F, 0x1F, 0x0F, 0x07], dtype=np.uint8)[length[char_of_byte]]
-    bits = np.where(lead, data & lead_mask, data & 0x3F).astype(u64)
-    contrib = bits << shift.astype(u64)
-    csum = np.zeros(nbytes + 1, dtype=u64)
-    np.cumsum(contrib, out=csum[1:])
-    ends = np.append(starts[1:], nbytes)
-    code = (csum[ends] - csum[starts]).astype(np.int64)
-    # code points -> UTF-16 code units
+    bits = np.where(lead, data & lead_mask, data & 0x3F).astype(np.int64)
+    csum = np.zeros(nbytes + 1, dtype=np.int64)
+    np.cumsum(bits << shift, out=csum[1:])
+    code = csum[np.append(starts[1:], nbytes)] - csum[starts]
     pair = code > 0xFFFF
     unit_start = np.zeros(len(code) + 1, dtype=np.int64)
     np.cumsum(np.where(pair, 2, 1), out=unit_start[1:])
-    units = np.empty(int(unit_start[-1]), dtype=u64)
+    units = np.empty(int(unit_start[-1]), dtype=np.uint32)
     units[unit_start[:-1]] = np.where(pair, 0xD800 + ((code - 0x10000) >> 10), code)
     units[unit_start[:-1][pair] + 1] = 0xDC00 + ((code[pair] - 0x10000) & 0x3FF)
-    # the units of each string
+    # the first character of each string (strings without characters start where the next
+    # one does)
     string_of_char = np.searchsorted(offsets, starts, side="right") - 1
-    first_char = np.searchsorted(string_of_char, np.arange(n), side="left")
-    s_start = unit_start[first_char]
-    s_end = np.append(s_start[1:], len(units))
-    lengths = s_end - s_start
-    string_of_unit = np.repeat(np.arange(n), lengths)
-    exponent = s_end[string_of_unit] - 1 - np.arange(len(units))
-    top = int(lengths.max())
-    powers = np.ones(max(top, 1), dtype=u64)
-    for i in range(1, top):  # 31^i mod 2^32, one per position of the longest string
-        powers[i] = (powers[i - 1] * u64(31)) & _MASK32
-    terms = (units * powers[exponent]) & _MASK32
-    tsum = np.zeros(len(units) + 1, dtype=u64)
-    np.cumsum(terms, out=tsum[1:])  # wraps mod 2^64, a multiple of 2^32
-    h = ((tsum[s_end] - tsum[s_start]) & _MASK32).astype(np.int64)
-    out: np.ndarray = np.where(h >= 1 << 31, h - (1 << 32), h)
+    first_char = np.searchsorted(string_of_char, np.arange(len(offsets) - 1), side="left")
+    return units, np.append(unit_start[first_char], len(units))
+
+
+def java_string_hashes(strings: pa.Array) -> np.ndarray:
+    """Java's ``String.hashCode`` of every string (``h = 31*h + c`` over its UTF-16 code
+    units, 32-bit wrap-around), as int64 holding the signed 32-bit value. numpy throughout:
+    Horner's rule one character position at a time over all strings still that long (a
+    loop bounded by the longest string, not by the number of strings)."""
+    b = strings.cast(pa.large_binary())
+    n = len(b)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.frombuffer(b.buffers()[1], dtype=np.int64)[b.offset: b.offset + n + 1]
+    data = np.frombuffer(b.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
+    offsets = offsets - offsets[0]
+    if data.size and data.max() >= 0x80:
+        units, starts = _utf16_units(data, offsets)
+    else:  # ASCII: one byte, one unit
+        units, starts = data.astype(np.uint32), offsets
+    lengths = np.diff(starts)
+    order = np.argsort(-lengths, kind="stable")  # longest first: the active ones a prefix
+    start_sorted = starts[:-1][order]
+    longer_than = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))),
+                                  side="left")  # strings longer than j, per position j
+    h = np.zeros(n, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for j, active in enumerate(longer_than.tolist()):
+            h[:active] = h[:active] * np.uint32(31) + units[start_sorted[:active] + j]
+    out = np.empty(n, dtype=np.int64)
+    out[order] = h.view(np.int32)
     return out
 
 
