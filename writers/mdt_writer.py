@@ -29,7 +29,6 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from importlib import import_module
 from typing import Any
 
 import pyarrow as pa
@@ -158,6 +157,10 @@ class PartitionKeeper:
         """The file group of ``count`` holding MDT key ``key``."""
         return key_to_file_group_index(key, count)
 
+    def check(self, table: Table) -> None:
+        """Refuse (``UnsupportedSettingError``, at plan time: before anything is written) a
+        table whose partition this keeper cannot keep true; by default every table."""
+
 
 class FilesKeeper(PartitionKeeper):
     """``files``: ``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`` (one
@@ -208,10 +211,10 @@ class RecordIndexKeeper(PartitionKeeper):
 KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
     FILES: lambda _p: FilesKeeper(),
     RECORD_INDEX: lambda _p: RecordIndexKeeper(),
-    "column_stats": lambda _p: import_module(".mdt_colstats", __package__).ColumnStatsKeeper(),
-    "partition_stats": lambda _p: import_module(
-        ".mdt_colstats", __package__).PartitionStatsKeeper(),
-    "bloom_filters": lambda _p: import_module(".mdt_colstats", __package__).BloomFiltersKeeper(),
+    "column_stats": lambda _p: mdt_colstats.ColumnStatsKeeper(),
+    "partition_stats": lambda _p: mdt_colstats.PartitionStatsKeeper(),
+    "bloom_filters": lambda _p: mdt_colstats.BloomFiltersKeeper(),
+    "secondary_index_": lambda p: mdt_secondary.SecondaryIndexKeeper(p),
 }
 
 
@@ -697,3 +700,7 @@ __all__ = ["FILES", "METADATA_DIR", "RECORD_INDEX", "SOLO_COMMIT_TIMESTAMP", "Me
            "MetadataWriter", "bootstrap_base_file", "create_metadata_table",
            "file_group_id", "key_to_file_group_index", "metadata_location",
            "metadata_table_properties"]
+
+# the keepers of the index partitions subclass PartitionKeeper (imported last: they import
+# this module)
+from . import mdt_colstats, mdt_secondary  # noqa: E402

@@ -9,10 +9,12 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 (``HoodieTableMetadataUtil.deleteMetadataTable`` / ``deleteMetadataTablePartition``, and
 ``HoodieTableConfig.setMetadataPartitionState``). Readers then list the file system again.
 
-morlog keeps the ``files``, ``record_index``, ``column_stats``, ``partition_stats`` and
-``bloom_filters`` partitions true in every commit (``morlog.writers.mdt_writer``,
-``morlog.writers.mdt_colstats``; spec/mdt.md §6-§11) and drops the others (and these, too,
-when asked) only when the writer opts in with Hudi's own switches (write options of
+morlog keeps the ``files``, ``record_index``, ``column_stats``, ``partition_stats``,
+``bloom_filters`` and every ``secondary_index_<name>`` partition true in every commit
+(``morlog.writers.mdt_writer``, ``morlog.writers.mdt_colstats``,
+``morlog.writers.mdt_secondary``; spec/mdt.md §6-§13) and drops any of them (and the
+others, which it cannot keep) only when the writer opts in with Hudi's own switches (write
+options of
 ``WriteConfig.hoodie_options``):
 
 - ``hoodie.metadata.enable=false``: the whole metadata table;
@@ -25,7 +27,11 @@ when asked) only when the writer opts in with Hudi's own switches (write options
 
 A listed partition morlog can neither keep nor was allowed to drop is refused with an
 :class:`UnsupportedSettingError` naming ``hoodie.table.metadata.partitions``, its value and
-the switch, before anything is written.
+the switch, before anything is written. So is a kept partition whose keeper finds the table
+outside what it keeps true (``PartitionKeeper.check``, asked here: e.g. a secondary index
+whose definition in ``hoodie.table.index.defs.path`` is missing, of another layout version
+than the table's, or on a column whose key text Hudi's writers do not settle, such as a
+double).
 """
 
 from __future__ import annotations
@@ -130,6 +136,9 @@ def plan_metadata(table: Table, store: WriteStore, options: dict[str, str]) -> M
         return MetadataPlan(drop_all=True)
     for p in plan.keep:
         _check_keepable(table, store, mdt_dir, p, file_id_prefix(p))
+        keeper = keeper_for(p)
+        if keeper is not None:
+            keeper.check(table)
     return plan
 
 
