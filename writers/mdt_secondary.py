@@ -45,9 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.errors import MorlogError, UnsupportedSettingError, UsageError
-from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.mdt_records import META_FIELD_NAMES, TYPE_SECONDARY_INDEX
 from morlog.logformat.naming import COMPLETED, BaseFileName, LogFileName
 from morlog.readers.containment import resolve_under
@@ -492,19 +490,20 @@ class SecondaryIndexKeeper(PartitionKeeper):
         slices: dict[str, dict[str, FileSlice]] = {}
         for p in dict.fromkeys(p for p, _ in groups):
             slices[p] = {s.file_id: s for s in view.file_slices(partition=p)}
-        key_col = view.key_field
+        key = view.key_field
+        key_cols = [key] if isinstance(key, str) else list(key.columns)
         parts = []
         for i, (p, fid) in enumerate(groups):
             s = slices[p].get(fid)
             if s is None:
                 continue
-            rows = view.read_slice(s, columns=[key_col, d.field])
+            rows = view.read_slice(s, columns=list(dict.fromkeys([*key_cols, d.field])))
             if not rows.num_rows:
                 continue
-            if view.config.populate_meta_fields:
-                rk = rows.column(RECORD_KEY_FIELD).cast(pa.string())
-            else:
-                rk = KeyGenSpec.from_properties(view.config.props).record_keys(rows)
+            if isinstance(key, str):
+                rk = rows.column(key).cast(pa.string())
+            else:  # virtual keys: derived as Hudi's reader derives them
+                rk = key.keys(rows)
             if d.field in rows.column_names:
                 values = render_values(rows.column(d.field), d.version)
             else:  # a column the slice's files do not have yet
