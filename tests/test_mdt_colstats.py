@@ -488,3 +488,39 @@ def test_keys_are_hudis() -> None:
     assert cs.hash_id("city=san_francisco") == "8L2cgj6DtVM="
     assert cs.partition_stats_key("_hoodie_commit_time", "city=sao_paulo") == \
         "JBBzUToHtLc=6Hj+sBy+gvM="
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("name", _NAMES, ids=_IDS)
+@pytest.mark.parametrize("case", ["nested_column", "partition_stats_alone"])
+def test_stats_settings_morlog_cannot_keep_are_refused_before_writing(
+        tmp_path: Path, name: str, case: str) -> None:
+    """A column list naming a nested field, or partition_stats listed without column_stats:
+    an UnsupportedSettingError naming hoodie.table.metadata.partitions when the write
+    starts, and the table is untouched."""
+    from morlog.logformat.errors import UnsupportedSettingError
+    from morlog.logformat.table_files import format_properties
+
+    path = _copy(fixture_table(name), tmp_path)
+    props_path = path / ".hoodie" / "hoodie.properties"
+    props = parse_properties(props_path.read_text())
+    if case == "nested_column":
+        props["hoodie.metadata.index.column.stats.column.list"] = "no_such.nested_field"
+        defs = props.get("hoodie.table.index.defs.path")
+        if defs and (path / defs).exists():  # the index definition names the columns first
+            (path / defs).unlink()
+    else:
+        props["hoodie.table.metadata.partitions"] = ",".join(
+            p for p in props["hoodie.table.metadata.partitions"].split(",")
+            if p != COLUMN_STATS)
+    props_path.write_text(format_properties(props))
+    before = _tree(path)
+    with pytest.raises(UnsupportedSettingError, match="(column|partition)_stats partition") as err:
+        t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+        write_three(t, path)
+    assert err.value.property == "hoodie.table.metadata.partitions"
+    assert _tree(path) == before

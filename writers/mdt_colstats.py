@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.mdt_records import (
     TYPE_BLOOM_FILTER,
     TYPE_COLUMN_STATS,
@@ -60,12 +60,12 @@ class _Commit:
     """What the keepers of one commit share: the data table's settings and the column ranges
     of the files the commit wrote (computed once)."""
 
-    def __init__(self, mdt: MetadataTable, ctx: CommitContext) -> None:
+    def __init__(self, mdt: MetadataTable, ctx: CommitContext,
+                 table: Table | None = None) -> None:
         self.mdt = mdt
         self.ctx = ctx
-        loc = mdt.data_location
-        self.storage = loc.storage
-        self.table = Table(loc)
+        self.table = table if table is not None else Table(mdt.data_location)
+        self.storage = self.table.storage
         self.props = self.table.config.props
         self.version = self.table.version
         self.index_defs = self._index_defs()
@@ -160,11 +160,38 @@ def _commit(mdt: MetadataTable, ctx: CommitContext) -> _Commit:
     return c
 
 
+def _check_settings(table: Table, partition: str) -> None:
+    """Plan time: the settings column statistics need (a create schema, top-level indexed
+    columns, ``column_stats`` listed for ``partition_stats``), or an
+    :class:`UnsupportedSettingError` before anything is written."""
+    try:
+        _Commit(None, None, table)  # type: ignore[arg-type]
+        if partition == PARTITION_STATS and COLUMN_STATS not in _listed(table.config.props):
+            raise UsageError("partition_stats needs the column_stats partition (Hudi: "
+                             "\"Column stats partition must be enabled to generate partition "
+                             "stats\")")
+    except UsageError as exc:
+        raise UnsupportedSettingError(
+            f"morlog cannot keep the metadata table's {partition} partition true: "
+            f"{exc.message}; set {_SWITCH[partition]}=false to drop it as Hudi's writer does",
+            property="hoodie.table.metadata.partitions",
+            value=table.config.get("hoodie.table.metadata.partitions"),
+            path=table.config.path) from None
+
+
+#: Hudi's write option that turns each partition off
+_SWITCH = {COLUMN_STATS: "hoodie.metadata.index.column.stats.enable",
+           PARTITION_STATS: "hoodie.metadata.index.partition.stats.enable"}
+
+
 class ColumnStatsKeeper(PartitionKeeper):
     """``column_stats``: ``HoodieMetadataPayload.createColumnStatsRecords`` of every file the
     commit wrote; nothing on a rollback."""
 
     partition = COLUMN_STATS
+
+    def check(self, table: Table) -> None:
+        _check_settings(table, self.partition)
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -184,6 +211,9 @@ class PartitionStatsKeeper(PartitionKeeper):
     (``convertMetadataToPartitionStatRecords`` with ``isShouldScanColStatsForTightBound``)."""
 
     partition = PARTITION_STATS
+
+    def check(self, table: Table) -> None:
+        _check_settings(table, self.partition)
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
