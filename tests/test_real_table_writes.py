@@ -77,7 +77,42 @@ def _later(batch: pa.Table, ordering: str | None) -> pa.Table:
 
 
 def _options(path: Path) -> dict[str, str]:
-    return DROP_MDT if listed_partitions(Table(str(path))) else {}
+    """No option: every metadata-table partition the table lists is kept true."""
+    return {}
+
+
+def check_metadata_table(path: Path) -> None:
+    """Every partition the table's metadata table lists is true: ``files`` (hudi-rs lists
+    through it), ``record_index``, ``column_stats`` / ``partition_stats`` and the secondary
+    indexes equal what the table's files and rows say."""
+    from morlog.readers.column_stats import INDEX_DEFS_PATH_KEY
+
+    from .test_mdt_colstats import check_stats
+    from .test_mdt_secondary import _check as check_secondary
+    from .test_record_index_writer import _check as check_record_index
+
+    listed = listed_partitions(Table(str(path)))
+    if not listed:
+        return
+    if "record_index" in listed:
+        check_record_index(path)
+    if "column_stats" in listed:
+        check_stats(path)
+    secondary = [p for p in listed if p.startswith("secondary_index_")]
+    if secondary:
+        import json
+
+        props = Table(str(path)).config.props
+        defs = json.loads((path / props[INDEX_DEFS_PATH_KEY]).read_text())["indexDefinitions"]
+        check_secondary(path, {p: defs[p]["sourceFields"][0] for p in secondary})
+
+
+def _without_mdt(path: Path, tmp: Path) -> Path:
+    """A copy of the table without ``.hoodie/metadata``, which readers then list directly."""
+    dst = tmp / "no_mdt" / path.name
+    shutil.copytree(path, dst)
+    shutil.rmtree(dst / ".hoodie" / "metadata", ignore_errors=True)
+    return dst
 
 
 def write_three(t: MorTable, path: Path) -> dict[Any, dict[str, Any]]:
@@ -114,6 +149,8 @@ def test_upsert_insert_delete_read_right_in_morlog_and_hudi_rs(tmp_path: Path,
     assert view.timeline.pending() == []
     assert _rows(view.read(), key) == expected
     assert _rows(_hudi_rs(path), key) == expected
+    assert _rows(_hudi_rs(_without_mdt(path, tmp_path)), key) == expected
+    check_metadata_table(path)
     # every completed instant morlog wrote decodes as Hudi's commit metadata
     for inst in view.timeline.completed()[-3:]:
         meta = view.timeline.metadata(inst)
@@ -147,7 +184,15 @@ def test_table_version_8_and_9_commits_use_layout_2(tmp_path: Path, src: Path) -
                          ids=lambda p: p.name)
 def test_a_metadata_table_morlog_cannot_keep_is_refused_untouched(tmp_path: Path,
                                                                   src: Path) -> None:
+    """The table lists an MDT partition morlog cannot keep (an expression index): refused
+    before anything is written; with the switch, the MDT is dropped as Hudi does."""
+    from morlog.logformat.table_files import format_properties, parse_properties
+
     path = _copy(src, tmp_path)
+    props_path = path / ".hoodie" / "hoodie.properties"
+    props = parse_properties(props_path.read_text())
+    props["hoodie.table.metadata.partitions"] += ",expr_index_idx_upper"
+    props_path.write_text(format_properties(props))
     before = _digest(path)
     with pytest.raises(UnsupportedSettingError) as err:
         MorTable(str(path)).upsert(_data(path).slice(0, 1))
@@ -300,6 +345,7 @@ def test_spark_writes_into_every_fixture_table(tmp_path: Path, src: Path, spark:
     assert view.timeline.pending() == []
     assert _rows(view.read(), key) == expected
     assert _rows(_hudi_rs(path), key) == expected
+    check_metadata_table(path)
 
 
 @pytest.mark.parametrize("version", [6, 9])
