@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -251,6 +252,16 @@ def test_compaction_commits_reencode_and_match_their_plans() -> None:
             else:  # a log-only slice: a new file is created
                 assert (s["prevCommit"], s["prevBaseFile"]) == ("null", None)
             assert (table / s["path"]).stat().st_size == s["fileSizeInBytes"]
+            if s["path"].endswith(".parquet"):
+                # each record keeps the commit time and sequence number of its last write;
+                # the file name field names the new file
+                rows = pq.read_table(table / s["path"], columns=[
+                    "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name"]
+                                     ).to_pylist()
+                assert rows and {r["_hoodie_file_name"] for r in rows} == {
+                    s["path"].rsplit("/", 1)[-1]}
+                assert all(r["_hoodie_commit_time"] < instant and r["_hoodie_commit_seqno"]
+                           .startswith(r["_hoodie_commit_time"] + "_") for r in rows)
 
 
 @pytest.mark.skipif(not tables(), reason=SKIP_REASON)
