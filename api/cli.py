@@ -2,6 +2,7 @@
 
 Commands live beside what they drive (``morlog.readers.cli``, ``morlog.readers.table_cli``,
 ``morlog.writers.demo``, ``morlog.writers.spark_demo``, ``morlog.writers.repair_cli``,
+``morlog.writers.services_cli``,
 ``morlog.bench.cli``); every one runs through the same error guard and prints through the
 same output helper (``morlog.readers.command``).
 """
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     from morlog.writers.repair_cli import add_repair_command
 
     add_repair_command(sub)
+    from morlog.writers.services_cli import add_service_commands
+
+    add_service_commands(sub)
     add_bench_command(sub)
     return parser
 

@@ -173,7 +173,10 @@ def encode_commit_metadata(meta: dict[str, Any], layout: int) -> bytes:
     ``compacted`` and ``partitionToReplaceFileIds`` (replace commits)."""
     replace = "partitionToReplaceFileIds" in meta
     if layout == 1:
-        return json.dumps({"compacted": False, **meta}, indent=2).encode("utf-8")
+        # Hudi's JSON commit metadata has no version field (the Avro record's)
+        return json.dumps({"compacted": False, **{k: v for k, v in meta.items()
+                                                  if k != "version"}},
+                          indent=2).encode("utf-8")
     record = {"compacted": False, "version": 1, **meta}
     return encode_avro(REPLACE_COMMIT_METADATA_SCHEMA if replace else COMMIT_METADATA_SCHEMA,
                        record)

@@ -60,6 +60,12 @@ from morlog.logformat.table_files import (
     partition_depth,
 )
 from morlog.logformat.timeline_meta import (
+    CLEAN_METADATA_SCHEMA,
+    CLEAN_METADATA_SCHEMA_014,
+    CLEANER_PLAN_SCHEMA,
+    CLEANER_PLAN_SCHEMA_014,
+    COMPACTION_PLAN_SCHEMA,
+    COMPACTION_PLAN_SCHEMA_014,
     ROLLBACK_METADATA_SCHEMA,
     ROLLBACK_PLAN_SCHEMA,
     decode_avro,
@@ -155,6 +161,21 @@ class TimelineWriter:
             if state == "completed":
                 return encode_avro(ROLLBACK_METADATA_SCHEMA, meta)
             return b""
+        if action in ("compaction", "logcompaction"):
+            # the plan (Avro in both layouts; Hudi 0.14's record in layout 1), an empty
+            # inflight (spec/services.md §1); the completed instant is a commit/deltacommit
+            if state != "requested":
+                return b""
+            return encode_avro(COMPACTION_PLAN_SCHEMA_014 if self.layout == 1
+                               else COMPACTION_PLAN_SCHEMA, meta)
+        if action == "clean":
+            # the plan in requested and (Hudi 0.14/1.0's way) inflight, the clean metadata
+            # when completed (spec/services.md §1)
+            if state == "completed":
+                return encode_avro(CLEAN_METADATA_SCHEMA_014 if self.layout == 1
+                                   else CLEAN_METADATA_SCHEMA, meta)
+            return encode_avro(CLEANER_PLAN_SCHEMA_014 if self.layout == 1
+                               else CLEANER_PLAN_SCHEMA, meta)
         if not meta and state != "completed":
             return b""
         return encode_commit_metadata(meta, self.layout)
@@ -602,12 +623,13 @@ class CommitHooks(RollbackHooks):
     """What a commit keeps true beside the data timeline (the metadata table)."""
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
-                   changes: Callable[[], RecordChanges] | None = None
-                   ) -> None:  # pragma: no cover - interface
+                   changes: Callable[[], RecordChanges] | None = None, *,
+                   rewrite: bool = False) -> None:  # pragma: no cover - interface
         """The data files of ``instant`` are written and about to be completed;
         ``written``: partition -> {file name: its size in bytes now} of every file the
         commit created or appended to; ``changes``: computes the commit's
-        :class:`RecordChanges` (None: the writer does not know them)."""
+        :class:`RecordChanges` (None: the writer does not know them); ``rewrite``: the
+        commit rewrote rows without changing any (a compaction)."""
 
 
 def _written_files(store: WriteStore, location: TableLocation,

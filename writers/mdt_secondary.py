@@ -419,6 +419,8 @@ class SecondaryIndexKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.rewrite:  # a compaction: the rows, hence their values, stay as they were
+            return [], []
         table = Table(mdt.data_location)
         pending = table.timeline.get(ctx.instant)
         written = _written_groups(ctx)

@@ -139,6 +139,10 @@ class CommitContext:
     deleted: Mapping[str, Sequence[str]]
     #: the commit's key-level changes, computed on demand (None: the writer does not know)
     changes: Callable[[], RecordChanges] | None = None
+    #: the commit rewrote rows without changing any (a compaction): what indexes record
+    #: about keys and values stays (Hudi updates neither the record index nor secondary
+    #: indexes for a compaction, spec/services.md §6)
+    rewrite: bool = False
 
 
 class PartitionKeeper:
@@ -185,6 +189,8 @@ class RecordIndexKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.rewrite:
+            return [], []
         if ctx.changes is None:
             if any(ctx.written.values()):
                 raise UsageError("this write does not report its key changes, which the "
@@ -577,8 +583,10 @@ class MetadataWriter(CommitHooks):
                                                if (k := keeper_for(p)) is not None]
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
-                   changes: Callable[[], RecordChanges] | None = None) -> None:
-        self.mdt.write_commit(CommitContext(instant, written, {}, changes), self.keepers)
+                   changes: Callable[[], RecordChanges] | None = None, *,
+                   rewrite: bool = False) -> None:
+        self.mdt.write_commit(CommitContext(instant, written, {}, changes, rewrite),
+                              self.keepers)
 
     def rolled_back(self, failed: str, rollback_instant: str,
                     deleted: dict[str, list[str]]) -> None:

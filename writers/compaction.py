@@ -1,0 +1,520 @@
+"""Compaction (Hudi's major compaction): the base file and logs of a file slice merged into a
+new base file that starts the file group's next slice (spec/services.md §4).
+
+Three steps, each under the table's writer lock, as Hudi's table service client runs them:
+
+1. **Schedule** (:func:`schedule_compaction`): when the trigger fires (Hudi's
+   ``hoodie.compact.inline.trigger.strategy``, by default ``NUM_COMMITS``: at least
+   ``hoodie.compact.inline.max.delta.commits`` = 5 delta commits since the last compaction)
+   or when asked to, every latest slice with log files that no pending compaction or
+   clustering holds becomes one operation of a plan (``HoodieCompactionPlan``, largest log
+   size first, Hudi's default ``LogFileSizeBasedCompactionStrategy``), written as
+   ``<C>.compaction.requested``.
+2. **Execute** (:func:`run_compaction`): ``<C>.compaction.inflight``; each operation's slice
+   (exactly the files the plan names) is read merged with the table's merge rules and
+   written as ``<fileId>_<token>_<C>.<ext>`` with Hudi's footers; each record keeps its
+   meta fields (the commit time of its last write) but ``_hoodie_file_name``. A slice whose
+   merge leaves no record gets no file. The metadata table learns the new base files in a
+   delta commit of the same instant (``files``, column statistics, bloom filters; the
+   record index and secondary indexes stay, as Hudi leaves them).
+3. **Complete**: ``<C>.commit`` (layout 2: ``<C>_<done>.commit``) with the commit metadata of
+   a compaction (``compacted`` true, operation ``COMPACT``).
+
+A failure while executing rolls the attempt back (its base files deleted, its metadata-table
+commit rolled back, the inflight file removed) and leaves the plan requested: the next
+:func:`run_compaction` (or ``morlog compact``) executes it again, as Hudi re-runs a failed
+compaction from its plan. A process that died mid-way leaves the instant inflight, which the
+next execution cleans up the same way before it starts.
+
+While a compaction is pending, writers put new logs into the slice it starts and route no
+inserts into its file groups (``morlog.writers.client``), and readers merge the pending
+slice with the one before (``morlog.readers.table``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.naming import INFLIGHT, BaseFileName, LogFileName
+from morlog.logformat.timeline_meta import (
+    COMPACTION_PLAN_SCHEMA,
+    COMPACTION_PLAN_SCHEMA_014,
+    compaction_commit_metadata,
+    compaction_metrics,
+    compaction_operation,
+    compaction_plan,
+    decode_avro_as,
+    write_stat,
+)
+from morlog.readers.base_files import table_base_format
+from morlog.readers.merge import read_slice
+from morlog.readers.table import FileSlice, Table
+
+from .client import MorTable, _run_all
+from .commit import (
+    RecordChanges,
+    TimelineWriter,
+    base_file_name,
+    latest_time,
+    new_instant,
+    rollback_pending,
+    timeline_utc,
+)
+from .metadata import metadata_hooks
+
+COMPACTION = "compaction"
+#: the meta field that names the file a record lives in
+FILE_NAME_FIELD = "_hoodie_file_name"
+
+#: Hudi's compaction settings (``HoodieCompactionConfig``) and their defaults
+INLINE = "hoodie.compact.inline"
+SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
+MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
+MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
+TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
+LOG_SIZE_THRESHOLD = "hoodie.compaction.logfile.size.threshold"
+TARGET_IO = "hoodie.compaction.target.io"
+STRATEGY = "hoodie.compaction.strategy"
+TRIGGERS = ("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST", "TIME_ELAPSED", "NUM_OR_TIME",
+            "NUM_AND_TIME")
+#: the strategies whose rule morlog applies (Hudi's default, and the size-bounded base)
+STRATEGIES = ("org.apache.hudi.table.action.compact.strategy."
+              "LogFileSizeBasedCompactionStrategy",
+              "org.apache.hudi.table.action.compact.strategy.BoundedIOCompactionStrategy")
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """Hudi's compaction settings from a table's properties and write options."""
+
+    inline: bool = False
+    schedule_inline: bool = False
+    max_delta_commits: int = 5
+    max_delta_seconds: int = 3600
+    trigger: str = "NUM_COMMITS"
+    log_size_threshold: int = 0
+    target_io_mb: int = 512_000
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> CompactionSettings:
+        """From Hudi's option names (``UsageError`` naming a bad value)."""
+        def flag(key: str) -> bool:
+            raw = str(options.get(key, "false")).strip().lower()
+            if raw not in ("true", "false"):
+                raise UsageError(f"{key} is true or false", actual=raw)
+            return raw == "true"
+
+        def number(key: str, default: int) -> int:
+            raw = options.get(key)
+            if raw is None or str(raw).strip() == "":
+                return default
+            try:
+                v = int(str(raw).strip())
+            except ValueError:
+                raise UsageError(f"{key} is a whole number", actual=raw) from None
+            if v < 0:
+                raise UsageError(f"{key} is not negative", actual=raw)
+            return v
+
+        trigger = str(options.get(TRIGGER_STRATEGY, "NUM_COMMITS")).strip().upper()
+        if trigger not in TRIGGERS:
+            raise UsageError(f"{TRIGGER_STRATEGY}: unknown trigger strategy",
+                             expected=list(TRIGGERS), actual=trigger)
+        strategy = options.get(STRATEGY)
+        if strategy and strategy not in STRATEGIES:
+            raise UsageError(f"{STRATEGY}: morlog plans with Hudi's default strategy",
+                             expected=list(STRATEGIES), actual=strategy)
+        return cls(inline=flag(INLINE), schedule_inline=flag(SCHEDULE_INLINE),
+                   max_delta_commits=max(1, number(MAX_DELTA_COMMITS, 5)),
+                   max_delta_seconds=number(MAX_DELTA_SECONDS, 3600), trigger=trigger,
+                   log_size_threshold=number(LOG_SIZE_THRESHOLD, 0),
+                   target_io_mb=number(TARGET_IO, 512_000))
+
+
+@dataclass
+class CompactionResult:
+    """What one compaction did."""
+
+    instant: str
+    #: (partition, file id, new base file name or None when the slice merged to nothing)
+    compacted: list[tuple[str, str, str | None]] = field(default_factory=list)
+    records_written: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"instant": self.instant, "records_written": self.records_written,
+                "bytes_written": self.bytes_written, "seconds": round(self.seconds, 3),
+                "file_groups": [{"partition": p, "file_id": f, "base_file": b}
+                                for p, f, b in self.compacted]}
+
+
+def settings_of(mt: MorTable) -> CompactionSettings:
+    return CompactionSettings.of({**mt.props, **mt.config.hoodie_options})
+
+
+# --- scheduling ------------------------------------------------------------------------------
+
+
+def _order_time(table: Table, requested: str) -> str:
+    """When an instant counts for the trigger: its completion time in layout 2 (Hudi 1.1
+    counts by completion time), its requested time in layout 1 (Hudi 0.14)."""
+    if table.timeline.layout == 2:
+        return table.timeline.completion_time(requested) or requested
+    return requested
+
+
+def delta_commits_since_compaction(table: Table, *, after_request: bool = False
+                                   ) -> tuple[int, str | None]:
+    """(completed delta commits after the last completed compaction, or after the last
+    compaction request with ``after_request``; the time counted from, None when no
+    compaction yet: the first delta commit's) as
+    ``CompactionUtils.getCompletedDeltaCommitsSinceLatestCompaction`` counts them."""
+    tl = table.timeline
+    compactions = [i for i in tl.instants if i.action in ("commit", COMPACTION)
+                   and (after_request or i.is_completed)]
+    since = max((_order_time(table, i.requested) for i in compactions), default=None)
+    deltas = sorted(_order_time(table, i.requested) for i in tl.completed(frozenset(
+        {"deltacommit"})))
+    counted = [t for t in deltas if since is None or t > since]
+    start = since if since is not None else (deltas[0] if deltas else None)
+    return len(counted), start
+
+
+def _seconds_between(a: str, b: str) -> float:
+    def parse(t: str) -> float:
+        return time.mktime(time.strptime(t[:14], "%Y%m%d%H%M%S")) + int(t[14:17] or 0) / 1000
+    return parse(b) - parse(a)
+
+
+def trigger_fires(table: Table, settings: CompactionSettings, now: str) -> bool:
+    """Hudi's ``needCompact`` for the trigger strategy."""
+    n, since = delta_commits_since_compaction(
+        table, after_request=settings.trigger == "NUM_COMMITS_AFTER_LAST_REQUEST")
+    by_num = n >= settings.max_delta_commits
+    by_time = since is not None and _seconds_between(since, now) >= settings.max_delta_seconds
+    return {"NUM_COMMITS": by_num, "NUM_COMMITS_AFTER_LAST_REQUEST": by_num,
+            "TIME_ELAPSED": by_time, "NUM_OR_TIME": by_num or by_time,
+            "NUM_AND_TIME": by_num and by_time}[settings.trigger]
+
+
+def plan_operations(mt: MorTable, table: Table, settings: CompactionSettings
+                    ) -> list[dict[str, Any]]:
+    """The operations of a new plan: every latest slice with log files outside pending
+    compactions and clusterings, of total log size at least the threshold, largest first,
+    within the IO bound (``LogFileSizeBasedCompactionStrategy``)."""
+    pending = table.timeline.pending_services()
+    busy = set(pending.compaction) | set(pending.clustering)
+    cands: list[tuple[int, FileSlice, dict[str, int]]] = []
+    sizes_by_part: dict[str, dict[str, int]] = {}
+    for s in table.file_slices():
+        if not s.log_files or (s.partition, s.file_id) in busy:
+            continue
+        sizes = sizes_by_part.get(s.partition)
+        if sizes is None:
+            sizes = sizes_by_part[s.partition] = mt.store.storage.sizes(
+                mt.partition_path(s.partition))
+        log_size = sum(sizes.get(n, 0) for n in s.log_files)
+        if log_size < settings.log_size_threshold:
+            continue
+        cands.append((log_size, s, sizes))
+    cands.sort(key=lambda c: (-c[0], c[1].partition, c[1].file_id))
+    ops: list[dict[str, Any]] = []
+    io_mb = 0.0
+    max_file = mt.config.max_file_size
+    for _, s, sizes in cands:
+        metrics = compaction_metrics([sizes.get(n, 0) for n in s.log_files],
+                                     sizes.get(s.base_file) if s.base_file else None,
+                                     max_file)
+        if ops and io_mb + metrics["TOTAL_IO_MB"] > settings.target_io_mb:
+            continue  # BoundedIOCompactionStrategy: over the budget (the first always goes)
+        io_mb += metrics["TOTAL_IO_MB"]
+        ops.append(compaction_operation(s.partition, s.file_id, s.base_instant,
+                                        sorted(s.log_files, key=_log_order), s.base_file,
+                                        metrics=metrics))
+    return ops
+
+
+def _log_order(name: str) -> tuple[str, int, str]:
+    ln = LogFileName.parse(name)
+    return ln.instant, ln.version, ln.write_token or ""
+
+
+def schedule_compaction(mt: MorTable, *, force: bool = False) -> str | None:
+    """Write a compaction plan when the trigger fires (always with ``force``) and some
+    slice has logs to compact; its instant, or None when nothing was scheduled."""
+    settings = settings_of(mt)
+    with _locked(mt) as table:
+        utc = timeline_utc(table.config.props)
+        instant = new_instant(latest_time(table), utc=utc)
+        if not force and not trigger_fires(table, settings, instant):
+            return None
+        ops = plan_operations(mt, table, settings)
+        if not ops:
+            return None
+        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
+                                fsync=mt.config.fsync, utc=utc)
+        writer.write(instant, "requested", compaction_plan(ops), COMPACTION)
+        return instant
+
+
+# --- executing -------------------------------------------------------------------------------
+
+
+class _Locked:
+    def __init__(self, mt: MorTable) -> None:
+        self.mt = mt
+        self.lock: Any = None
+
+    def __enter__(self) -> Table:
+        mt = self.mt
+        self.lock = mt._lock()
+        try:
+            # dead writers' delta commits are rolled back first, as a writer does
+            rolled = rollback_pending(mt.store, mt.location, mode=mt.mode,
+                                      fsync=mt.config.fsync,
+                                      hooks=metadata_hooks(mt.store, mt.location,
+                                                           mt.metadata_plan,
+                                                           fsync=mt.config.fsync))
+            del rolled
+            return mt.table()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _locked(mt: MorTable) -> _Locked:
+    return _Locked(mt)
+
+
+def pending_compactions(table: Table) -> list[str]:
+    """Instants of the compactions requested or inflight, oldest first."""
+    return sorted(i.requested for i in table.timeline.pending() if i.action == COMPACTION)
+
+
+def read_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
+    writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout)
+    path = writer.path(instant, "requested", COMPACTION)
+    if not mt.store.exists(path):
+        raise UsageError("no compaction plan of this instant", path=path)
+    schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
+    plan = decode_avro_as(mt.store.read(path), schema, path)
+    ops = plan.get("operations")
+    if not isinstance(ops, list):
+        raise UsageError("the compaction plan has no operations", path=path)
+    return plan
+
+
+def run_compaction(mt: MorTable, instant: str, *,
+                   progress: Callable[[int, int], None] | None = None) -> CompactionResult:
+    """Execute the compaction planned at ``instant`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    with _locked(mt) as table:
+        inst = table.timeline.get(instant)
+        if inst is None or inst.action != COMPACTION or inst.is_completed:
+            raise UsageError("no pending compaction at this instant", actual=instant,
+                             path=mt.uri)
+        plan = read_plan(mt, table, instant)
+        utc = timeline_utc(table.config.props)
+        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
+                                fsync=mt.config.fsync, utc=utc)
+        hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
+        ops = [_Operation.of(op, mt) for op in plan["operations"]]
+        if inst.state == INFLIGHT:
+            _undo_attempt(mt, writer, hooks, instant, ops)  # a dead attempt's leftovers
+        writer.write(instant, "inflight", None, COMPACTION)
+        result = CompactionResult(instant)
+        try:
+            done = [0]
+
+            def run(op: _Operation) -> tuple[_Operation, str | None, int, dict[str, Any]]:
+                out = _compact_one(mt, table, instant, op)
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], len(ops))
+                return out
+
+            stats: dict[str, list[dict[str, Any]]] = {}
+            for op, name, rows, stat in _run_all(run, ops, mt._threads()):
+                result.compacted.append((op.partition, op.file_id, name))
+                if name is not None:
+                    stats.setdefault(op.partition, []).append(stat)
+                    result.records_written += rows
+                    result.bytes_written += int(stat["fileSizeInBytes"])
+            if hooks is not None:
+                written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
+                               for s in ss} for p, ss in stats.items()}
+                hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
+            schema = json.dumps(mt._commit_schema(), separators=(",", ":"))
+            writer.write(instant, "completed", compaction_commit_metadata(stats, schema),
+                         "commit")
+        except Exception as exc:
+            try:
+                _undo_attempt(mt, writer, hooks, instant, ops)
+            except Exception as undo_exc:
+                raise WriteError(f"compaction {instant} failed ({exc}) and so did undoing "
+                                 f"its attempt ({undo_exc}): it stays inflight; the next "
+                                 "'morlog compact' cleans it up and runs it again",
+                                 path=mt.uri) from exc
+            if isinstance(exc, MorlogError):
+                raise
+            raise WriteError(f"compaction {instant} failed and was undone (its plan stays "
+                             f"requested): {type(exc).__name__}: {exc}", path=mt.uri) from exc
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+@dataclass(frozen=True)
+class _Operation:
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+
+    @classmethod
+    def of(cls, op: Mapping[str, Any], mt: MorTable) -> _Operation:
+        from morlog.readers.containment import check_file_name
+
+        part = str(op.get("partitionPath") or "")
+        fid = str(op.get("fileId") or "")
+        base = op.get("dataFilePath")
+        logs = op.get("deltaFilePaths") or []
+        # a plan is read from storage: every name stays a plain file name of its partition
+        mt.table().slice_dir(part)
+        names = [n.rsplit("/", 1)[-1] for n in [*([base] if base else []), *logs]]
+        for n in names:
+            check_file_name(n)
+        return cls(part, fid, str(op.get("baseInstantTime") or ""),
+                   base.rsplit("/", 1)[-1] if base else None,
+                   tuple(n.rsplit("/", 1)[-1] for n in logs))
+
+
+def _compact_one(mt: MorTable, table: Table, instant: str, op: _Operation
+                 ) -> tuple[_Operation, str | None, int, dict[str, Any]]:
+    """Merge one planned slice into the new base file; (op, its name or None, rows, stat)."""
+    spec = table.merge_spec(None, None)
+    rows = read_slice(table.slice_dir(op.partition), op.base_file, list(op.log_files), spec,
+                      table.timeline, table.storage)
+    if rows.num_rows == 0:
+        return op, None, 0, {}
+    fmt = table_base_format(mt.props)
+    name = base_file_name(op.file_id, instant, fmt.ext)
+    records = _conform(rows, mt.arrow_schema, name)
+    path = mt._write_base(op.partition, op.file_id, instant, records)
+    size = mt.store.size(path)
+    rel = f"{op.partition}/{name}" if op.partition else name
+    stat = write_stat(op.partition, op.file_id, rel, prev_commit=op.base_instant or "null",
+                      num_writes=records.num_rows, num_update_writes=records.num_rows,
+                      file_size=size)
+    if op.base_file:
+        stat["prevBaseFile"] = op.base_file
+    stat["totalLogFilesCompacted"] = len(op.log_files)
+    sizes = mt.store.storage.sizes(mt.partition_path(op.partition))
+    stat["totalLogSizeCompacted"] = sum(sizes.get(n, 0) for n in op.log_files)
+    return op, name, records.num_rows, stat
+
+
+def _conform(rows: pa.Table, schema: pa.Schema, file_name: str) -> pa.Table:
+    """The merged rows in the table's write schema, ``_hoodie_file_name`` the new file's."""
+    cols = []
+    for f in schema:
+        if f.name == FILE_NAME_FIELD and f.name in META_FIELDS:
+            cols.append(pa.repeat(pa.scalar(file_name, f.type), rows.num_rows))
+        elif f.name in rows.column_names:
+            col = rows.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(rows.num_rows, f.type))
+    return pa.table(cols, schema=schema)
+
+
+def _undo_attempt(mt: MorTable, writer: TimelineWriter, hooks: Any, instant: str,
+                  ops: list[_Operation]) -> None:
+    """Remove what an attempt at ``instant`` wrote: its base files in the planned groups, its
+    metadata-table commit; the instant goes back to requested (Hudi's
+    ``revertInstantFromInflightToRequested``)."""
+    if hooks is not None and hasattr(hooks, "mdt"):
+        hooks.mdt.roll_back(instant, None)
+    for part in dict.fromkeys(op.partition for op in ops):
+        d = mt.partition_path(part)
+        fids = {op.file_id for op in ops if op.partition == part}
+        for n in mt.store.listdir(d):
+            if BaseFileName.matches(n):
+                b = BaseFileName.parse(n)
+                if b.instant == instant and b.file_id in fids:
+                    mt.store.delete(mt.store.join(d, n))
+    mt.store.delete(writer.path(instant, "inflight", COMPACTION))
+
+
+# --- the whole service -----------------------------------------------------------------------
+
+
+@dataclass
+class CompactReport:
+    """What :func:`compact` planned and ran."""
+
+    planned: list[dict[str, Any]] = field(default_factory=list)
+    results: list[CompactionResult] = field(default_factory=list)
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "planned": self.planned,
+                "compactions": [r.as_dict() for r in self.results]}
+
+
+def compact(mt: MorTable, *, dry_run: bool = False, force: bool = True,
+            progress: Callable[[int, int], None] | None = None) -> CompactReport:
+    """Run the compactions pending, then plan one over every latest slice with logs (with
+    ``force``, the default; else only when the trigger fires) and run it: afterwards no
+    latest slice has log files, except those of file groups under pending clustering.
+    ``dry_run``: only report the operations a plan would hold now."""
+    report = CompactReport(dry_run=dry_run)
+    table = mt.table()
+    if dry_run:
+        report.planned = [{"instant": i, "pending": True} for i in pending_compactions(table)]
+        report.planned += [
+            {"partition": op["partitionPath"], "file_id": op["fileId"],
+             "base_file": op["dataFilePath"], "log_files": op["deltaFilePaths"],
+             "metrics": op["metrics"]}
+            for op in plan_operations(mt, table, settings_of(mt))]
+        return report
+    for pending in pending_compactions(table):
+        report.results.append(run_compaction(mt, pending, progress=progress))
+    instant = schedule_compaction(mt, force=force)
+    if instant is not None:
+        plan = read_plan(mt, mt.table(), instant)
+        report.planned = list(plan["operations"])
+        report.results.append(run_compaction(mt, instant, progress=progress))
+    return report
+
+
+def inline_compaction(mt: MorTable) -> CompactionResult | str | None:
+    """After a write: Hudi's inline compaction (``hoodie.compact.inline``: schedule when the
+    trigger fires, then run) or inline scheduling (``hoodie.compact.schedule.inline``: only
+    the plan, when no compaction is pending)."""
+    settings = settings_of(mt)
+    if settings.inline:
+        instant = schedule_compaction(mt)
+        if instant is not None:
+            return run_compaction(mt, instant)
+        return None
+    if settings.schedule_inline and not pending_compactions(mt.table()):
+        return schedule_compaction(mt)
+    return None
+
+
+__all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "compact",
+           "delta_commits_since_compaction", "inline_compaction", "pending_compactions",
+           "plan_operations", "run_compaction", "schedule_compaction", "trigger_fires"]

@@ -1,0 +1,125 @@
+"""``morlog compact TABLE``: Hudi's table services from the command line (spec/services.md).
+
+Each command plans and runs its service on every file slice that needs it; ``--dry-run``
+prints the plan and changes nothing; ``--json`` prints one JSON document; a progress bar
+goes to standard error while file groups are written (terminals only). ``-o KEY=VALUE``
+passes Hudi's write options (``hoodie.*``), as the write client takes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from morlog.logformat.errors import UsageError
+from morlog.readers.command import EXIT_OK, add_output_options, emit_for
+
+from .client import MorTable, WriteConfig
+from .compaction import CompactReport, compact
+
+
+def _options(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError("an option is KEY=VALUE", actual=pair)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _table(args: argparse.Namespace) -> MorTable:
+    return MorTable(args.table, WriteConfig.from_hoodie_options(_options(args.option)))
+
+
+@contextmanager
+def _progress(args: argparse.Namespace, what: str
+              ) -> Iterator[Callable[[int, int], None] | None]:
+    """A tqdm bar on standard error (not with --json, not when stderr is no terminal)."""
+    if args.json:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=what, unit="file group", disable=None, leave=False)
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _compact_text(report: CompactReport, out: TextIO) -> None:
+    if report.dry_run:
+        if not report.planned:
+            print("nothing to compact: no latest file slice has log files", file=out)
+            return
+        for p in report.planned:
+            if p.get("pending"):
+                print(f"pending compaction {p['instant']}: would run", file=out)
+            else:
+                base = p["base_file"] or "(no base file)"
+                print(f"would compact {p['partition'] or '.'}/{p['file_id']}: {base} + "
+                      f"{len(p['log_files'])} log file(s), "
+                      f"{int(p['metrics']['TOTAL_LOG_FILES_SIZE'])} log bytes", file=out)
+        print("(dry run: nothing changed)", file=out)
+        return
+    if not report.results:
+        print("nothing to compact: no latest file slice has log files", file=out)
+        return
+    for r in report.results:
+        groups = [g for g in r.compacted if g[2] is not None]
+        print(f"compaction {r.instant}: {len(r.compacted)} file group(s), {len(groups)} new "
+              f"base file(s), {r.records_written} records, {r.bytes_written} bytes in "
+              f"{r.seconds:.2f} s", file=out)
+
+
+def cmd_compact(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    with _progress(args, "compacting") as progress:
+        report = compact(_table(args), dry_run=args.dry_run, progress=progress)
+    emit_for(args, report, _compact_text, out, to_json=lambda r: r.as_dict())
+    return EXIT_OK
+
+
+def _common(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("table", metavar="TABLE", help="table path or URI (s3://bucket/table?...)")
+    p.add_argument("--dry-run", action="store_true",
+                   help=f"print what {what} would do and change nothing")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                   help="a Hudi write option (hoodie.*), repeatable")
+    add_output_options(p, "print the plan and what ran as one JSON document")
+
+
+def add_service_commands(sub: Any) -> None:
+    p = sub.add_parser(
+        "compact",
+        help="compact file slices: base file and logs merged into a new base file",
+        description="Run the compactions pending on the table's timeline, then plan one "
+        "over every latest file slice that has log files (file groups under pending "
+        "clustering excepted) and run it, holding the table's writer lock: afterwards no "
+        "latest slice has log files. Each slice's base file and logs are merged with the "
+        "table's merge rules into a new base file of the table's format (with Hudi's "
+        "footers), which starts the file group's next slice; the metadata table is kept "
+        "true in the same instant. The timeline holds Hudi's compaction plan "
+        "(<instant>.compaction.requested), .inflight and the completed commit, which Hudi "
+        "and hudi-rs read. A failed compaction is undone and its plan left requested: the "
+        "next 'morlog compact' runs it again. Old slices stay for readers of earlier "
+        "instants until 'morlog clean' removes them.",
+        epilog="Exit status: 0 ok, 2 error (one line on standard error).",
+    )
+    _common(p, "compaction")
+    p.set_defaults(func=cmd_compact)
+
+
+__all__ = ["add_service_commands", "cmd_compact"]
