@@ -39,6 +39,63 @@ class Live:
     value: int
 
 
+def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
+    """``morlog compact``'s service, failing (once or on every try) when it writes a new
+    base file or its completed commit: a failure leaves the rows as before and the plan
+    requested, and the next compaction finishes it; afterwards no latest slice has logs."""
+    from morlog.logformat.errors import MorlogError
+    from morlog.writers import store as store_mod
+    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.compaction import compact, pending_compactions
+
+    def rows(view: Table) -> list[dict[str, Any]]:
+        # a compacted record names its new base file in _hoodie_file_name; the rest stays
+        return sorted(({k: v for k, v in r.items() if k != "_hoodie_file_name"}
+                       for r in view.read().to_pylist()), key=lambda r: r["id"])
+
+    before = rows(Table(str(root)))
+    mp = pytest.MonkeyPatch()
+    shots = {"left": 10**9 if persistent else 1}
+    if where == "parquet":
+        real_c = store_mod.LocalStore.create
+
+        def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
+            if path.endswith(".parquet") and shots["left"] > 0:
+                shots["left"] -= 1
+                raise OSError(28, "No space left on device")
+            return real_c(self, path, data, sync=sync)
+        mp.setattr(store_mod.LocalStore, "create", create)
+    elif where == "completed":
+        real_w = TimelineWriter.write
+
+        def write(self: Any, instant: str, state: str, meta: Any,
+                  action: str = "deltacommit") -> str:
+            if action == "commit" and state == "completed" and shots["left"] > 0:
+                shots["left"] -= 1
+                raise OSError(5, "I/O error")
+            return str(real_w(self, instant, state, meta, action))
+        mp.setattr(TimelineWriter, "write", write)
+    try:
+        compact(t)
+        failed = False
+    except MorlogError:
+        failed = True
+        event(f"compaction failed at {where}")
+    finally:
+        mp.undo()
+    view = Table(str(root))
+    assert rows(view) == before
+    if failed:
+        assert [i.action for i in view.timeline.pending()] == ["compaction"]
+        assert not any(p.name.endswith(".parquet") and pending_compactions(view)[0] in p.name
+                       for p in root.rglob("*.parquet"))
+        compact(t)  # the next run executes the plan left requested
+        view = Table(str(root))
+    assert view.timeline.pending() == []
+    assert all(not s.log_files for s in view.file_slices())
+    assert rows(view) == before
+
+
 class Model:
     """The oracle: what the table must hold, and where each key lives."""
 
@@ -288,6 +345,8 @@ write_ops = st.lists(st.one_of(
     st.tuples(st.just("bad"), st.sampled_from(BAD), st.integers(0, 15)),
     st.tuples(st.just("fail"), st.lists(st.integers(0, 15), min_size=1, max_size=4),
               st.sampled_from(["parquet", "log", "inflight"]), st.booleans()),
+    st.tuples(st.just("compact"), st.sampled_from(["none", "parquet", "completed"]),
+              st.booleans()),
 ), min_size=1, max_size=8)
 
 
@@ -384,6 +443,8 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
                 old = model.get(r["id"])
                 if old is None or r["ts"] >= old[1]:  # event time: the greater ts wins
                     model[r["id"]] = (r["p"], r["ts"], r["v"])
+        elif op[0] == "compact":
+            _compact_step(t, root, op[1], op[2])
         elif op[0] == "bad":
             before = _snapshot_files(root)
             with pytest.raises(MorlogError):
