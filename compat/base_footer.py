@@ -78,12 +78,16 @@ def encode_base_footer(keys: pa.Array | pa.ChunkedArray,
                        num_entries: int = DEFAULT_NUM_ENTRIES) -> dict[bytes, bytes]:
     """The key/value metadata Hudi keeps in a base file's footer for its record ``keys``: a
     DYNAMIC_V0 bloom filter of ``num_entries`` entries and the min/max key (byte order, which
-    is Java's order too unless a key holds a character beyond U+FFFF)."""
+    is Java's order too unless a key holds a character beyond U+FFFF). No key (an empty
+    base file, e.g. a compacted slice whose records were all deleted): the empty filter
+    and no min/max key, as ``HoodieAvroWriteSupport.finalizeWrite`` leaves it."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     arr = arr.cast(pa.string())
-    if len(arr) == 0 or arr.null_count:
-        raise UsageError("a base file footer needs at least one key and no null keys")
+    if arr.null_count:
+        raise UsageError("a base file footer needs keys that are not null")
     bloom = DynamicBloomV0(num_entries)
+    if len(arr) == 0:
+        return {BLOOM_KEY: bloom.to_base64().encode(), TYPE_CODE_KEY: b"DYNAMIC_V0"}
     bloom.add(arr)
     # one linear pass in byte order (no sort): the keys' UTF-8 bytes as Hudi stores them
     bounds = pc.min_max(arr.cast(pa.binary()))

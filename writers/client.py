@@ -373,7 +373,16 @@ class MorTable:
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
             c.complete(stats, result.summary(), changes=plan.record_changes)
-            return result
+        self.table_services()
+        return result
+
+    def table_services(self) -> None:
+        """What Hudi runs inline after a write, when configured: compaction
+        (``hoodie.compact.inline`` / ``hoodie.compact.schedule.inline``,
+        ``morlog.writers.compaction``)."""
+        from .compaction import inline_compaction
+
+        inline_compaction(self)
 
     def validate(self, table: pa.Table, operation: str) -> pa.Table:
         """The batch checked and converted to the table's data schema (duplicate keys

@@ -407,7 +407,8 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: _Operation
     spec = table.merge_spec(None, None)
     rows = read_slice(table.slice_dir(op.partition), op.base_file, list(op.log_files), spec,
                       table.timeline, table.storage)
-    if rows.num_rows == 0:
+    if rows.num_rows == 0 and op.base_file is None:
+        # a log-only slice whose records are all deleted: Hudi writes no file for it [V]
         return op, None, 0, {}
     fmt = table_base_format(mt.props)
     name = base_file_name(op.file_id, instant, fmt.ext)

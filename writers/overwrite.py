@@ -146,7 +146,8 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
             return RecordChanges(tuple(inserted), tuple(deleted))
 
         c.complete(stats, summary, replaced=result.replaced, changes=changes)
-        return result
+    table.table_services()
+    return result
 
 
 def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> list[str]:

@@ -384,7 +384,9 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
 
         commit.complete(stats, summary, changes=changes)
         tagged.unpersist()
-        return {"instant": instant, "rolled_back": commit.rolled_back, **summary}
+        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary}
+    table.table_services()  # inline services, on the driver
+    return done
 
 
 def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructType:
