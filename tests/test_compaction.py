@@ -342,3 +342,41 @@ def test_a_hostile_plan_is_refused_before_anything_is_written(tmp_path: Path) ->
             and p.name != "morlog.lock"} == {p: b for p, b in tree.items()
                                              if p.name != "morlog.lock"}
     shutil.rmtree(path)
+
+
+def test_compaction_on_spark_one_task_per_slice(tmp_path: Path, spark: Any) -> None:
+    from morlog.writers.spark import compact as spark_compact
+
+    path = tmp_path / "t"
+    _history(path, 9)
+    expected = _rows(Table(str(path)).read())
+    report = spark_compact(spark, str(path))
+    assert len(report.results) == 1 and report.results[0].records_written == len(expected)
+    view = Table(str(path))
+    assert view.timeline.pending() == [] and all(not s.log_files for s in view.file_slices())
+    assert _rows(view.read()) == expected
+    assert _rows(_hudi_rs(path)) == expected
+
+
+def test_a_retried_task_replaces_its_failed_attempts_file(tmp_path: Path) -> None:
+    """A task's retry finds the file its failed attempt left under the operation's own name
+    and replaces it: one base file per group, the rows right."""
+    from morlog.writers.compaction import compact_operation
+
+    path = tmp_path / "t"
+    t = _history(path, 6)
+    expected = _rows(Table(str(path)).read())
+    c = schedule_compaction(t, force=True)
+    assert c is not None
+    plan_groups = {s.file_id: s.partition for s in Table(str(path)).file_slices()}
+    for fid, part in plan_groups.items():  # each attempt died half-way through its file
+        (path / part / f"{fid}_0-1-1_{c}.parquet").write_bytes(b"PAR1 torn")
+
+    def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]) -> list[Any]:
+        return [compact_operation(mt, instant, op, retry=True) for op in ops]
+
+    run_compaction(t, c, runner=runner)
+    view = Table(str(path))
+    assert _rows(view.read()) == expected
+    assert _rows(_hudi_rs(path)) == expected
+    assert len(list(path.rglob(f"*_{c}.parquet"))) == len(plan_groups)

@@ -316,9 +316,18 @@ def read_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
     return plan
 
 
+#: runs the planned operations of one compaction: (table, instant, operations as plan
+#: dicts) -> per operation (operation, new base file name or None, rows, write stat)
+OperationRunner = Callable[[MorTable, str, list[dict[str, Any]]],
+                           list[tuple[dict[str, Any], str | None, int, dict[str, Any]]]]
+
+
 def run_compaction(mt: MorTable, instant: str, *,
-                   progress: Callable[[int, int], None] | None = None) -> CompactionResult:
-    """Execute the compaction planned at ``instant`` (see the module docstring)."""
+                   progress: Callable[[int, int], None] | None = None,
+                   runner: OperationRunner | None = None) -> CompactionResult:
+    """Execute the compaction planned at ``instant`` (see the module docstring).
+    ``runner``: where the operations run (default: threads of this process; Spark:
+    ``morlog.writers.spark.compact``, one task per file slice)."""
     t0 = time.perf_counter()
     with _locked(mt) as table:
         inst = table.timeline.get(instant)
@@ -336,17 +345,22 @@ def run_compaction(mt: MorTable, instant: str, *,
         writer.write(instant, "inflight", None, COMPACTION)
         result = CompactionResult(instant)
         try:
-            done = [0]
+            if runner is None:
+                done = [0]
 
-            def run(op: _Operation) -> tuple[_Operation, str | None, int, dict[str, Any]]:
-                out = _compact_one(mt, table, instant, op)
-                done[0] += 1
-                if progress is not None:
-                    progress(done[0], len(ops))
-                return out
+                def run(op: _Operation) -> tuple[_Operation, str | None, int, dict[str, Any]]:
+                    out = _compact_one(mt, table, instant, op)
+                    done[0] += 1
+                    if progress is not None:
+                        progress(done[0], len(ops))
+                    return out
 
+                outcomes = _run_all(run, ops, mt._threads())
+            else:
+                outcomes = [(_Operation.of(op, mt), name, rows, stat) for op, name, rows, stat
+                             in runner(mt, instant, list(plan["operations"]))]
             stats: dict[str, list[dict[str, Any]]] = {}
-            for op, name, rows, stat in _run_all(run, ops, mt._threads()):
+            for op, name, rows, stat in outcomes:
                 result.compacted.append((op.partition, op.file_id, name))
                 if name is not None:
                     stats.setdefault(op.partition, []).append(stat)
@@ -399,6 +413,22 @@ class _Operation:
         return cls(part, fid, str(op.get("baseInstantTime") or ""),
                    base.rsplit("/", 1)[-1] if base else None,
                    tuple(n.rsplit("/", 1)[-1] for n in logs))
+
+
+def compact_operation(mt: MorTable, instant: str, op: Mapping[str, Any], *,
+                      retry: bool = False
+                      ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
+    """One planned operation (a plan dict) of compaction ``instant``, as a task runs it:
+    (the operation, the new base file's name or None, rows, write stat). ``retry``: a
+    file of the new base file's name is a failed attempt's of this very operation and is
+    replaced (the instant is not complete, so no reader trusts it)."""
+    o = _Operation.of(op, mt)
+    if retry:
+        fmt = table_base_format(mt.props)
+        mt.store.delete(mt.store.join(mt.partition_path(o.partition),
+                                      base_file_name(o.file_id, instant, fmt.ext)))
+    _, name, rows, stat = _compact_one(mt, mt.table(), instant, o)
+    return dict(op), name, rows, stat
 
 
 def _compact_one(mt: MorTable, table: Table, instant: str, op: _Operation
@@ -476,7 +506,8 @@ class CompactReport:
 
 
 def compact(mt: MorTable, *, dry_run: bool = False, force: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> CompactReport:
+            progress: Callable[[int, int], None] | None = None,
+            runner: OperationRunner | None = None) -> CompactReport:
     """Run the compactions pending, then plan one over every latest slice with logs (with
     ``force``, the default; else only when the trigger fires) and run it: afterwards no
     latest slice has log files, except those of file groups under pending clustering.
@@ -492,12 +523,12 @@ def compact(mt: MorTable, *, dry_run: bool = False, force: bool = True,
             for op in plan_operations(mt, table, settings_of(mt))]
         return report
     for pending in pending_compactions(table):
-        report.results.append(run_compaction(mt, pending, progress=progress))
+        report.results.append(run_compaction(mt, pending, progress=progress, runner=runner))
     instant = schedule_compaction(mt, force=force)
     if instant is not None:
         plan = read_plan(mt, mt.table(), instant)
         report.planned = list(plan["operations"])
-        report.results.append(run_compaction(mt, instant, progress=progress))
+        report.results.append(run_compaction(mt, instant, progress=progress, runner=runner))
     return report
 
 
@@ -516,6 +547,7 @@ def inline_compaction(mt: MorTable) -> CompactionResult | str | None:
     return None
 
 
-__all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "compact",
+__all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "OperationRunner",
+           "compact", "compact_operation",
            "delta_commits_since_compaction", "inline_compaction", "pending_compactions",
            "plan_operations", "run_compaction", "schedule_compaction", "trigger_fires"]

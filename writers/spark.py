@@ -551,6 +551,38 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
     return write
 
 
+def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
+            dry_run: bool = False) -> Any:
+    """``morlog compact`` distributed: the driver plans and commits under the table's
+    writer lock (``morlog.writers.compaction``), one Spark task per planned file slice
+    writes its new base file. A retried task replaces the file its failed attempt left
+    (the name is the operation's own), so a retry leaves no duplicate."""
+    from .compaction import compact as compact_table
+
+    opts = dict(options or {})
+    table = MorTable(path, WriteConfig.from_hoodie_options(opts))
+    location, cfg = table.location, table.config
+
+    def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]
+               ) -> list[tuple[dict[str, Any], str | None, int, dict[str, Any]]]:
+        if not ops:
+            return []
+        rdd = spark.sparkContext.parallelize(list(enumerate(ops)), len(ops))
+        return list(rdd.map(_compaction_task(location, cfg, instant)).collect())
+
+    return compact_table(table, dry_run=dry_run, runner=runner)
+
+
+def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
+    def run(item: tuple[int, dict[str, Any]]
+            ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
+        from .compaction import compact_operation
+
+        _, op = item
+        return compact_operation(MorTable(location, cfg), instant, op, retry=True)
+    return run
+
+
 def pc_unique(col: pa.ChunkedArray) -> list[str]:
     return [v for v in pa.compute.unique(col).to_pylist() if v is not None]
 
