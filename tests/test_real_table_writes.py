@@ -320,8 +320,9 @@ def test_a_setting_morlog_cannot_honour_is_refused_untouched(tmp_path: Path, key
 
 @pytest.mark.parametrize("src", TABLES, ids=[p.name for p in TABLES])
 def test_spark_writes_into_every_fixture_table(tmp_path: Path, src: Path, spark: Any) -> None:
-    """``df.write.format("morlog")`` (upsert, then delete) into a copy of each fixture
-    table; morlog and hudi-rs read the expected rows."""
+    """``df.write.format("morlog")`` (upsert, insert, then delete) into a copy of each
+    fixture table, its whole metadata table kept; morlog and hudi-rs read the expected
+    rows."""
     from morlog.writers.spark import register
 
     register(spark)
@@ -335,6 +336,12 @@ def test_spark_writes_into_every_fixture_table(tmp_path: Path, src: Path, spark:
     (spark.createDataFrame(upd).write.format("morlog").options(**opts)
      .mode("append").save(str(path)))
     expected.update(_rows(upd, key))
+    ins = data.slice(2, 1)
+    ins = ins.set_column(ins.schema.get_field_index(key), key, pa.array([_new_key(data, key)]))
+    (spark.createDataFrame(ins).write.format("morlog")
+     .options(**{**opts, "hoodie.datasource.write.operation": "insert"})
+     .mode("append").save(str(path)))
+    expected.update(_rows(ins, key))
     gone = data.slice(data.num_rows - 1, 1).select(list(t.keygen.required_columns))
     (spark.createDataFrame(gone).write.format("morlog")
      .options(**{**opts, "hoodie.datasource.write.operation": "delete"})
