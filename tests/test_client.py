@@ -251,14 +251,14 @@ def test_an_upsert_resolves_the_table_path_once(tmp_path: Path,
 
 def test_file_groups_written_in_parallel_come_back_in_job_order_and_stop_at_a_failure(
 ) -> None:
-    """``_run_all``: results in job order whatever finishes first; the first failure is
+    """``run_all``: results in job order whatever finishes first; the first failure is
     raised after the running jobs finish, and jobs not yet started never run."""
     import threading
     import time as _time
 
-    from morlog.writers.client import _run_all
+    from morlog.writers.client import run_all
 
-    assert _run_all(lambda j: (_time.sleep(0.01 * (5 - j)), j * j)[1], list(range(5)), 3) \
+    assert run_all(lambda j: (_time.sleep(0.01 * (5 - j)), j * j)[1], list(range(5)), 3) \
         == [0, 1, 4, 9, 16]
     started: list[int] = []
     lock = threading.Lock()
@@ -272,6 +272,6 @@ def test_file_groups_written_in_parallel_come_back_in_job_order_and_stop_at_a_fa
         return j
 
     with pytest.raises(ValueError, match="group 1"):
-        _run_all(job, list(range(50)), 2)
+        run_all(job, list(range(50)), 2)
     assert len(started) < 50
-    assert _run_all(lambda j: j + 1, [1, 2], 1) == [2, 3]
+    assert run_all(lambda j: j + 1, [1, 2], 1) == [2, 3]

@@ -154,7 +154,7 @@ def test_a_compaction_killed_mid_way_is_cleaned_up_and_run_again(
     class Killed(BaseException):
         pass
 
-    real = MorTable._write_base
+    real = MorTable.write_base
     calls = {"n": 0}
 
     def dying(self: MorTable, *a: Any, **k: Any) -> str:
@@ -162,8 +162,8 @@ def test_a_compaction_killed_mid_way_is_cleaned_up_and_run_again(
         calls["n"] += 1
         raise Killed()
 
-    monkeypatch.setattr(MorTable, "_write_base", dying)
-    monkeypatch.setattr(MorTable, "_threads", lambda self: 1)
+    monkeypatch.setattr(MorTable, "write_base", dying)
+    monkeypatch.setattr(MorTable, "thread_count", lambda self: 1)
     with pytest.raises(Killed):
         run_compaction(t, c)
     monkeypatch.undo()
@@ -189,7 +189,7 @@ def test_a_failed_compaction_is_undone_and_its_plan_stays(tmp_path: Path,
                           if p.is_file() and ".hoodie" not in p.parts)
     c = schedule_compaction(t, force=True)
     assert c is not None
-    real = MorTable._write_base
+    real = MorTable.write_base
     calls = {"n": 0}
 
     def second_fails(self: MorTable, *a: Any, **k: Any) -> str:
@@ -198,8 +198,8 @@ def test_a_failed_compaction_is_undone_and_its_plan_stays(tmp_path: Path,
             raise OSError(28, "No space left on device")
         return real(self, *a, **k)
 
-    monkeypatch.setattr(MorTable, "_write_base", second_fails)
-    monkeypatch.setattr(MorTable, "_threads", lambda self: 1)
+    monkeypatch.setattr(MorTable, "write_base", second_fails)
+    monkeypatch.setattr(MorTable, "thread_count", lambda self: 1)
     with pytest.raises(MorlogError, match="compaction .* failed and was undone"):
         run_compaction(t, c)
     monkeypatch.undo()

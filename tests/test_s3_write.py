@@ -133,7 +133,7 @@ def test_a_concurrent_writer_on_s3_gets_a_clear_error(s3: str) -> None:
     t.upsert(_batch([1, 2, 3], 1))
     before = _rows(uri)
     other = MorTable(uri)
-    lock = other._lock()
+    lock = other.writer_lock()
     try:
         with pytest.raises(ConcurrentWriterError, match="another writer"):
             t.upsert(_batch([4, 5], 2))
@@ -176,15 +176,15 @@ def test_racing_writers_on_s3_one_wins_per_commit(s3: str) -> None:
 def test_a_lock_whose_lease_ran_out_is_taken_over(s3: str) -> None:
     uri = _uri(s3)
     MorTable.create(uri, SCHEMA, key_field="id", partition_field="p")
-    dead = MorTable(uri, WriteConfig(lock_lease_seconds=0.0))._lock()  # never released
+    dead = MorTable(uri, WriteConfig(lock_lease_seconds=0.0)).writer_lock()  # never released
     t = MorTable(uri, WriteConfig(lock_lease_seconds=60.0))
     t.upsert(_batch([1], 1))  # takes the stale lock over
     with pytest.raises(ConcurrentWriterError, match="taken over"):
         dead.check()
-    live = t._lock()
+    live = t.writer_lock()
     try:
         with pytest.raises(ConcurrentWriterError):
-            MorTable(uri)._lock()  # a live lease is respected
+            MorTable(uri).writer_lock()  # a live lease is respected
     finally:
         live.release()
 

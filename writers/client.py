@@ -300,7 +300,7 @@ class MorTable:
 
     # --- the lock and the commit protocol ----------------------------------------------
 
-    def _lock(self) -> WriterLock:
+    def writer_lock(self) -> WriterLock:
         return self.store.lock(self.path)
 
     def commit(self, operation: str, action: str = "deltacommit") -> Commit:
@@ -308,11 +308,11 @@ class MorTable:
         instant; see ``morlog.writers.commit``); ``action``: ``replacecommit`` for the
         replace operations."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self._commit_schema(), fsync=self.config.fsync, action=action,
+                      schema=self.commit_schema(), fsync=self.config.fsync, action=action,
                       hooks=metadata_hooks(self.store, self.location, self.metadata_plan,
                                            fsync=self.config.fsync))
 
-    def _commit_schema(self) -> dict[str, Any]:
+    def commit_schema(self) -> dict[str, Any]:
         """The schema a commit records (``extraMetadata.schema``): the data fields, without
         meta fields, as Hudi's writers record it."""
         return {**self.avro_schema, "fields": [f for f in self.avro_schema["fields"]
@@ -683,8 +683,8 @@ class MorTable:
                                     rows_of(dels),
                                     slice_logs=s.log_files if s is not None else ())
 
-        for ((partition, fid), *_), writes in zip(jobs, _run_all(run, jobs,
-                                                                 self._threads()), strict=True):
+        for ((partition, fid), *_), writes in zip(jobs, run_all(run, jobs,
+                                                                 self.thread_count()), strict=True):
             for w in writes:
                 stats.setdefault(partition, []).append(w.stat(self.store, self.path))
                 result.groups_touched[(partition, fid)] = result.groups_touched.get(
@@ -693,7 +693,7 @@ class MorTable:
                     result.files_created.append(w.path)
         return stats
 
-    def _threads(self) -> int:
+    def thread_count(self) -> int:
         if self.config.write_threads is not None:
             return max(1, self.config.write_threads)
         return max(1, min(4, os.cpu_count() or 1))
@@ -711,7 +711,7 @@ class MorTable:
             raise UsageError("a new file group's id is taken by an existing group",
                              path=self.path, actual=(partition, fid))
         if base_instant is None and records is not None and self.config.new_groups == "base":
-            path = self._write_base(partition, fid, instant,
+            path = self.write_base(partition, fid, instant,
                                     self._with_meta(records, None, instant, fid, partition))
             return [GroupWrite(partition, fid, path, records.num_rows, True)]
         slice_instant = instant if base_instant is None else base_instant
@@ -740,7 +740,7 @@ class MorTable:
             out.append(GroupWrite(partition, fid, r.path, len(keys), r.created))
         return out
 
-    def _write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
+    def write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
         bloom filter, min/max key (``morlog.writers.base_file.encode_base_file``)."""
         # no bloom filter or min/max key without meta fields (HoodieAvroParquetWriter adds
@@ -837,7 +837,7 @@ _J = TypeVar("_J")
 _R = TypeVar("_R")
 
 
-def _run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
+def run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
     """``fn`` of every job, in job order, on up to ``threads`` threads. The first failure
     cancels the jobs not started, waits for the running ones and is raised (the commit
     then rolls back whatever any job wrote)."""

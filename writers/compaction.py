@@ -58,7 +58,7 @@ from morlog.readers.base_files import table_base_format
 from morlog.readers.merge import read_slice
 from morlog.readers.table import FileSlice, Table
 
-from .client import MorTable, _run_all
+from .client import MorTable, run_all
 from .commit import (
     RecordChanges,
     TimelineWriter,
@@ -276,7 +276,7 @@ class _Locked:
 
     def __enter__(self) -> Table:
         mt = self.mt
-        self.lock = mt._lock()
+        self.lock = mt.writer_lock()
         try:
             # dead writers' delta commits are rolled back first, as a writer does
             rolled = rollback_pending(mt.store, mt.location, mode=mt.mode,
@@ -355,7 +355,7 @@ def run_compaction(mt: MorTable, instant: str, *,
                         progress(done[0], len(ops))
                     return out
 
-                outcomes = _run_all(run, ops, mt._threads())
+                outcomes = run_all(run, ops, mt.thread_count())
             else:
                 outcomes = [(_Operation.of(op, mt), name, rows, stat) for op, name, rows, stat
                              in runner(mt, instant, list(plan["operations"]))]
@@ -370,7 +370,7 @@ def run_compaction(mt: MorTable, instant: str, *,
                 written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
                                for s in ss} for p, ss in stats.items()}
                 hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
-            schema = json.dumps(mt._commit_schema(), separators=(",", ":"))
+            schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
             writer.write(instant, "completed", compaction_commit_metadata(stats, schema),
                          "commit")
         except Exception as exc:
@@ -443,7 +443,7 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: _Operation
     fmt = table_base_format(mt.props)
     name = base_file_name(op.file_id, instant, fmt.ext)
     records = _conform(rows, mt.arrow_schema, name)
-    path = mt._write_base(op.partition, op.file_id, instant, records)
+    path = mt.write_base(op.partition, op.file_id, instant, records)
     size = mt.store.size(path)
     rel = f"{op.partition}/{name}" if op.partition else name
     stat = write_stat(op.partition, op.file_id, rel, prev_commit=op.base_instant or "null",
