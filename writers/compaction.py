@@ -252,7 +252,7 @@ def schedule_compaction(mt: MorTable, *, force: bool = False) -> str | None:
     """Write a compaction plan when the trigger fires (always with ``force``) and some
     slice has logs to compact; its instant, or None when nothing was scheduled."""
     settings = settings_of(mt)
-    with _locked(mt) as table:
+    with service_lock(mt) as table:
         utc = timeline_utc(table.config.props)
         instant = new_instant(latest_time(table), utc=utc)
         if not force and not trigger_fires(table, settings, instant):
@@ -269,7 +269,10 @@ def schedule_compaction(mt: MorTable, *, force: bool = False) -> str | None:
 # --- executing -------------------------------------------------------------------------------
 
 
-class _Locked:
+class ServiceLock:
+    """The table's writer lock held by a table service, with the delta commits of dead
+    writers rolled back on entering (as a write does); yields the table as it is then."""
+
     def __init__(self, mt: MorTable) -> None:
         self.mt = mt
         self.lock: Any = None
@@ -294,8 +297,9 @@ class _Locked:
         self.lock.release()
 
 
-def _locked(mt: MorTable) -> _Locked:
-    return _Locked(mt)
+def service_lock(mt: MorTable) -> ServiceLock:
+    """``with service_lock(mt) as table:`` (see :class:`ServiceLock`)."""
+    return ServiceLock(mt)
 
 
 def pending_compactions(table: Table) -> list[str]:
@@ -329,7 +333,7 @@ def run_compaction(mt: MorTable, instant: str, *,
     ``runner``: where the operations run (default: threads of this process; Spark:
     ``morlog.writers.spark.compact``, one task per file slice)."""
     t0 = time.perf_counter()
-    with _locked(mt) as table:
+    with service_lock(mt) as table:
         inst = table.timeline.get(instant)
         if inst is None or inst.action != COMPACTION or inst.is_completed:
             raise UsageError("no pending compaction at this instant", actual=instant,
@@ -548,6 +552,7 @@ def inline_compaction(mt: MorTable) -> CompactionResult | str | None:
 
 
 __all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "OperationRunner",
+           "ServiceLock", "service_lock",
            "compact", "compact_operation",
            "delta_commits_since_compaction", "inline_compaction", "pending_compactions",
            "plan_operations", "run_compaction", "schedule_compaction", "trigger_fires"]
