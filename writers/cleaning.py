@@ -42,7 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from morlog.logformat.errors import ContentError, MorlogError, UsageError, WriteError
-from morlog.logformat.naming import INFLIGHT, BaseFileName, LogFileName
+from morlog.logformat.naming import (
+    COMPLETED,
+    INFLIGHT,
+    BaseFileName,
+    LogFileName,
+    TimelineFileName,
+)
 from morlog.logformat.partition_path import UnsafePathError, check_relative_partition_path
 from morlog.logformat.timeline_meta import (
     CLEAN_METADATA_SCHEMA,
@@ -78,6 +84,11 @@ AUTOMATIC = ("hoodie.clean.automatic",)
 MAX_COMMITS = ("hoodie.clean.trigger.max.commits", "hoodie.clean.max.commits")
 TRIGGER_STRATEGY = ("hoodie.clean.trigger.strategy",)
 INCREMENTAL = ("hoodie.clean.incremental.enabled", "hoodie.cleaner.incremental.mode")
+
+#: every clean option a writer takes (``WriteConfig.hoodie_options``), and the true/false ones
+OPTION_KEYS = frozenset({*POLICY, *COMMITS_RETAINED, *FILE_VERSIONS_RETAINED, *HOURS_RETAINED,
+                         *AUTOMATIC, *MAX_COMMITS, *TRIGGER_STRATEGY, *INCREMENTAL})
+BOOLEAN_KEYS = frozenset({*AUTOMATIC, *INCREMENTAL})
 
 KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS = (
     "KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS")
@@ -223,9 +234,13 @@ class _View:
         for i in tl.completed(frozenset({"replacecommit"})):
             for key in _replaced_by(tl, i):
                 self.replaced.setdefault(key, i.requested)
-        self.savepoints = [i.requested for i in tl.completed(frozenset({"savepoint"}))]
+        # a savepoint shares its commit's instant time, so it is listed here rather than
+        # through the timeline (which keeps one instant per time)
+        points = [i for n in table.storage.listdir(tl.directory)
+                  if (i := _savepoint_of(n, tl.layout)) is not None]
+        self.savepoints = sorted(i.requested for i in points)
         self.savepointed: set[str] = set()
-        for i in tl.completed(frozenset({"savepoint"})):
+        for i in points:
             md = tl.metadata(i)
             for pm in (md.get("partitionMetadata") or {}).values():
                 if isinstance(pm, dict):
@@ -285,6 +300,14 @@ class _View:
             if done >= key:
                 return str(key)
         return ln.instant
+
+
+def _savepoint_of(name: str, layout: int) -> Instant | None:
+    """A completed ``savepoint`` instant's timeline file (``HoodieSavepointMetadata``)."""
+    tf = TimelineFileName.parse(name, layout)
+    if tf is None or tf.action != "savepoint" or tf.state != COMPLETED:
+        return None
+    return Instant(tf.requested, tf.action, tf.state, tf.completed, name)
 
 
 def _replaced_by(tl: Any, inst: Instant) -> list[tuple[str, str]]:
@@ -795,7 +818,8 @@ def deleted_files(plan: Mapping[str, Any]) -> Iterable[str]:
             yield str(e.get("filePath"))
 
 
-__all__ = ["CLEAN", "CleanPlanError", "CleanReport", "CleanResult", "CleanSettings", "Slice",
+__all__ = ["BOOLEAN_KEYS", "CLEAN", "OPTION_KEYS", "CleanPlanError", "CleanReport",
+           "CleanResult", "CleanSettings", "Slice",
            "clean", "deleted_files", "earliest_commit_to_retain", "full_path", "inline_clean",
            "last_completed_clean", "needs_cleaning", "pending_cleans", "plan_clean",
            "read_clean_plan", "run_clean", "schedule_clean", "settings_of"]
