@@ -96,16 +96,18 @@ def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
     assert rows(view) == before
 
 
-def _clean_step(t: Any, root: Path, where: str, persistent: bool) -> None:
-    """``morlog clean``'s service with one retained commit (the most it can delete), failing
-    (once or on every try) when it deletes a data file or writes its completed instant: the
-    rows never change, a failure leaves the clean pending, and the next clean finishes it."""
+def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -> None:
+    """``morlog clean``'s service keeping one commit or one file version (the most it can
+    delete), failing (once or on every try) when it deletes a data file or writes its
+    completed instant: the rows never change, a failure leaves the clean pending, and the
+    next clean finishes it."""
     from morlog.logformat.errors import MorlogError
     from morlog.writers import store as store_mod
     from morlog.writers.cleaning import clean, pending_cleans
     from morlog.writers.commit import TimelineWriter
 
-    retain = {"hoodie.clean.commits.retained": "1"}
+    retain = ({"hoodie.clean.commits.retained": "1"} if policy == "commits"
+              else {"hoodie.clean.fileversions.retained": "1"})
 
     def rows(view: Table) -> list[dict[str, Any]]:
         return sorted(view.read().to_pylist(), key=lambda r: r["id"])
@@ -133,8 +135,10 @@ def _clean_step(t: Any, root: Path, where: str, persistent: bool) -> None:
             return str(real_w(self, instant, state, meta, action))
         mp.setattr(TimelineWriter, "write", write)
     try:
-        clean(t, options=retain)
+        report = clean(t, options=retain)
         failed = False
+        event("clean deleted files" if any(r.deleted for r in report.results)
+              else "clean: nothing to delete")
     except MorlogError:
         failed = True
         event(f"clean failed at {where}")
@@ -402,7 +406,7 @@ write_ops = st.lists(st.one_of(
     st.tuples(st.just("compact"), st.sampled_from(["none", "parquet", "completed"]),
               st.booleans()),
     st.tuples(st.just("clean"), st.sampled_from(["none", "delete", "completed"]),
-              st.booleans()),
+              st.booleans(), st.sampled_from(["commits", "versions"])),
 ), min_size=1, max_size=8)
 
 
@@ -502,7 +506,7 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
         elif op[0] == "compact":
             _compact_step(t, root, op[1], op[2])
         elif op[0] == "clean":
-            _clean_step(t, root, op[1], op[2])
+            _clean_step(t, root, op[1], op[2], op[3])
         elif op[0] == "bad":
             before = _snapshot_files(root)
             with pytest.raises(MorlogError):
