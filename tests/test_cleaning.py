@@ -668,10 +668,11 @@ def _hostile_cases(root: Path) -> list[tuple[str, dict[str, Any]]]:
         ("partition metadata", {"a": [f"{base}/a/.hoodie_partition_metadata"]}),
         ("unsafe partition", {"../victim": [outside]}),
         ("scheme elsewhere", {"a": [f"s3a://bucket/{name}"]}),
+        ("table root", {"": [f"{base}/{name}"]}),
     ]
 
 
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(8))
 def test_a_hostile_plan_is_refused_and_nothing_is_deleted(tmp_path: Path, case: int) -> None:
     root = tmp_path / "t"
     t = build(root, 9)
@@ -709,6 +710,26 @@ def test_a_hostile_partition_to_delete_is_refused(tmp_path: Path) -> None:
             clean(t)
         assert _tree(root) == before
         w.remove_pending("29990101000000000", "clean")
+
+
+def test_a_version_1_plan_of_file_names_is_run(tmp_path: Path) -> None:
+    """Plans of version 1 list names per partition (``filesToBeDeletedPerPartition``); they
+    are made full paths as ``CleanPlanV2MigrationHandler`` does, then checked and run."""
+    root = tmp_path / "t"
+    t = build(root, 6)
+    plan = plan_clean(t, settings=settings_of(t, RETAIN_1))
+    assert plan is not None
+    expected = _plan_files(plan, root)
+    plan["filesToBeDeletedPerPartition"] = {
+        p: [e["filePath"].rsplit("/", 1)[1] for e in es]
+        for p, es in plan.pop("filePathsToBeDeletedPerPartition").items()}
+    plan["version"] = 1
+    TimelineWriter(t.store, t.location, layout=1).write("29990101000000000", "requested",
+                                                        plan, "clean")
+    before = _listing(root)
+    (result,) = clean(t).results
+    assert result.instant == "29990101000000000"
+    assert _listing(root) == before - expected
 
 
 # --- timeline bytes --------------------------------------------------------------------------

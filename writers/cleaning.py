@@ -235,12 +235,12 @@ class _View:
                 self.replaced.setdefault(key, i.requested)
         # a savepoint shares its commit's instant time, so it is listed here rather than
         # through the timeline (which keeps one instant per time)
-        points = [i for n in table.storage.listdir(tl.directory)
-                  if (i := _savepoint_of(n, tl.layout)) is not None]
-        self.savepoints = sorted(i.requested for i in points)
+        points = [sp for n in table.storage.listdir(tl.directory)
+                  if (sp := _savepoint_of(n, tl.layout)) is not None]
+        self.savepoints = sorted(sp.requested for sp in points)
         self.savepointed: set[str] = set()
-        for i in points:
-            md = tl.metadata(i)
+        for sp in points:
+            md = tl.metadata(sp)
             for pm in (md.get("partitionMetadata") or {}).values():
                 if isinstance(pm, dict):
                     self.savepointed.update(str(n) for n in pm.get("savepointDataFile") or [])
@@ -552,9 +552,10 @@ def _check_plan(mt: MorTable, table: Table, plan: Mapping[str, Any]
         except UsageError as exc:
             raise CleanPlanError(f"the clean plan names an unsafe partition ({exc.message})",
                                  actual=part) from None
-        if part and not table.config.partition_fields:
-            raise CleanPlanError("the clean plan names a partition of a non-partitioned table",
-                                 actual=part)
+        if bool(part) != bool(table.config.partition_fields):
+            raise CleanPlanError("the clean plan names a partition the table cannot have "
+                                 "(a partition of a non-partitioned table, or the root of a "
+                                 "partitioned one)", actual=part)
         for entry in entries or []:
             targets.append(_target(mt, table, root, local, part, entry))
     gone = []
