@@ -294,12 +294,45 @@ class Table:
 
     def snapshot(self, as_of: str | None = None, columns: list[str] | None = None
                  ) -> Iterator[pa.Table]:
-        """The table as of ``as_of`` (default: latest), one merged file slice at a time."""
+        """The table as of ``as_of`` (default: latest), one merged file slice at a time.
+        An instant a clean has given up (:meth:`check_time_travel`) is refused."""
         as_of = self.resolve_instant(as_of)
+        if as_of is not None:
+            self.check_time_travel(as_of)
         for s in self.file_slices(as_of):
             t = self.read_slice(s, as_of, columns)
             if t.num_rows:
                 yield t
+
+    def check_time_travel(self, as_of: str) -> None:
+        """A :class:`UsageError` naming ``as_of`` and the clean when the last completed
+        clean may have deleted files a read as of ``as_of`` needs: ``as_of`` earlier than
+        its ``earliestCommitToRetain``, or, when it retains by file versions (no such
+        instant), earlier than the first completed write on the timeline (Hudi's
+        ``TimelineUtils.validateTimestampAsOf``, spec/services.md §5.5)."""
+        cleans = self.timeline.completed(frozenset({"clean"}))
+        if not cleans:
+            return
+        last = cleans[-1]
+        keep = self.timeline.metadata(last).get("earliestCommitToRetain") or ""
+        if not isinstance(keep, str):
+            raise ContentError("earliestCommitToRetain of a clean is not a string",
+                               path=self.storage.join(self.timeline.directory, last.file_name))
+        if keep:
+            if as_of < keep:
+                raise UsageError(
+                    f"time travel to {as_of}: clean {last.requested} deleted the files of "
+                    f"instants before its earliest commit to retain {keep} (Hudi: \"Cleaner "
+                    "cleaned up the timestamp of interest\"); retain more commits "
+                    "(hoodie.clean.commits.retained) to read that far back",
+                    path=self.path, expected=f">= {keep}", actual=as_of)
+            return
+        first = next((i.requested for i in self.timeline.completed()), None)
+        if first is not None and as_of < first:
+            raise UsageError(
+                f"time travel to {as_of}: before the first completed write {first} on the "
+                f"timeline, and clean {last.requested} retains file versions, not commits",
+                path=self.path, expected=f">= {first}", actual=as_of)
 
     def read(self, as_of: str | None = None, columns: list[str] | None = None) -> pa.Table:
         """The whole snapshot in memory (small tables; prefer :meth:`snapshot`)."""

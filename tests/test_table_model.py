@@ -96,6 +96,64 @@ def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
     assert rows(view) == before
 
 
+def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -> None:
+    """``morlog clean``'s service keeping one commit or one file version (the most it can
+    delete), failing (once or on every try) when it deletes a data file or writes its
+    completed instant: the rows never change, a failure leaves the clean pending, and the
+    next clean finishes it."""
+    from morlog.logformat.errors import MorlogError
+    from morlog.writers import store as store_mod
+    from morlog.writers.cleaning import clean, pending_cleans
+    from morlog.writers.commit import TimelineWriter
+
+    retain = ({"hoodie.clean.commits.retained": "1"} if policy == "commits"
+              else {"hoodie.clean.fileversions.retained": "1"})
+
+    def rows(view: Table) -> list[dict[str, Any]]:
+        return sorted(view.read().to_pylist(), key=lambda r: r["id"])
+
+    before = rows(Table(str(root)))
+    mp = pytest.MonkeyPatch()
+    shots = {"left": 10**9 if persistent else 1}
+    if where == "delete":
+        real_d = store_mod.LocalStore.delete
+
+        def delete(self: Any, path: str) -> bool:
+            if (".parquet" in path or ".log." in path) and shots["left"] > 0:
+                shots["left"] -= 1
+                raise OSError(5, "I/O error")
+            return real_d(self, path)
+        mp.setattr(store_mod.LocalStore, "delete", delete)
+    elif where == "completed":
+        real_w = TimelineWriter.write
+
+        def write(self: Any, instant: str, state: str, meta: Any,
+                  action: str = "deltacommit") -> str:
+            if action == "clean" and state == "completed" and shots["left"] > 0:
+                shots["left"] -= 1
+                raise OSError(5, "I/O error")
+            return str(real_w(self, instant, state, meta, action))
+        mp.setattr(TimelineWriter, "write", write)
+    try:
+        report = clean(t, options=retain)
+        failed = False
+        event("clean deleted files" if any(r.deleted for r in report.results)
+              else "clean: nothing to delete")
+    except MorlogError:
+        failed = True
+        event(f"clean failed at {where}")
+    finally:
+        mp.undo()
+    view = Table(str(root))
+    assert rows(view) == before
+    if failed:
+        assert len(pending_cleans(view)) == 1
+        clean(t, options=retain)  # the next run finishes the plan left pending
+        view = Table(str(root))
+    assert view.timeline.pending() == []
+    assert rows(view) == before
+
+
 class Model:
     """The oracle: what the table must hold, and where each key lives."""
 
@@ -347,6 +405,8 @@ write_ops = st.lists(st.one_of(
               st.sampled_from(["parquet", "log", "inflight"]), st.booleans()),
     st.tuples(st.just("compact"), st.sampled_from(["none", "parquet", "completed"]),
               st.booleans()),
+    st.tuples(st.just("clean"), st.sampled_from(["none", "delete", "completed"]),
+              st.booleans(), st.sampled_from(["commits", "versions"])),
 ), min_size=1, max_size=8)
 
 
@@ -445,6 +505,8 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
                     model[r["id"]] = (r["p"], r["ts"], r["v"])
         elif op[0] == "compact":
             _compact_step(t, root, op[1], op[2])
+        elif op[0] == "clean":
+            _clean_step(t, root, op[1], op[2], op[3])
         elif op[0] == "bad":
             before = _snapshot_files(root)
             with pytest.raises(MorlogError):

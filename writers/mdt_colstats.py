@@ -195,6 +195,8 @@ class ColumnStatsKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.clean:
+            return self._tombstones(mdt, ctx), []
         if not any(ctx.written.values()):
             return [], []
         c = _commit(mdt, ctx)
@@ -202,6 +204,22 @@ class ColumnStatsKeeper(PartitionKeeper):
                                    TYPE_COLUMN_STATS, cs.stats_metadata(r, v2=c.v2))
                 for part, ranges in c.ranges.items() for r in ranges]  # per file and column
         return recs, []
+
+    @staticmethod
+    def _tombstones(mdt: MetadataTable, ctx: CommitContext) -> list[dict[str, Any]]:
+        """A clean's records (``convertMetadataToColumnStatsRecords(HoodieCleanMetadata)``,
+        Hudi 1.0 and 1.1): per file it attempted (base and log files) and indexed column, a
+        tombstone of stub statistics (``HoodieColumnRangeMetadata.stub``: no min/max, counts
+        and sizes -1, value type NULL in index version V2) with ``isDeleted`` true."""
+        if not any(ctx.deleted.values()):
+            return []
+        c = _commit(mdt, ctx)
+        return [cs.metadata_record(
+                    cs.column_stats_key(col, part, name), TYPE_COLUMN_STATS,
+                    cs.stats_metadata(cs.ColumnRange(name, col, None, None, -1, -1, -1, -1),
+                                      v2=c.v2, is_deleted=True))
+                for part, names in sorted(ctx.deleted.items()) for name in names  # per file
+                for col in c.columns]
 
 
 class PartitionStatsKeeper(PartitionKeeper):
@@ -280,6 +298,15 @@ class BloomFiltersKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.clean:
+            # convertMetadataToBloomFilterRecords(HoodieCleanMetadata): per deleted base
+            # file a record with an empty type and filter, the clean's instant, isDeleted
+            return [cs.metadata_record(
+                        cs.bloom_filter_key(part, name), TYPE_BLOOM_FILTER,
+                        bloom={"type": "", "timestamp": ctx.instant, "bloomFilter": b"",
+                               "isDeleted": True})
+                    for part, names in sorted(ctx.deleted.items())
+                    for name in names if BaseFileName.matches(name)], []  # per file
         if not any(ctx.written.values()):
             return [], []
         loc = mdt.data_location

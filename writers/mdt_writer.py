@@ -47,6 +47,7 @@ from morlog.logformat.mdt_records import (
     files_view,
     instant_millis,
     metadata_record_schema_json,
+    partition_key,
     record_index_file_id,
     record_index_record,
 )
@@ -143,6 +144,14 @@ class CommitContext:
     #: about keys and values stays (Hudi updates neither the record index nor secondary
     #: indexes for a compaction, spec/services.md §6)
     rewrite: bool = False
+    #: a clean (``HoodieCleanMetadata``): ``deleted`` holds every file it attempted per
+    #: cleaned partition (``deletePathPatterns``, even when empty); ``files`` gets Hudi's
+    #: clean records and ``column_stats`` / ``bloom_filters`` tombstones
+    #: (``HoodieTableMetadataUtil.convertMetadataToRecords(HoodieCleanMetadata)``,
+    #: spec/services.md §6)
+    clean: bool = False
+    #: the data partitions a clean deleted whole (``isPartitionDeleted``)
+    partitions_deleted: Sequence[str] = ()
 
 
 class PartitionKeeper:
@@ -174,9 +183,24 @@ class FilesKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        if ctx.clean:
+            return self._clean_records(ctx)
         return files_partition_records(
             {p: dict(f) for p, f in ctx.written.items()},
             {p: list(n) for p, n in ctx.deleted.items() if n}), []
+
+    @staticmethod
+    def _clean_records(ctx: CommitContext) -> tuple[list[dict[str, Any]], list[str]]:
+        """``convertMetadataToFilesPartitionRecords(HoodieCleanMetadata)``: per cleaned
+        partition one record with a tombstone for each attempted file
+        (``createPartitionFilesRecord(partition, {}, deletePathPatterns)``), or, for a
+        partition deleted whole, a delete of its key (an empty payload); the partition-list
+        record only when partitions were deleted (``createPartitionListRecord(.., true)``)."""
+        gone = [p for p in dict.fromkeys(ctx.partitions_deleted) if p in ctx.deleted]
+        kept = {p: list(n) for p, n in ctx.deleted.items() if p not in gone}
+        recs = files_partition_records({}, kept, new_partitions=[],
+                                       deleted_partitions=gone) if kept or gone else []
+        return recs, [partition_key(p) for p in gone]
 
 
 class RecordIndexKeeper(PartitionKeeper):
@@ -543,8 +567,15 @@ class MetadataTable:
         })
 
     def files_view(self) -> dict[str, dict[str, int]]:
-        """``{partition key: {file name: size}}`` the ``files`` partition lists now."""
-        return files_view(self.files_records())
+        """``{partition key: {file name: size}}`` the ``files`` partition lists now (a
+        delete of a partition's key, a clean's deleted partition, drops what came before)."""
+        records: list[dict[str, Any]] = []
+        for r in self.partition_records(FILES):  # per (commit, partition)
+            if "deleted" in r:
+                records = [x for x in records if x["key"] != r["deleted"]]
+            elif "key" in r:
+                records.append(r)
+        return files_view(records)
 
 
 def _without_meta_fields(schema: str) -> str:
@@ -586,6 +617,15 @@ class MetadataWriter(CommitHooks):
                    changes: Callable[[], RecordChanges] | None = None, *,
                    rewrite: bool = False) -> None:
         self.mdt.write_commit(CommitContext(instant, written, {}, changes, rewrite),
+                              self.keepers)
+
+    def cleaned(self, instant: str, deleted: Mapping[str, Sequence[str]],
+                partitions_deleted: Sequence[str] = ()) -> None:
+        """The MDT delta commit of clean ``instant`` (``HoodieBackedTableMetadataWriter
+        .update(HoodieCleanMetadata, instant)``): ``deleted`` maps each cleaned partition to
+        the file names it attempted (``deletePathPatterns``)."""
+        self.mdt.write_commit(CommitContext(instant, {}, deleted, clean=True,
+                                            partitions_deleted=tuple(partitions_deleted)),
                               self.keepers)
 
     def rolled_back(self, failed: str, rollback_instant: str,

@@ -41,6 +41,9 @@ hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.wri
 each metadata-table partition
 hoodie.write.table.version                      ``hoodie_options``: a new table's version
 hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base files)
+hoodie.clean.* / hoodie.cleaner.* (policy,      ``hoodie_options``: the cleaner
+retained commits/versions/hours, automatic,     (``morlog.writers.cleaning``)
+trigger, incremental mode)
 morlog.new.groups                               ``new_groups``: base, log
 morlog.route.inserts                            ``route_inserts``: true, false
 morlog.record.size                              ``record_size``: bytes per record
@@ -71,6 +74,8 @@ from .base_file import (
     PAGE_SIZE,
     positive_int,
 )
+from .cleaning import BOOLEAN_KEYS as CLEAN_BOOLEANS
+from .cleaning import OPTION_KEYS as CLEAN_OPTIONS
 from .client import URLENCODE_PROPERTY, WRITE_TABLE_VERSION, WriteConfig
 from .metadata import METADATA_SWITCHES
 
@@ -136,8 +141,8 @@ _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 #: options kept in WriteConfig.hoodie_options under their own keys
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
-                   "hoodie.orc.compression.codec"}
-_BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES}
+                   "hoodie.orc.compression.codec", *CLEAN_OPTIONS}
+_BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS}
 _INTS = {"hoodie.parquet.max.file.size": "max_file_size",
          "morlog.max.file.size": "max_file_size",
          "hoodie.parquet.small.file.limit": "small_file_limit",

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, add_output_options, emit_for
 
+from .cleaning import CleanReport, clean
 from .client import MorTable, WriteConfig
 from .compaction import CompactReport, compact
 
@@ -92,6 +93,46 @@ def cmd_compact(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
+def _clean_text(report: CleanReport, out: TextIO) -> None:
+    for instant in report.pending:
+        verb = "would finish" if report.dry_run else "finished"
+        print(f"pending clean {instant}: {verb} from its plan", file=out)
+    plan = report.plan
+    if report.dry_run:
+        if plan is None:
+            print("nothing to clean: every file slice is needed by a retained instant",
+                  file=out)
+        else:
+            keep = (plan.get("earliestInstantToRetain") or {}).get("timestamp") or "-"
+            per = plan.get("filePathsToBeDeletedPerPartition") or {}
+            print(f"would clean ({plan['policy']}, earliest commit to retain {keep}):",
+                  file=out)
+            for part, entries in sorted(per.items()):
+                names = [str(e["filePath"]).rsplit("/", 1)[-1] for e in entries]
+                print(f"  {part or '.'}: {len(names)} file(s): {', '.join(names)}", file=out)
+            for part in plan.get("partitionsToBeDeleted") or []:
+                print(f"  {part}: the partition would be deleted", file=out)
+        print("(dry run: nothing changed)", file=out)
+        return
+    if not report.results:
+        print("nothing to clean: every file slice is needed by a retained instant", file=out)
+        return
+    for r in report.results:
+        keep = r.earliest_retained or "-"
+        gone = f", {len(r.partitions_deleted)} partition(s) deleted" if (
+            r.partitions_deleted) else ""
+        print(f"clean {r.instant} ({r.policy}, earliest commit to retain {keep}): "
+              f"{len(r.deleted)} file(s) deleted, {len(r.failed)} already gone{gone} in "
+              f"{r.seconds:.2f} s", file=out)
+
+
+def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    with _progress(args, "cleaning") as progress:
+        report = clean(_table(args), dry_run=args.dry_run, progress=progress)
+    emit_for(args, report, _clean_text, out, to_json=lambda r: r.as_dict())
+    return EXIT_OK
+
+
 def _common(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("table", metavar="TABLE", help="table path or URI (s3://bucket/table?...)")
     p.add_argument("--dry-run", action="store_true",
@@ -121,5 +162,27 @@ def add_service_commands(sub: Any) -> None:
     _common(p, "compaction")
     p.set_defaults(func=cmd_compact)
 
+    p = sub.add_parser(
+        "clean",
+        help="clean: delete the file slices no retained instant needs",
+        description="Finish the cleans pending on the table's timeline, then plan one with "
+        "Hudi's cleaner policy and run it, holding the table's writer lock. With no option "
+        "Hudi's defaults apply (hoodie.clean.policy=KEEP_LATEST_COMMITS, "
+        "hoodie.clean.commits.retained=10); e.g. -o hoodie.clean.commits.retained=1 cleans "
+        "aggressively, -o hoodie.clean.policy=KEEP_LATEST_FILE_VERSIONS with "
+        "hoodie.clean.fileversions.retained=N keeps N slices per file group. Never deleted: "
+        "a file group's latest slice, the latest slice before the earliest commit to "
+        "retain, slices a pending compaction needs, savepointed files. File groups replaced "
+        "(insert_overwrite, delete_partition, clustering) before the earliest commit to "
+        "retain are deleted whole. The timeline holds Hudi's clean plan "
+        "(<instant>.clean.requested), .inflight and the completed clean, and the metadata "
+        "table is kept true in the same instant. Time travel to an instant before the "
+        "earliest commit retained is refused afterwards, as Hudi refuses it. A clean that "
+        "fails stays pending; the next 'morlog clean' finishes it from its plan.",
+        epilog="Exit status: 0 ok, 2 error (one line on standard error).",
+    )
+    _common(p, "the clean")
+    p.set_defaults(func=cmd_clean)
 
-__all__ = ["add_service_commands", "cmd_compact"]
+
+__all__ = ["add_service_commands", "cmd_clean", "cmd_compact"]
