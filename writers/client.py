@@ -377,12 +377,16 @@ class MorTable:
         return result
 
     def table_services(self) -> None:
-        """What Hudi runs inline after a write, when configured: compaction
+        """What Hudi runs inline after a write: compaction when configured
         (``hoodie.compact.inline`` / ``hoodie.compact.schedule.inline``,
-        ``morlog.writers.compaction``)."""
+        ``morlog.writers.compaction``), then the automatic clean (``hoodie.clean.automatic``,
+        on by default as in Hudi: ``BaseHoodieWriteClient.autoCleanOnCommit``;
+        ``morlog.writers.cleaning``), each under the writer lock."""
+        from .cleaning import inline_clean
         from .compaction import inline_compaction
 
         inline_compaction(self)
+        inline_clean(self)
 
     def validate(self, table: pa.Table, operation: str) -> pa.Table:
         """The batch checked and converted to the table's data schema (duplicate keys
