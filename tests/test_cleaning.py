@@ -24,6 +24,7 @@ import datetime as _dt
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -867,3 +868,22 @@ def test_cli_reports_a_refused_plan_as_an_error(tmp_path: Path,
     assert "outside the table" in capsys.readouterr().err
     assert _tree(root) == before
 
+
+
+def test_a_clean_on_spark_deletes_what_the_local_clean_deletes(tmp_path: Path,
+                                                               spark: Any) -> None:
+    """``morlog.writers.spark.clean``: the same plan, files deleted by Spark tasks (one per
+    partition); the same files gone as a local clean of a copy, the rows the same."""
+    from morlog.writers.spark import clean as spark_clean
+
+    root = tmp_path / "t"
+    build(root, 9)
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    clean(MorTable(str(copy)), options=RETAIN_1)
+    report = spark_clean(spark, str(root), RETAIN_1)
+    assert report.results and any(r.deleted for r in report.results)
+    assert _listing(root) == _listing(copy)
+    assert _rows(Table(str(root)).read()) == _rows(Table(str(copy)).read())
+    assert Table(str(root)).timeline.pending() == []
+    check_files_partition(root)

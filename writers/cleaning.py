@@ -691,18 +691,26 @@ def read_clean_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
     return plan
 
 
+#: deletes the planned files (paths in the store's form, checked against the plan already):
+#: whether each was deleted (False: gone already). Default: one after the other here; Spark:
+#: ``morlog.writers.spark.clean``, one task per partition.
+Deleter = Callable[[list[str]], list[bool]]
+
+
 def run_clean(mt: MorTable, instant: str, *,
-              progress: Callable[[int, int], None] | None = None) -> CleanResult:
+              progress: Callable[[int, int], None] | None = None,
+              deleter: Deleter | None = None) -> CleanResult:
     """Execute the clean planned at ``instant`` (see the module docstring)."""
     t0 = time.perf_counter()
     with _Locked(mt) as table:
-        result = _run_locked(mt, table, instant, progress)
+        result = _run_locked(mt, table, instant, progress, deleter)
     result.seconds = time.perf_counter() - t0
     return result
 
 
 def _run_locked(mt: MorTable, table: Table, instant: str,
-                progress: Callable[[int, int], None] | None) -> CleanResult:
+                progress: Callable[[int, int], None] | None,
+                deleter: Deleter | None = None) -> CleanResult:
     inst = table.timeline.get(instant)
     if inst is None or inst.action != CLEAN or inst.is_completed:
         raise UsageError("no pending clean at this instant", actual=instant, path=mt.uri)
@@ -720,13 +728,22 @@ def _run_locked(mt: MorTable, table: Table, instant: str,
     ectr = (plan.get("earliestInstantToRetain") or {}).get("timestamp") or ""
     result = CleanResult(instant, str(ectr), policy)
     try:
-        for n, t in enumerate(targets, 1):  # per file
-            if mt.store.delete(t.path):
+        if deleter is not None:
+            done = deleter([t.path for t in targets])
+            if len(done) != len(targets):
+                raise UsageError("the deleter answered for another number of files",
+                                 expected=len(targets), actual=len(done))
+        else:
+            done = []
+            for n, t in enumerate(targets, 1):  # per file
+                done.append(mt.store.delete(t.path))
+                if progress is not None:
+                    progress(n, len(targets))
+        for t, deleted in zip(targets, done, strict=True):
+            if deleted:
                 result.deleted.append((t.partition, t.name))
             else:  # gone already (a re-run): Hudi counts a failed delete
                 result.failed.append((t.partition, t.name))
-            if progress is not None:
-                progress(n, len(targets))
         for part in gone:
             mt.store.remove_tree(mt.location.partition_path(part))
             result.partitions_deleted.append(part)
@@ -807,7 +824,8 @@ def schedule_clean(mt: MorTable, *, force: bool = True,
 
 def clean(mt: MorTable, *, dry_run: bool = False, force: bool = True,
           progress: Callable[[int, int], None] | None = None,
-          options: Mapping[str, str] | None = None) -> CleanReport:
+          options: Mapping[str, str] | None = None,
+          deleter: Deleter | None = None) -> CleanReport:
     """Finish the cleans pending, then plan one with the table's settings (``options``
     over them) and run it. ``force`` (the default) plans whatever the trigger says;
     ``dry_run``: only report the pending cleans and the plan a clean would make now."""
@@ -818,11 +836,11 @@ def clean(mt: MorTable, *, dry_run: bool = False, force: bool = True,
         report.plan = plan_clean(mt, table, settings=settings_of(mt, options))
         return report
     for pending in report.pending:
-        report.results.append(run_clean(mt, pending, progress=progress))
+        report.results.append(run_clean(mt, pending, progress=progress, deleter=deleter))
     instant = schedule_clean(mt, force=force, options=options)
     if instant is not None:
         report.plan = read_clean_plan(mt, mt.table(), instant)
-        report.results.append(run_clean(mt, instant, progress=progress))
+        report.results.append(run_clean(mt, instant, progress=progress, deleter=deleter))
     return report
 
 
@@ -842,7 +860,7 @@ def deleted_files(plan: Mapping[str, Any]) -> Iterable[str]:
             yield str(e.get("filePath"))
 
 
-__all__ = ["BOOLEAN_KEYS", "CLEAN", "OPTION_KEYS", "CleanPlanError", "CleanReport",
+__all__ = ["BOOLEAN_KEYS", "CLEAN", "OPTION_KEYS", "CleanPlanError", "CleanReport", "Deleter",
            "CleanResult", "CleanSettings", "Slice",
            "clean", "deleted_files", "earliest_commit_to_retain", "full_path", "inline_clean",
            "last_completed_clean", "needs_cleaning", "pending_cleans", "plan_clean",

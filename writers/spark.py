@@ -573,6 +573,40 @@ def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
     return compact_table(table, dry_run=dry_run, runner=runner)
 
 
+def clean(spark: Any, path: str, options: dict[str, str] | None = None, *,
+          dry_run: bool = False) -> Any:
+    """``morlog clean`` distributed: the driver plans, checks the plan and commits under
+    the table's writer lock (``morlog.writers.cleaning``); Spark tasks delete the planned
+    files, one task per partition directory. A retried task finds its files gone and
+    reports them as failed deletes, as Hudi counts them."""
+    from .cleaning import clean as clean_table
+
+    opts = dict(options or {})
+    table = MorTable(path, WriteConfig.from_hoodie_options(opts))
+    location, cfg = table.location, table.config
+
+    def deleter(paths: list[str]) -> list[bool]:
+        if not paths:
+            return []
+        by_dir: dict[str, list[tuple[int, str]]] = {}
+        for i, p in enumerate(paths):
+            by_dir.setdefault(p.rsplit("/", 1)[0], []).append((i, p))
+        rdd = spark.sparkContext.parallelize(list(by_dir.values()), len(by_dir))
+        out = [False] * len(paths)
+        for i, ok in rdd.flatMap(_delete_task(location, cfg)).collect():
+            out[i] = ok
+        return out
+
+    return clean_table(table, dry_run=dry_run, options=opts, deleter=deleter)
+
+
+def _delete_task(location: TableLocation, cfg: WriteConfig) -> Any:
+    def run(items: list[tuple[int, str]]) -> list[tuple[int, bool]]:
+        store = MorTable(location, cfg).store
+        return [(i, store.delete(p)) for i, p in items]
+    return run
+
+
 def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
     def run(item: tuple[int, dict[str, Any]]
             ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
