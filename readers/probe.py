@@ -115,6 +115,11 @@ class ProbeResult:
     #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
     probe_reads: int = 0
     probe_bytes: int = 0
+    #: the ``INSTANT_TIME`` of the block whose stored index was used (None: compat path);
+    #: a caller for whom that instant does not count (failed, rolled back, after its
+    #: snapshot) takes :meth:`SliceProbe.probe_compat` instead: such an index may be
+    #: narrower than the blocks that do count (a log compaction's, spec/index.md §6.8)
+    tail_instant: str | None = None
     _hits: dict[str, KeyHits] | None = None
 
     @property
@@ -258,8 +263,21 @@ class SliceProbe:
         probe_reads, probe_bytes = self._stats()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
+        tail = index.directory.blocks[-1].instant if index.directory.blocks else None
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
-                           probe_reads, probe_bytes)
+                           probe_reads, probe_bytes, tail)
+
+    def probe_compat(self, keys: Sequence[str] | pa.Array,
+                     hashes: npt.NDArray[np.uint64] | None = None) -> ProbeResult:
+        """:meth:`probe` without the stored cumulative index: every block's keys from its
+        own index or records (spec/index.md §7.5)."""
+        arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
+        arr = arr.cast(pa.string())
+        if hashes is None:
+            hashes = xxh64_batch(KeyBatch.of(arr))
+        if self._ranges is None or len(self._ranges.prefix) != len(arr):
+            self._ranges = RangeTester(arr)
+        return self._probe_compat(arr, hashes)
 
     def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
                            ) -> list[ProbedBlock]:
