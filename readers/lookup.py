@@ -197,6 +197,11 @@ class KeyTagger:
                 result = probe.probe_compat(keys.arr, keys.xxh64)
             block_instants = np.array([b.instant for b in result.blocks], dtype=object)
             valid = np.array([self._valid(x) for x in block_instants], dtype=bool)
+            # blocks a counting log compaction replaced (the snapshot's rule, slice_blocks)
+            replaced = {t for b, ok in zip(result.blocks, valid, strict=True) if ok
+                        for t in b.replaces}
+            if replaced:
+                valid &= np.array([x not in replaced for x in block_instants], dtype=bool)
             cols, rows = np.nonzero(result.masks.confirmed & valid[:, None])
             found.append(rows.astype(np.int64))
             instants.append(block_instants[cols])

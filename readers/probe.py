@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import HeaderKey
 from morlog.logformat.errors import (
     ChecksumError,
     ContentError,
@@ -91,6 +92,9 @@ class ProbedBlock:
     #: False for blocks the stored cumulative index does not cover (their keys are tested
     #: without it)
     covered: bool = True
+    #: the instants the block replaces (its ``COMPACTED_BLOCK_TIMES``: a log compaction's
+    #: block; known for blocks whose header was read, the compatibility path's)
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass
@@ -292,8 +296,11 @@ class SliceProbe:
                     continue
                 keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
                 if keys is not None:
+                    times = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES) or ""
                     out.append(ProbedBlock(BlockId(name, block.offset), None, keys,
-                                           block.instant or "", covered=covered))
+                                           block.instant or "", covered=covered,
+                                           replaces=tuple(t.strip() for t in times.split(",")
+                                                          if t.strip())))
         return out
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
-from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.framing import BlockFrame
@@ -63,7 +63,7 @@ from morlog.logformat.virtual_keys import KeyField
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
 from morlog.readers.index import block_index, find_tail_index, has_keyed_block
-from morlog.readers.logfile import LogFileReader
+from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.slice_index import checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
 
@@ -379,10 +379,11 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
     every data block of ``log_files``, else by scanning the log files once (compat for old
     blocks).
 
-    ``keep``: scan, and keep only the data blocks it accepts (a log compaction: the blocks
-    neither replaced nor undone, spec/index.md §6.8); every file of ``log_files`` is then
-    listed in the directories (:attr:`SliceIndexState.known_files`) and a new full
-    checkpoint starts."""
+    The scan leaves out the blocks a morlog log compaction replaced (:func:`_undone`) and
+    lists every file holding a data block in the directories
+    (:attr:`SliceIndexState.known_files`). ``keep``: scan, and keep only the data blocks it
+    accepts (a log compaction: the blocks neither replaced nor undone, spec/index.md §6.8);
+    a new full checkpoint starts."""
     st = storage or LocalStorage()
     loader = _hash_loader(st, directory, key_field, fpp)
     if log_files and keep is None:
@@ -390,14 +391,22 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
         if fast is not None:
             return fast
     state = SliceIndexState(scope, loader=loader)
-    if keep is not None:
-        state.known_files = [str(n) for n in log_files]
     full_blocks: dict[tuple[str, int], CheckpointRef] = {}
+    scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]] = []
     for name in log_files:
         with LogFileReader(st.source(st.join(directory, str(name)))) as reader:
             for block in reader.blocks():
-                if block.is_corrupt or not block.block_type.is_keyed:
+                if block.is_corrupt:
                     continue
+                if not block.block_type.is_keyed:
+                    if block.block_type == BlockType.COMMAND:
+                        scanned.append((str(name), block, None, None))
+                    continue
+                # every file holding a data block is known: its blocks are entries, or were
+                # replaced by a log compaction (listed without entries, so that probes do
+                # not take the file for one the index does not know)
+                if str(name) not in state.known_files:
+                    state.known_files.append(str(name))
                 if keep is not None and not keep(str(name), block.offset):
                     continue
                 keys, stored = block_index(block, key_field=key_field, fpp=fpp)
@@ -416,11 +425,34 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
                                keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
-                state.add(_SliceBlock(ref, str(name), keys.hashes,
-                                 full_blocks.get((str(name), block.offset))))
+                scanned.append((str(name), block, keys, ref))
+    for fname, block, keys, ref in (scanned if keep is not None else _undone(scanned)):
+        if keys is None:
+            continue
+        state.add(_SliceBlock(ref, fname, keys.hashes,
+                              full_blocks.get((fname, block.offset))))
     if keep is None:
         _adopt_newest_checkpoint(state, st, directory, log_files)
     return state
+
+
+def _undone(scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]]
+            ) -> list[tuple[str, LogBlock, BlockKeys | None, Any]]:
+    """The scanned data blocks less those of the instants a morlog log compaction replaced
+    (a compacted data block carrying morlog's index, whose instant no ROLLBACK command block
+    targets: a dead attempt of one is undone before any writer writes,
+    ``morlog.writers.logcompaction``), so that the cumulative index stays exact after a log
+    compaction (spec/index.md §6.8). Rolled-back blocks stay (§6.7: the index keeps them as
+    a superset)."""
+    rolled = {b.target_instant for _, b, _, _ in scanned
+              if b.block_type == BlockType.COMMAND and b.command_type == CommandType.ROLLBACK}
+    replaced: set[str] = set()
+    for _, block, keys, ref in scanned:
+        times = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        if (times and keys is not None and ref.carrier != Carrier.NONE
+                and block.instant not in rolled):
+            replaced |= {t.strip() for t in times.split(",") if t.strip()}
+    return [x for x in scanned if x[2] is not None and (x[1].instant or "") not in replaced]
 
 
 def _hash_loader(storage: Storage, directory: str, key_field: KeyField, fpp: float) -> HashLoader:

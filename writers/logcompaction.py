@@ -449,8 +449,8 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
             w.log.mode = "append"  # the next blocks follow in the same new file
 
     schema = mt.avro_schema
-    if merged.barriers:
-        wrote(w.append_delete(encode_delete_content(merged.barriers), instant, schema=schema,
+    for part in _by_ordering_kind(merged.barriers):
+        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
                               extra_header=header))
     records = merged.records
     if records.num_rows:
@@ -472,10 +472,10 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
                                         keys=vkeys)
             wrote(r)
         out.records = records.num_rows
-    if merged.deletes:
-        wrote(w.append_delete(encode_delete_content(merged.deletes), instant, schema=schema,
+    for part in _by_ordering_kind(merged.deletes):
+        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
                               extra_header=header))
-        out.deletes = len(merged.deletes)
+    out.deletes = len(merged.deletes)
     sizes = mt.store.storage.sizes(mt.partition_path(op.partition))
     plan_log_size = sum(sizes.get(n, 0) for n in op.log_files)
     for name in written:
@@ -493,6 +493,18 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
             totalRollbackBlocks=0)
         out.stats.append(stat)
     return out
+
+
+def _by_ordering_kind(records: Sequence[DeleteRecord]) -> list[list[DeleteRecord]]:
+    """Delete records split into one block per ordering value kind (none, natural ``int``,
+    ``long``...), in the order the kinds first appear: hudi-rs 0.5 refuses a delete block
+    whose records mix union branches ("Delete block mixes ordering types"); Hudi reads
+    either. Each key is in one block only, so the order of the blocks does not matter."""
+    parts: dict[str, list[DeleteRecord]] = {}
+    for r in records:  # per deleted key
+        ov = r.ordering_value
+        parts.setdefault("" if ov is None else ov.kind, []).append(r)
+    return list(parts.values())
 
 
 def _rows_per_block(records: pa.Table, max_bytes: int) -> int:
