@@ -198,8 +198,8 @@ class KeyTagger:
             block_instants = np.array([b.instant for b in result.blocks], dtype=object)
             valid = np.array([self._valid(x) for x in block_instants], dtype=bool)
             # blocks a counting log compaction replaced (the snapshot's rule, slice_blocks)
-            replaced = {t for b, ok in zip(result.blocks, valid, strict=True) if ok
-                        for t in b.replaces}
+            replaced = {t for inst, times in result.compactions.items() if self._valid(inst)
+                        for t in times}
             if replaced:
                 valid &= np.array([x not in replaced for x in block_instants], dtype=bool)
             cols, rows = np.nonzero(result.masks.confirmed & valid[:, None])

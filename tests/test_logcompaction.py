@@ -356,7 +356,7 @@ def test_a_failed_log_compaction_is_undone_and_runs_again(tmp_path: Path, versio
         return real(self, *a, **k)
 
     monkeypatch.setattr(IndexedLogWriter, "append_delete", second_fails)
-    monkeypatch.setattr(MorTable, "_threads", lambda self: 1)
+    t.config.write_threads = 1
     with pytest.raises(MorlogError, match="log compaction .* failed and was undone"):
         run_log_compaction(t, L)
     monkeypatch.undo()
@@ -395,7 +395,7 @@ def test_a_killed_log_compaction_is_undone_by_the_next_writer(
         raise Killed()
 
     monkeypatch.setattr(IndexedLogWriter, "append_avro_arrow", dying)
-    monkeypatch.setattr(MorTable, "_threads", lambda self: 1)
+    t.config.write_threads = 1
     with pytest.raises(Killed):
         run_log_compaction(t, L)
     monkeypatch.undo()

@@ -399,7 +399,7 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 if block.is_corrupt:
                     continue
                 if not block.block_type.is_keyed:
-                    if block.block_type == BlockType.COMMAND:
+                    if block.block_type in (BlockType.COMMAND, BlockType.DELETE):
                         scanned.append((str(name), block, None, None))
                     continue
                 # every file holding a data block is known: its blocks are entries, or were
@@ -438,20 +438,27 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
 
 def _undone(scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]]
             ) -> list[tuple[str, LogBlock, BlockKeys | None, Any]]:
-    """The scanned data blocks less those of the instants a morlog log compaction replaced
-    (a compacted data block carrying morlog's index, whose instant no ROLLBACK command block
-    targets: a dead attempt of one is undone before any writer writes,
-    ``morlog.writers.logcompaction``), so that the cumulative index stays exact after a log
-    compaction (spec/index.md §6.8). Rolled-back blocks stay (§6.7: the index keeps them as
-    a superset)."""
+    """The scanned data blocks less those of the instants a log compaction replaced, when
+    leaving them out cannot hide a live key (spec/index.md §6.8): the compaction's instant
+    is targeted by no ROLLBACK command block of the slice, and either its data blocks carry
+    morlog's index (a morlog log compaction, whose dead attempts are undone before any writer
+    writes, ``morlog.writers.logcompaction``) or it wrote no data block at all (its run
+    merged to deletes only: the replaced blocks hold no key live in the logs, whether it
+    counts or not). So the cumulative index stays exact after log compactions. Rolled-back
+    blocks stay (§6.7: the index keeps them as a superset)."""
     rolled = {b.target_instant for _, b, _, _ in scanned
               if b.block_type == BlockType.COMMAND and b.command_type == CommandType.ROLLBACK}
-    replaced: set[str] = set()
+    indexed: dict[str, bool] = {}  # compacted instant -> all its data blocks indexed
+    listed: dict[str, set[str]] = {}
     for _, block, keys, ref in scanned:
         times = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
-        if (times and keys is not None and ref.carrier != Carrier.NONE
-                and block.instant not in rolled):
-            replaced |= {t.strip() for t in times.split(",") if t.strip()}
+        inst = block.instant or ""
+        if not times or inst in rolled:
+            continue
+        listed.setdefault(inst, set()).update(t.strip() for t in times.split(",") if t.strip())
+        if keys is not None:
+            indexed[inst] = indexed.get(inst, True) and ref.carrier != Carrier.NONE
+    replaced = {t for inst, times in listed.items() if indexed.get(inst, True) for t in times}
     return [x for x in scanned if x[2] is not None and (x[1].instant or "") not in replaced]
 
 

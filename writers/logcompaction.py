@@ -46,13 +46,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord, encode_delete_content
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
@@ -67,24 +69,25 @@ from morlog.logformat.timeline_meta import (
     decode_avro_as,
     write_stat,
 )
-from morlog.logformat.virtual_keys import key_array
+from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.merge import EVENT_TIME, MergeSpec, merge_slice
 from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
-from .client import MorTable, _run_all
+from .client import MorTable
 from .commit import (
     WRITE_TOKEN,
     RecordChanges,
     TimelineWriter,
+    ensure_partition,
     instant_files,
     latest_time,
     new_instant,
+    rollback_pending,
     timeline_utc,
 )
-from .compaction import _locked, _Operation
 from .indexed import IndexedLogWriter, load_slice_state
 from .logwriter import discard_uncommitted
 from .metadata import metadata_hooks
@@ -143,6 +146,107 @@ class LogCompactionSettings:
 
 def settings_of(mt: MorTable) -> LogCompactionSettings:
     return LogCompactionSettings.of({**mt.props, **mt.config.hoodie_options})
+
+
+# --- the write client's parts a service needs -------------------------------------------------
+
+
+class _Locked:
+    """The table's writer lock, dead writers rolled back first (as a writer does; dead log
+    compactions undone too, ``rollback_pending``); the table as it is then."""
+
+    def __init__(self, mt: MorTable) -> None:
+        self.mt = mt
+        self.lock: Any = None
+
+    def __enter__(self) -> Table:
+        mt = self.mt
+        self.lock = mt.store.lock(mt.path)
+        try:
+            rollback_pending(mt.store, mt.location, mode=mt.mode, fsync=mt.config.fsync,
+                             hooks=metadata_hooks(mt.store, mt.location, mt.metadata_plan,
+                                                  fsync=mt.config.fsync))
+            return mt.table()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _locked(mt: MorTable) -> _Locked:
+    return _Locked(mt)
+
+
+def _threads(mt: MorTable) -> int:
+    """File groups processed at once: ``morlog.write.threads``, else the cores (at most 4)."""
+    import os
+
+    if mt.config.write_threads is not None:
+        return max(1, mt.config.write_threads)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+_J = TypeVar("_J")
+_R = TypeVar("_R")
+
+
+def _run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
+    """``fn`` of every job, in job order, on up to ``threads`` threads; the first failure is
+    raised once the running jobs ended (the others are cancelled)."""
+    if threads <= 1 or len(jobs) <= 1:
+        return [fn(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=min(threads, len(jobs)),
+                            thread_name_prefix="morlog-logcompact") as pool:
+        futures = [pool.submit(fn, j) for j in jobs]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            raise
+
+
+def _key_field(mt: MorTable) -> KeyField:
+    """How the table's blocks are keyed: the meta column, or the key fields."""
+    return RECORD_KEY_FIELD if mt.populate_meta_fields else VirtualKeys(mt.key_fields)
+
+
+def _commit_schema(mt: MorTable) -> str:
+    """The schema a commit records: the data fields, as the table's writers record it."""
+    return json.dumps({**mt.avro_schema, "fields": [
+        f for f in mt.avro_schema["fields"] if f["name"] not in META_FIELDS]},
+        separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class _Operation:
+    """One operation of a plan, its names checked to stay inside the table."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+
+    @classmethod
+    def of(cls, op: Mapping[str, Any], table: Table) -> _Operation:
+        from morlog.readers.containment import check_file_name
+
+        part = str(op.get("partitionPath") or "")
+        table.slice_dir(part)
+        logs = [str(n).rsplit("/", 1)[-1] for n in op.get("deltaFilePaths") or []]
+        for n in logs:
+            check_file_name(n)
+        fid = str(op.get("fileId") or "")
+        check_file_name(fid)
+        base = op.get("dataFilePath")
+        if base:
+            check_file_name(str(base).rsplit("/", 1)[-1])
+        return cls(part, fid, str(op.get("baseInstantTime") or ""),
+                   str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
 
 
 @dataclass
@@ -343,7 +447,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
         writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                                 fsync=mt.config.fsync, utc=utc)
         hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
-        ops = [_Operation.of(op, mt) for op in plan["operations"]]
+        ops = [_Operation.of(op, table) for op in plan["operations"]]
         if inst.state == INFLIGHT:  # a dead attempt's leftovers
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
         writer.write(instant, "inflight", None, LOG_COMPACTION)
@@ -360,7 +464,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
                 return out
 
             stats: dict[str, list[dict[str, Any]]] = {}
-            for out in _run_all(run, ops, mt._threads()):
+            for out in _run_all(run, ops, _threads(mt)):
                 if not out.files:
                     continue
                 result.compacted.append((out.op.partition, out.op.file_id,
@@ -374,9 +478,8 @@ def run_log_compaction(mt: MorTable, instant: str, *,
                 written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
                                for s in ss} for p, ss in stats.items()}
                 hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
-            schema = json.dumps(mt._commit_schema(), separators=(",", ":"))
-            writer.write(instant, "completed",
-                         compaction_commit_metadata(stats, schema, log_compaction=True),
+            writer.write(instant, "completed", compaction_commit_metadata(
+                             stats, _commit_schema(mt), log_compaction=True),
                          "deltacommit")
         except Exception as exc:
             try:
@@ -432,13 +535,13 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
     base = current.base_instant if current is not None else op.base_instant
     out.replaced = list(reversed(run_instants))  # newest first, as Hudi lists them
     header = {HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(out.replaced)}
-    directory = mt._dir(op.partition)
+    directory = ensure_partition(mt.store, mt.location, op.partition, fsync=mt.config.fsync)
     state = load_slice_state(directory, [LogFileName.parse(n) for n in names], scope=base,
-                             key_field=mt._key_field(), storage=mt.store.storage,
+                             key_field=_key_field(mt), storage=mt.store.storage,
                              keep=lambda f, off: (f, off) in keep)
     name_instant = instant if mt.version >= 8 else base
     w = IndexedLogWriter(directory, op.file_id, name_instant, write_token=WRITE_TOKEN,
-                         mode="rollover", key_field=mt._key_field(), fsync=mt.config.fsync,
+                         mode="rollover", key_field=_key_field(mt), fsync=mt.config.fsync,
                          store=mt.store, scope=base, state=state)
     written: dict[str, int] = {}
 
@@ -690,27 +793,10 @@ def undo_dead_log_compactions(store: WriteStore, location: TableLocation, table:
             continue
         if (plan.get("extraMetadata") or {}).get(MORLOG_PLAN_KEY) != "1":
             continue
-        ops = [_plan_operation(op, table) for op in plan["operations"]]
+        ops = [_Operation.of(op, table) for op in plan["operations"]]
         undo_attempt(store, location, table, writer, hooks, inst.requested, ops)
         out.append(inst.requested)
     return out
-
-
-def _plan_operation(op: Mapping[str, Any], table: Table) -> _Operation:
-    """A plan's operation, its names checked to stay inside the table (as
-    ``_Operation.of``, without a write client)."""
-    from morlog.readers.containment import check_file_name
-
-    part = str(op.get("partitionPath") or "")
-    table.slice_dir(part)
-    logs = [str(n).rsplit("/", 1)[-1] for n in op.get("deltaFilePaths") or []]
-    for n in logs:
-        check_file_name(n)
-    fid = str(op.get("fileId") or "")
-    check_file_name(fid)
-    base = op.get("dataFilePath")
-    return _Operation(part, fid, str(op.get("baseInstantTime") or ""),
-                      str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
 
 
 def discard_log_compaction(mt: MorTable, instant: str) -> None:
@@ -726,7 +812,7 @@ def discard_log_compaction(mt: MorTable, instant: str) -> None:
                                 fsync=mt.config.fsync)
         if inst.state == INFLIGHT:
             plan = read_plan(mt.store, mt.location, table, instant)
-            ops = [_Operation.of(op, mt) for op in plan["operations"]]
+            ops = [_Operation.of(op, table) for op in plan["operations"]]
             hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan,
                                    fsync=mt.config.fsync)
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
