@@ -231,6 +231,40 @@ def test_log_compaction_reads_and_tags_as_before(tmp_path: Path, version: int,
         assert any(n in s.log_files for g in res.compacted if g[1] == s.file_id for n in g[2])
 
 
+def test_the_new_blocks_and_their_order(tmp_path: Path) -> None:
+    """Event-time ordering: the natural delete a surviving record follows (k008) in a block
+    before the records; the records sorted by key; the deleted keys' delete records as read
+    (ordering value kept), one delete block per ordering-value kind (hudi-rs refuses mixed
+    ones), sorted by key."""
+    from morlog.logformat.delete_content import OrderingValue
+
+    path = tmp_path / "t"
+    t = _create(path, 9)
+    _history(t)
+    res = log_compact(t).results[0]
+    got = {}
+    for part, _, (name,), _ in res.compacted:
+        with LogFileReader(LocalFileSource(str(path / part / name))) as r:
+            got[part] = [("D", [(x.record_key, x.ordering_value) for x in b.delete_records()])
+                         if b.block_type == BlockType.DELETE
+                         else ("R", b.to_arrow().column("id").to_pylist()) for b in r.blocks()]
+    nat, nine = OrderingValue("int", 0), OrderingValue("long", 9)
+    assert got["a"] == [("R", [_key(k) for k in (1, 3, 5, 7, 9, 11, 13)]),
+                        ("D", [(_key(51), nine)]), ("D", [(_key(53), nat)])]
+    assert got["b"] == [("D", [(_key(8), nat)]),
+                        ("R", [_key(k) for k in (2, 4, 6, 8, 10, 12, 14, 60)]),
+                        ("D", [(_key(50), nine)]), ("D", [(_key(52), nat)])]
+    # commit-time ordering: no barrier, deletes as they were last written
+    path2 = tmp_path / "c"
+    t2 = _create(path2, 9, event_time=False)
+    _history(t2)
+    res2 = log_compact(t2).results[0]
+    for part, _, (name,), _ in res2.compacted:
+        with LogFileReader(LocalFileSource(str(path2 / part / name))) as r:
+            kinds = [b.block_type for b in r.blocks()]
+        assert kinds[0] == BlockType.AVRO_DATA
+
+
 @pytest.mark.parametrize("version", [6, 9])
 def test_the_new_index_is_exact(tmp_path: Path, version: int,
                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -680,7 +680,7 @@ def merge_log_records(blocks: Sequence[LogBlock], spec: MergeSpec) -> MergedLogs
     event = spec.merge_mode == EVENT_TIME and bool(spec.orderings)
     if not event:
         pick = _last_per_key(keys, seq, ~is_live)
-        return MergedLogs(records, [recs[i] for i in pick], [], read)
+        return MergedLogs(records, [recs[i] for i in _by_key(keys, pick)], [], read)
     natural = np.array([_is_natural(r) for r in recs], dtype=bool)
     barrier_keys = pc.unique(keys.filter(pa.array(natural)))
     has_barrier = pc.is_in(keys, value_set=barrier_keys).to_numpy(zero_copy_only=False)
@@ -692,9 +692,17 @@ def merge_log_records(blocks: Sequence[LogBlock], spec: MergeSpec) -> MergedLogs
     # deleted keys without a barrier: the delete with the greatest ordering value
     plain = ~is_live & ~has_barrier
     best = _max_ordering_per_key(recs, keys, seq, plain, len(spec.orderings) > 1)
-    deletes = np.sort(np.concatenate([nat_dead, best]))
-    return MergedLogs(records, [recs[i] for i in deletes], [recs[i] for i in np.sort(nat_live)],
-                      read)
+    deletes = _by_key(keys, np.concatenate([nat_dead, best]))
+    return MergedLogs(records, [recs[i] for i in deletes],
+                      [recs[i] for i in _by_key(keys, nat_live)], read)
+
+
+def _by_key(keys: pa.Array, idx: np.ndarray) -> list[int]:
+    """``idx`` ordered by the keys at those positions (UTF-8 bytes)."""
+    if len(idx) == 0:
+        return []
+    order = pc.sort_indices(keys.take(pa.array(idx)).cast(pa.binary())).to_numpy()
+    return [int(i) for i in np.asarray(idx)[order]]
 
 
 def _is_natural(r: DeleteRecord) -> bool:
