@@ -267,9 +267,11 @@ def _prepare_avro_keyed(table: pa.Table, text: str, instant: str, keys: pa.Array
 def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
                     schema: str | dict[str, Any] | None = None, fpp: float = DEFAULT_FPP,
                     compression: str = DEFAULT_COMPRESSION,
-                    keys: pa.Array | None = None) -> PreparedBlock:
+                    keys: pa.Array | None = None,
+                    extra_header: Mapping[HeaderKey, str] | None = None) -> PreparedBlock:
     """A Parquet-carrier block, records sorted by key; ``keys``: the record key of every
-    row when the records carry none (virtual keys)."""
+    row when the records carry none (virtual keys); ``extra_header``: more header entries
+    (a log compaction's ``COMPACTED_BLOCK_TIMES``)."""
     if keys is None:
         if key_field not in table.column_names:
             raise UsageError(f"table has no key column {key_field!r}")
@@ -286,5 +288,5 @@ def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
                        if isinstance(key_col, pa.ChunkedArray) else pc.take(key_col, order), fpp)
     avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
     text = avro if isinstance(avro, str) else json.dumps(avro, separators=(",", ":"))
-    header = make_header(instant, {HeaderKey.SCHEMA: text})
+    header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
     return PreparedBlock(BlockType.PARQUET_DATA, instant, header, b"", table, own, compression)

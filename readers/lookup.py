@@ -189,8 +189,19 @@ class KeyTagger:
             probe = SliceProbe(directory, s.log_files, key_field=self.table.key_field,
                                opener=_CountingOpener(st, directory, sources))
             result = probe.probe(keys.arr, keys.xxh64, keys.ranges)
+            if result.tail_instant is not None and not self._valid(result.tail_instant):
+                # the stored index is a block's that does not count here (a failed or
+                # rolled-back write, a log compaction after the snapshot instant): it may be
+                # narrower than the blocks that do (spec/index.md §6.8), so every block's
+                # own keys are read instead
+                result = probe.probe_compat(keys.arr, keys.xxh64)
             block_instants = np.array([b.instant for b in result.blocks], dtype=object)
             valid = np.array([self._valid(x) for x in block_instants], dtype=bool)
+            # blocks a counting log compaction replaced (the snapshot's rule, slice_blocks)
+            replaced = {t for inst, times in result.compactions.items() if self._valid(inst)
+                        for t in times}
+            if replaced:
+                valid &= np.array([x not in replaced for x in block_instants], dtype=bool)
             cols, rows = np.nonzero(result.masks.confirmed & valid[:, None])
             found.append(rows.astype(np.int64))
             instants.append(block_instants[cols])

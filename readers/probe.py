@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import HeaderKey
 from morlog.logformat.errors import (
     ChecksumError,
     ContentError,
@@ -115,6 +116,15 @@ class ProbeResult:
     #: ranged reads and bytes before the per-block confirmation (the footer probe itself)
     probe_reads: int = 0
     probe_bytes: int = 0
+    #: the ``INSTANT_TIME`` of the block whose stored index was used (None: compat path);
+    #: a caller for whom that instant does not count (failed, rolled back, after its
+    #: snapshot) takes :meth:`SliceProbe.probe_compat` instead: such an index may be
+    #: narrower than the blocks that do count (a log compaction's, spec/index.md §6.8)
+    tail_instant: str | None = None
+    #: log compactions seen in the blocks whose headers were read (the compatibility path,
+    #: files the stored index does not list): instant -> the instants it replaces
+    #: (``COMPACTED_BLOCK_TIMES`` of its data or delete blocks)
+    compactions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _hits: dict[str, KeyHits] | None = None
 
     @property
@@ -206,6 +216,7 @@ class SliceProbe:
         self._opener = opener or (lambda name: LocalFileSource(os.path.join(directory, name)))
         self._sources: dict[str, RangedSource] = {}
         self._ranges: RangeTester | None = None
+        self._compactions: dict[str, tuple[str, ...]] = {}
 
     def source(self, name: str) -> RangedSource:
         if name not in self._sources:
@@ -239,6 +250,7 @@ class SliceProbe:
         if hashes is None:
             hashes = xxh64_batch(KeyBatch.of(arr))
         self._ranges = ranges if ranges is not None else RangeTester(arr)
+        self._compactions = {}
         index = read_slice_index(self.log_files, self.source)
         if index is None:  # the newest data block has no stored index: compat path
             return self._probe_compat(arr, hashes)
@@ -258,8 +270,21 @@ class SliceProbe:
         probe_reads, probe_bytes = self._stats()
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
+        tail = index.directory.blocks[-1].instant if index.directory.blocks else None
         return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
-                           probe_reads, probe_bytes)
+                           probe_reads, probe_bytes, tail, dict(self._compactions))
+
+    def probe_compat(self, keys: Sequence[str] | pa.Array,
+                     hashes: npt.NDArray[np.uint64] | None = None) -> ProbeResult:
+        """:meth:`probe` without the stored cumulative index: every block's keys from its
+        own index or records (spec/index.md §7.5)."""
+        arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
+        arr = arr.cast(pa.string())
+        if hashes is None:
+            hashes = xxh64_batch(KeyBatch.of(arr))
+        if self._ranges is None or len(self._ranges.prefix) != len(arr):
+            self._ranges = RangeTester(arr)
+        return self._probe_compat(arr, hashes)
 
     def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
                            ) -> list[ProbedBlock]:
@@ -270,7 +295,13 @@ class SliceProbe:
         out = []
         for name in names:
             for block in LogFileReader(self.source(name)).blocks():
-                if block.is_corrupt or not block.block_type.is_keyed:
+                if block.is_corrupt:
+                    continue
+                times = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+                if times:
+                    self._compactions[block.instant or ""] = tuple(
+                        t.strip() for t in times.split(",") if t.strip())
+                if not block.block_type.is_keyed:
                     continue
                 keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
                 if keys is not None:
@@ -279,12 +310,13 @@ class SliceProbe:
         return out
 
     def _probe_compat(self, arr: pa.Array, hashes: npt.NDArray[np.uint64]) -> ProbeResult:
+        self._compactions = {}
         blocks = self._recomputed_blocks(self.log_files)
         maybe = np.ones(len(arr), dtype=bool)
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
         return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
-                           nbytes)
+                           nbytes, None, dict(self._compactions))
 
     def _read_part(self, b: ProbedBlock, offset: int, length: int, crc: int) -> bytes:
         src = self.source(b.id.file)

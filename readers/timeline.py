@@ -197,17 +197,18 @@ class Timeline:
         return decode_avro(data, path)
 
     def pending_services(self) -> PendingServices:
-        """The file groups that pending compactions and clusterings work on (from their
-        plans: ``operations[].partitionPath/fileId`` of a compaction plan,
-        ``clusteringPlan.inputGroups[].slices[]`` of a clustering or replace plan)."""
+        """The file groups that pending compactions, log compactions and clusterings work
+        on (from their plans: ``operations[].partitionPath/fileId`` of a (log) compaction
+        plan, ``clusteringPlan.inputGroups[].slices[]`` of a clustering or replace plan)."""
         out = PendingServices()
         for i in self.pending():
             if i.action in ("compaction", "logcompaction"):
                 where = self.storage.join(self.directory, i.file_name)
+                target = out.compaction if i.action == "compaction" else out.log_compaction
                 for op in _list_of(self.plan(i), "operations", where):
                     key = _group_of(op, where)
                     if key is not None:
-                        out.compaction[key] = i.requested
+                        target[key] = i.requested
             elif i.action in ("clustering", "replacecommit"):
                 where = self.storage.join(self.directory, i.file_name)
                 plan = self.plan(i).get("clusteringPlan")
@@ -228,8 +229,12 @@ class Timeline:
 class PendingServices:
     """File groups under pending table services: (partition, file id) -> service instant."""
 
+    #: compactions only: a pending compaction starts a new file slice, which writers write
+    #: into (spec/services.md §4.4)
     compaction: dict[tuple[str, str], str] = field(default_factory=dict)
     clustering: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: log compactions: they start no slice, writers write as usual (spec/services.md §3.2)
+    log_compaction: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _group_of(entry: Any, where: str) -> tuple[str, str] | None:

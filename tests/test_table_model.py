@@ -154,6 +154,74 @@ def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -
     assert rows(view) == before
 
 
+def _log_compact_step(root: Path, cfg: Any, where: str, persistent: bool) -> None:
+    """``morlog logcompact``'s service (a run of two blocks suffices), failing (once or on
+    every try) when it writes a new log file or its completed deltacommit: a failure
+    leaves the rows as before and the plan requested (or, when undoing failed too,
+    inflight for the next run to undo), and the next log compaction finishes it."""
+    from dataclasses import replace
+
+    from morlog.logformat.errors import MorlogError
+    from morlog.writers import store as store_mod
+    from morlog.writers.client import MorTable
+    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.logcompaction import log_compact, pending_log_compactions
+
+    t = MorTable(str(root), replace(cfg, hoodie_options={
+        **cfg.hoodie_options, "hoodie.log.compaction.blocks.threshold": "2"}))
+    rows = Table(str(root)).read()
+    if rows.num_rows:  # the same rows written twice more: logs to compact, rows unchanged
+        same = rows.select(["id", "p", "ts", "v"])
+        t.upsert(same)
+        t.upsert(same)
+    before = Table(str(root)).read().to_pylist()
+    mp = pytest.MonkeyPatch()
+    shots = {"left": 10**9 if persistent else 1}
+    if where == "log":
+        real_c = store_mod.LocalStore.create
+
+        def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
+            if ".log." in path and shots["left"] > 0:
+                shots["left"] -= 1
+                raise OSError(28, "No space left on device")
+            return real_c(self, path, data, sync=sync)
+        mp.setattr(store_mod.LocalStore, "create", create)
+    elif where == "completed":
+        real_w = TimelineWriter.write
+
+        def write(self: Any, instant: str, state: str, meta: Any,
+                  action: str = "deltacommit") -> str:
+            if (action == "deltacommit" and state == "completed" and shots["left"] > 0
+                    and (meta or {}).get("operationType") == "LOG_COMPACT"):
+                shots["left"] -= 1
+                raise OSError(5, "I/O error")
+            return str(real_w(self, instant, state, meta, action))
+        mp.setattr(TimelineWriter, "write", write)
+    try:
+        ran = log_compact(t).results
+        failed = False
+        event("log compaction ran" if ran else "nothing to log-compact")
+    except MorlogError:
+        failed = True
+        event(f"log compaction failed at {where}")
+    finally:
+        mp.undo()
+    view = Table(str(root))
+    assert sorted(view.read().to_pylist(), key=lambda r: r["id"]) == sorted(
+        before, key=lambda r: r["id"])
+    if failed:
+        pending = pending_log_compactions(view)
+        assert [i.action for i in view.timeline.pending()] == ["logcompaction"]
+        assert not list(root.rglob(f"*_{pending[0]}.log.*"))
+        log_compact(t)  # the next run undoes what is left and executes the plan
+        view = Table(str(root))
+    assert view.timeline.pending() == []
+    assert sorted(view.read().to_pylist(), key=lambda r: r["id"]) == sorted(
+        before, key=lambda r: r["id"])
+    tags = KeyTagger(view).tag([r["id"] for r in before]).as_dict()
+    assert all(tags[r["id"]] is not None for r in before)
+
+
 class Model:
     """The oracle: what the table must hold, and where each key lives."""
 
@@ -407,6 +475,8 @@ write_ops = st.lists(st.one_of(
               st.booleans()),
     st.tuples(st.just("clean"), st.sampled_from(["none", "delete", "completed"]),
               st.booleans(), st.sampled_from(["commits", "versions"])),
+    st.tuples(st.just("logcompact"), st.sampled_from(["none", "log", "completed"]),
+              st.booleans()),
 ), min_size=1, max_size=8)
 
 
@@ -507,6 +577,8 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
             _compact_step(t, root, op[1], op[2])
         elif op[0] == "clean":
             _clean_step(t, root, op[1], op[2], op[3])
+        elif op[0] == "logcompact":
+            _log_compact_step(root, cfg, op[1], op[2])
         elif op[0] == "bad":
             before = _snapshot_files(root)
             with pytest.raises(MorlogError):

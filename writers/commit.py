@@ -314,6 +314,11 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
         skipped += _rollback(store, location, timeline, table, inst.requested, mode, fsync,
                              hooks, inst.action)
         done.append(inst.requested)
+    # log compactions morlog scheduled and a dead process left inflight: back to requested
+    # (their new blocks are gone; ``morlog.writers.logcompaction``)
+    from .logcompaction import undo_dead_log_compactions
+
+    done += undo_dead_log_compactions(store, location, table, timeline, hooks)
     for inst in table.timeline.pending():
         if inst.action == "rollback":
             # a rollback that died (its writer is gone: we hold the lock); the instants it

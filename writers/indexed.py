@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
-from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.framing import BlockFrame
@@ -63,7 +63,7 @@ from morlog.logformat.virtual_keys import KeyField
 from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
 from morlog.readers.index import block_index, find_tail_index, has_keyed_block
-from morlog.readers.logfile import LogFileReader
+from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.slice_index import checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
 
@@ -96,6 +96,9 @@ class SliceIndexState:
 
     scope: str
     entries: list[_SliceBlock] = field(default_factory=list)
+    #: log files of the slice known to hold no data block in scope (a log compaction's
+    #: replaced files, spec/index.md §6.5): listed in every directory, without entries
+    known_files: list[str] = field(default_factory=list)
     checkpoint_at: int | None = None
     min_key: str | None = None
     max_key: str | None = None
@@ -116,7 +119,7 @@ class SliceIndexState:
 
     @property
     def files(self) -> list[str]:
-        out: list[str] = []
+        out: list[str] = list(dict.fromkeys(self.known_files))
         for e in self.entries:
             if e.file_name not in out:
                 out.append(e.file_name)
@@ -187,7 +190,8 @@ class IndexedLogWriter:
                  key_field: KeyField = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
                  scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                  delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True,
-                 slice_log_files: Sequence[str] = (), store: WriteStore | None = None) -> None:
+                 slice_log_files: Sequence[str] = (), store: WriteStore | None = None,
+                 state: SliceIndexState | None = None) -> None:
         if checkpoint_every < 1 or delta_max_keys < 1:
             raise UsageError("checkpoint_every and delta_max_keys must be >= 1")
         self.log = LogFileWriter(directory, file_id, instant, write_token=write_token,
@@ -200,7 +204,10 @@ class IndexedLogWriter:
         #: earlier log files of the same file slice under other instants (table version 8+
         #: writes one set of log files per delta commit), oldest first
         self.slice_log_files = [LogFileName.parse(os.path.basename(n)) for n in slice_log_files]
-        self._state: SliceIndexState | None = None
+        #: given: the blocks the next indexed block's cumulative index covers (a log
+        #: compaction's exact state, :func:`load_slice_state` with ``keep``); else read
+        #: from the slice's logs on first use
+        self._state: SliceIndexState | None = state
 
     @property
     def state(self) -> SliceIndexState:
@@ -235,13 +242,14 @@ class IndexedLogWriter:
                        schema: str | dict[str, Any] | None = None,
                        sync: bool | None = None,
                        compression: str = DEFAULT_COMPRESSION,
-                       keys: pa.Array | None = None) -> WriteResult:
+                       keys: pa.Array | None = None,
+                       extra_header: Mapping[HeaderKey, str] | None = None) -> WriteResult:
         """A Parquet-carrier data block; ``compression``: the Parquet codec (the writer's
         ``hoodie.parquet.compression.codec``, as Hudi's Parquet log blocks use it);
         ``keys``: the rows' record keys when they carry none (virtual keys)."""
         prepared = prepare_parquet(table, instant, key_field=self._key_column(keys),
                                    schema=schema, fpp=self.fpp, compression=compression,
-                                   keys=keys)
+                                   keys=keys, extra_header=extra_header)
         return self._append_indexed(prepared, sync)
 
     def _key_column(self, keys: pa.Array | None) -> str:
@@ -359,24 +367,47 @@ def _ref_among(e: _SliceBlock, files: list[str]) -> BlockRef:
                     r.keys_crc32, r.key_count, r.instant, r.min_key, r.max_key)
 
 
+#: which data blocks of a scan the state keeps: (log file name, block offset) -> keep?
+BlockFilter = Callable[[str, int], bool]
+
+
 def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope: str,
                      key_field: KeyField = RECORD_KEY_FIELD, fpp: float = DEFAULT_FPP,
-                     storage: Storage | None = None) -> SliceIndexState:
+                     storage: Storage | None = None,
+                     keep: BlockFilter | None = None) -> SliceIndexState:
     """Rebuild a slice's index state: from the newest block's stored index when it covers
     every data block of ``log_files``, else by scanning the log files once (compat for old
-    blocks)."""
+    blocks).
+
+    The scan leaves out the blocks a morlog log compaction replaced (:func:`_undone`) and
+    lists every file holding a data block in the directories
+    (:attr:`SliceIndexState.known_files`). ``keep``: scan, and keep only the data blocks it
+    accepts (a log compaction: the blocks neither replaced nor undone, spec/index.md §6.8);
+    a new full checkpoint starts."""
     st = storage or LocalStorage()
     loader = _hash_loader(st, directory, key_field, fpp)
-    if log_files:
+    if log_files and keep is None:
         fast = _state_from_tail(st, directory, log_files, scope, loader)
         if fast is not None:
             return fast
     state = SliceIndexState(scope, loader=loader)
     full_blocks: dict[tuple[str, int], CheckpointRef] = {}
+    scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]] = []
     for name in log_files:
         with LogFileReader(st.source(st.join(directory, str(name)))) as reader:
             for block in reader.blocks():
-                if block.is_corrupt or not block.block_type.is_keyed:
+                if block.is_corrupt:
+                    continue
+                if not block.block_type.is_keyed:
+                    if block.block_type in (BlockType.COMMAND, BlockType.DELETE):
+                        scanned.append((str(name), block, None, None))
+                    continue
+                # every file holding a data block is known: its blocks are entries, or were
+                # replaced by a log compaction (listed without entries, so that probes do
+                # not take the file for one the index does not know)
+                if str(name) not in state.known_files:
+                    state.known_files.append(str(name))
+                if keep is not None and not keep(str(name), block.offset):
                     continue
                 keys, stored = block_index(block, key_field=key_field, fpp=fpp)
                 if keys is None:
@@ -394,10 +425,41 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
                                keys.range.count, block.instant or "",
                                keys.range.min_key, keys.range.max_key)
-                state.add(_SliceBlock(ref, str(name), keys.hashes,
-                                 full_blocks.get((str(name), block.offset))))
-    _adopt_newest_checkpoint(state, st, directory, log_files)
+                scanned.append((str(name), block, keys, ref))
+    for fname, block, keys, ref in (scanned if keep is not None else _undone(scanned)):
+        if keys is None:
+            continue
+        state.add(_SliceBlock(ref, fname, keys.hashes,
+                              full_blocks.get((fname, block.offset))))
+    if keep is None:
+        _adopt_newest_checkpoint(state, st, directory, log_files)
     return state
+
+
+def _undone(scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]]
+            ) -> list[tuple[str, LogBlock, BlockKeys | None, Any]]:
+    """The scanned data blocks less those of the instants a log compaction replaced, when
+    leaving them out cannot hide a live key (spec/index.md §6.8): the compaction's instant
+    is targeted by no ROLLBACK command block of the slice, and either its data blocks carry
+    morlog's index (a morlog log compaction, whose dead attempts are undone before any writer
+    writes, ``morlog.writers.logcompaction``) or it wrote no data block at all (its run
+    merged to deletes only: the replaced blocks hold no key live in the logs, whether it
+    counts or not). So the cumulative index stays exact after log compactions. Rolled-back
+    blocks stay (§6.7: the index keeps them as a superset)."""
+    rolled = {b.target_instant for _, b, _, _ in scanned
+              if b.block_type == BlockType.COMMAND and b.command_type == CommandType.ROLLBACK}
+    indexed: dict[str, bool] = {}  # compacted instant -> all its data blocks indexed
+    listed: dict[str, set[str]] = {}
+    for _, block, keys, ref in scanned:
+        times = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        inst = block.instant or ""
+        if not times or inst in rolled:
+            continue
+        listed.setdefault(inst, set()).update(t.strip() for t in times.split(",") if t.strip())
+        if keys is not None:
+            indexed[inst] = indexed.get(inst, True) and ref.carrier != Carrier.NONE
+    replaced = {t for inst, times in listed.items() if indexed.get(inst, True) for t in times}
+    return [x for x in scanned if x[2] is not None and (x[1].instant or "") not in replaced]
 
 
 def _hash_loader(storage: Storage, directory: str, key_field: KeyField, fpp: float) -> HashLoader:
@@ -456,8 +518,12 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
         known = {f for f, _ in refs}
         if not known <= set(names):
             return None  # the directory names a file that is gone
+        # files the directories list without entries hold no data block in scope (a log
+        # compaction replaced theirs, spec/index.md §6.5)
+        quiet = [f for d in index.directories for f in d.files
+                 if f not in known and f in names]
         for name in names:  # log files the directory does not know must hold no data block
-            if name not in known and has_keyed_block(source(name)):
+            if name not in known and name not in quiet and has_keyed_block(source(name)):
                 return None
     except MorlogError:
         return None
@@ -465,6 +531,7 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
         for src in sources.values():
             src.close()
     state = SliceIndexState(scope, loader=loader)
+    state.known_files = list(dict.fromkeys(quiet))
     for f, ref in refs:
         state.add(_SliceBlock(ref, f, None))
     state.entries[index.checkpoint_at].checkpoint = cp_ref

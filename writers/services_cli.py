@@ -19,6 +19,8 @@ from morlog.readers.command import EXIT_OK, add_output_options, emit_for
 from .cleaning import CleanReport, clean
 from .client import MorTable, WriteConfig
 from .compaction import CompactReport, compact
+from .logcompaction import SETTINGS as LOG_COMPACTION_SETTINGS
+from .logcompaction import LogCompactReport, log_compact
 
 
 def _options(pairs: list[str] | None) -> dict[str, str]:
@@ -133,6 +135,55 @@ def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
+def _log_compact_table(args: argparse.Namespace) -> MorTable:
+    """The table with the write options, plus the log compaction settings (which are no
+    write options: ``hoodie.log.compaction.*``, ``hoodie.logfile.data.block.max.size``,
+    ``morlog.log.compaction.max.block.bytes``)."""
+    options = _options(args.option)
+    service = {k: options.pop(k) for k in list(options) if k in LOG_COMPACTION_SETTINGS}
+    config = WriteConfig.from_hoodie_options(options)
+    config.hoodie_options.update(service)
+    return MorTable(args.table, config)
+
+
+def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
+    for instant, why in report.dropped:
+        print(f"dropped pending log compaction {instant}: {why}", file=out)
+    if report.dry_run:
+        if not report.planned:
+            print("nothing to log-compact: no latest file slice has enough small log blocks",
+                  file=out)
+            return
+        for p in report.planned:
+            if p.get("pending"):
+                what = "would be dropped" if p.get("refused") else "would run"
+                print(f"pending log compaction {p['instant']}: {what}", file=out)
+            else:
+                print(f"would log-compact {p['partition'] or '.'}/{p['file_id']}: "
+                      f"{len(p['log_files'])} log file(s), "
+                      f"{int(p['metrics']['TOTAL_LOG_FILES_SIZE'])} log bytes", file=out)
+        print("(dry run: nothing changed)", file=out)
+        return
+    if not report.results:
+        print("nothing to log-compact: no latest file slice has enough small log blocks",
+              file=out)
+        return
+    for r in report.results:
+        replaced = sum(len(g[3]) for g in r.compacted)
+        print(f"log compaction {r.instant}: {len(r.compacted)} file group(s), "
+              f"{replaced} instant(s) replaced by {r.blocks_written} block(s): "
+              f"{r.records_written} records, {r.deletes_written} deletes, "
+              f"{r.bytes_written} bytes in {r.seconds:.2f} s", file=out)
+
+
+def cmd_logcompact(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    with _progress(args, "log-compacting") as progress:
+        report = log_compact(_log_compact_table(args), dry_run=args.dry_run,
+                             progress=progress)
+    emit_for(args, report, _logcompact_text, out, to_json=lambda r: r.as_dict())
+    return EXIT_OK
+
+
 def _common(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("table", metavar="TABLE", help="table path or URI (s3://bucket/table?...)")
     p.add_argument("--dry-run", action="store_true",
@@ -161,6 +212,32 @@ def add_service_commands(sub: Any) -> None:
     )
     _common(p, "compaction")
     p.set_defaults(func=cmd_compact)
+    p = sub.add_parser(
+        "logcompact",
+        help="log-compact file slices: runs of log blocks merged into new indexed blocks",
+        description="Run the log compactions pending on the table's timeline (dropping "
+        "those that may never run, because a compaction came after them), then plan one "
+        "over every latest file slice whose logs hold a run of at least "
+        "hoodie.log.compaction.blocks.threshold (default 5) blocks smaller than "
+        "morlog.log.compaction.max.block.bytes (default 128 MiB), file groups under a "
+        "pending compaction, log compaction or clustering excepted, and run it, holding "
+        "the table's writer lock (RFC-48). Each run's blocks (not the base file) are "
+        "merged with the table's merge rules into new indexed blocks in a new log file of "
+        "the slice, listing the instants they replace in COMPACTED_BLOCK_TIMES: the live "
+        "records (cut at hoodie.logfile.data.block.max.size) and a delete block of the "
+        "keys the run deletes. Their index covers exactly the blocks that still count, so "
+        "deleted and rolled-back keys leave it. The metadata table is kept true in the "
+        "same instant. The timeline holds Hudi's log compaction plan "
+        "(<instant>.logcompaction.requested), .inflight and the completed deltacommit. A "
+        "failed log compaction is undone and its plan left requested: the next run "
+        "executes it again.",
+        epilog="Options: -o hoodie.log.compaction.blocks.threshold=N, "
+        "-o hoodie.logfile.data.block.max.size=BYTES, "
+        "-o morlog.log.compaction.max.block.bytes=BYTES, and Hudi's write options. "
+        "Exit status: 0 ok, 2 error (one line on standard error).",
+    )
+    _common(p, "log compaction")
+    p.set_defaults(func=cmd_logcompact)
 
     p = sub.add_parser(
         "clean",
@@ -185,4 +262,4 @@ def add_service_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_clean)
 
 
-__all__ = ["add_service_commands", "cmd_clean", "cmd_compact"]
+__all__ = ["add_service_commands", "cmd_clean", "cmd_compact", "cmd_logcompact"]

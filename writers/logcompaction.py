@@ -1,0 +1,892 @@
+"""Log compaction (RFC-48, Hudi's minor compaction): a run of log blocks of a file slice
+merged into new indexed blocks that replace them (spec/services.md §3, spec/index.md §6.8).
+
+Three steps, each under the table's writer lock (dead writers rolled back first), as Hudi's
+table service client runs them:
+
+1. **Schedule** (:func:`schedule_log_compaction`): every latest file slice with log files
+   whose file group is under no pending compaction, log compaction or clustering, and whose
+   logs hold a run of at least ``hoodie.log.compaction.blocks.threshold`` (default 5) blocks
+   (data and delete blocks, counted after rollbacks and earlier log compactions, as Hudi's
+   optimized scan counts them), becomes one operation of a ``HoodieCompactionPlan`` written as
+   ``<L>.logcompaction.requested``. The *run* is morlog's size rule (RFC-48 "Disadvantages"):
+   the newest run of consecutive instants none of whose blocks is at least
+   ``morlog.log.compaction.max.block.bytes`` (default: half of
+   ``hoodie.logfile.data.block.max.size``, 128 MiB); larger blocks are left alone, not
+   rewritten again and again. Below that size every block is in the run, as in Hudi.
+2. **Execute** (:func:`run_log_compaction`): ``<L>.logcompaction.inflight``; per operation
+   the run's blocks as of ``L`` (only the planned log files, never the base file) are merged
+   with the table's merge rules, and the slice gets a new log file (table version 8+: named
+   after ``L``; version 6: the next version of the slice's log) holding, all with
+   ``INSTANT_TIME`` = ``L`` and ``COMPACTED_BLOCK_TIMES`` = the run's instants (newest
+   first): for event-time ordering only, a delete block of the natural deletes that a
+   surviving record of the run follows (morlog's merge applies such a delete as a barrier to
+   everything before it); the live records, sorted by key, as indexed data blocks of the
+   table's carrier, cut at ``hoodie.logfile.data.block.max.size``; a delete block of the keys
+   the run deletes (so the copies of the base file and of earlier blocks stay deleted). The
+   new blocks' per-block index is theirs; their cumulative index covers exactly the slice's
+   data blocks that still count (not replaced, not undone) plus the new ones, so deleted and
+   rolled-back keys are gone from it. The metadata table learns the new log file in a delta
+   commit of the same instant (``files``, column statistics of its records; the record index
+   and secondary indexes stay, as for a compaction).
+3. **Complete**: ``<L>.deltacommit`` (layout 2: ``<L>_<done>.deltacommit``) with the commit
+   metadata of a log compaction (``compacted`` true, operation ``LOG_COMPACT``).
+
+A failure while executing deletes what the attempt wrote (its new log files, its
+metadata-table commit) and leaves the plan requested: the next :func:`run_log_compaction`
+(``morlog logcompact``) executes it again. A process that died leaves the instant inflight;
+the next writer or service undoes it the same way (``morlog.writers.commit.rollback_pending``,
+for plans morlog scheduled). A log compaction refuses to run once a compaction (or commit)
+instant later than its own is on the timeline (Hudi's ``logCompact``); :func:`log_compact`
+then drops that plan, which can never run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.delete_content import DeleteRecord, encode_delete_content
+from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.naming import INFLIGHT, LogFileName
+from morlog.logformat.timeline_meta import (
+    COMPACTION_PLAN_SCHEMA,
+    COMPACTION_PLAN_SCHEMA_014,
+    compaction_commit_metadata,
+    compaction_metrics,
+    compaction_operation,
+    compaction_plan,
+    decode_avro_as,
+    write_stat,
+)
+from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
+from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.merge import EVENT_TIME, MergeSpec, merge_slice
+from morlog.readers.slice_blocks import effective_blocks
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import FileSlice, Table
+
+from .client import MorTable
+from .commit import (
+    WRITE_TOKEN,
+    RecordChanges,
+    TimelineWriter,
+    ensure_partition,
+    instant_files,
+    latest_time,
+    new_instant,
+    rollback_pending,
+    timeline_utc,
+)
+from .indexed import IndexedLogWriter, load_slice_state
+from .logwriter import discard_uncommitted
+from .metadata import metadata_hooks
+from .store import WriteStore
+
+LOG_COMPACTION = "logcompaction"
+
+#: Hudi's settings (``HoodieCompactionConfig``, ``HoodieStorageConfig``) and morlog's own
+BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
+INLINE = "hoodie.log.compaction.inline"
+DATA_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
+MAX_BLOCK_BYTES = "morlog.log.compaction.max.block.bytes"
+#: every key :meth:`LogCompactionSettings.of` reads
+SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES)
+#: Hudi's default data block size, 256 MiB (``LOGFILE_DATA_BLOCK_SIZE_MAX_BYTES``)
+DEFAULT_DATA_BLOCK_MAX = 256 * 1024 * 1024
+#: extra metadata entry of the plans morlog schedules (the next writer may undo their dead
+#: attempts; another engine's pending plans are never touched)
+MORLOG_PLAN_KEY = "morlog.writer"
+
+
+@dataclass(frozen=True)
+class LogCompactionSettings:
+    """Log compaction settings from a table's properties and write options."""
+
+    blocks_threshold: int = 5
+    inline: bool = False
+    data_block_max_bytes: int = DEFAULT_DATA_BLOCK_MAX
+    max_block_bytes: int = DEFAULT_DATA_BLOCK_MAX // 2
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> LogCompactionSettings:
+        """From Hudi's option names and ``morlog.log.compaction.max.block.bytes``
+        (``UsageError`` naming a bad value)."""
+        raw = str(options.get(INLINE, "false")).strip().lower()
+        if raw not in ("true", "false"):
+            raise UsageError(f"{INLINE} is true or false", actual=raw)
+
+        def number(key: str, default: int) -> int:
+            value = options.get(key)
+            if value is None or str(value).strip() == "":
+                return default
+            try:
+                v = int(str(value).strip())
+            except ValueError:
+                raise UsageError(f"{key} is a whole number", actual=value) from None
+            if v < 1:
+                raise UsageError(f"{key} is at least 1", actual=value)
+            return v
+
+        block_max = number(DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX)
+        return cls(blocks_threshold=number(BLOCKS_THRESHOLD, 5), inline=raw == "true",
+                   data_block_max_bytes=block_max,
+                   max_block_bytes=number(MAX_BLOCK_BYTES, max(1, block_max // 2)))
+
+
+def settings_of(mt: MorTable) -> LogCompactionSettings:
+    return LogCompactionSettings.of({**mt.props, **mt.config.hoodie_options})
+
+
+# --- the write client's parts a service needs -------------------------------------------------
+
+
+class _Locked:
+    """The table's writer lock, dead writers rolled back first (as a writer does; dead log
+    compactions undone too, ``rollback_pending``); the table as it is then."""
+
+    def __init__(self, mt: MorTable) -> None:
+        self.mt = mt
+        self.lock: Any = None
+
+    def __enter__(self) -> Table:
+        mt = self.mt
+        self.lock = mt.store.lock(mt.path)
+        try:
+            rollback_pending(mt.store, mt.location, mode=mt.mode, fsync=mt.config.fsync,
+                             hooks=metadata_hooks(mt.store, mt.location, mt.metadata_plan,
+                                                  fsync=mt.config.fsync))
+            return mt.table()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _locked(mt: MorTable) -> _Locked:
+    return _Locked(mt)
+
+
+def _threads(mt: MorTable) -> int:
+    """File groups processed at once: ``morlog.write.threads``, else the cores (at most 4)."""
+    import os
+
+    if mt.config.write_threads is not None:
+        return max(1, mt.config.write_threads)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+_J = TypeVar("_J")
+_R = TypeVar("_R")
+
+
+def _run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
+    """``fn`` of every job, in job order, on up to ``threads`` threads; the first failure is
+    raised once the running jobs ended (the others are cancelled)."""
+    if threads <= 1 or len(jobs) <= 1:
+        return [fn(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=min(threads, len(jobs)),
+                            thread_name_prefix="morlog-logcompact") as pool:
+        futures = [pool.submit(fn, j) for j in jobs]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            raise
+
+
+def _key_field(mt: MorTable) -> KeyField:
+    """How the table's blocks are keyed: the meta column, or the key fields."""
+    return RECORD_KEY_FIELD if mt.populate_meta_fields else VirtualKeys(mt.key_fields)
+
+
+def _commit_schema(mt: MorTable) -> str:
+    """The schema a commit records: the data fields, as the table's writers record it."""
+    return json.dumps({**mt.avro_schema, "fields": [
+        f for f in mt.avro_schema["fields"] if f["name"] not in META_FIELDS]},
+        separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class _Operation:
+    """One operation of a plan, its names checked to stay inside the table."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+
+    @classmethod
+    def of(cls, op: Mapping[str, Any], table: Table) -> _Operation:
+        from morlog.readers.containment import check_file_name
+
+        part = str(op.get("partitionPath") or "")
+        table.slice_dir(part)
+        logs = [str(n).rsplit("/", 1)[-1] for n in op.get("deltaFilePaths") or []]
+        for n in logs:
+            check_file_name(n)
+        fid = str(op.get("fileId") or "")
+        check_file_name(fid)
+        base = op.get("dataFilePath")
+        if base:
+            check_file_name(str(base).rsplit("/", 1)[-1])
+        return cls(part, fid, str(op.get("baseInstantTime") or ""),
+                   str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
+
+
+@dataclass
+class LogCompactionResult:
+    """What one log compaction did."""
+
+    instant: str
+    #: per file group: (partition, file id, new log files, instants replaced)
+    compacted: list[tuple[str, str, list[str], list[str]]] = field(default_factory=list)
+    records_written: int = 0
+    deletes_written: int = 0
+    blocks_written: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"instant": self.instant, "records_written": self.records_written,
+                "deletes_written": self.deletes_written,
+                "blocks_written": self.blocks_written, "bytes_written": self.bytes_written,
+                "seconds": round(self.seconds, 3),
+                "file_groups": [{"partition": p, "file_id": f, "log_files": n,
+                                 "replaced_instants": r}
+                                for p, f, n, r in self.compacted]}
+
+
+# --- which blocks: the run --------------------------------------------------------------------
+
+
+def _by_instant(blocks: Sequence[LogBlock]) -> list[tuple[str, list[LogBlock]]]:
+    """The blocks grouped by instant, in the order a reader applies them."""
+    order: dict[str, list[LogBlock]] = {}
+    for b in blocks:
+        order.setdefault(b.instant or "", []).append(b)
+    return list(order.items())
+
+
+def choose_run(blocks: Sequence[LogBlock], settings: LogCompactionSettings
+               ) -> list[tuple[str, list[LogBlock]]]:
+    """The instants (with their blocks, in reading order) a log compaction merges: the
+    newest run of consecutive instants without a block of ``max_block_bytes`` or more that
+    holds at least ``blocks_threshold`` blocks; [] when there is none."""
+    runs: list[list[tuple[str, list[LogBlock]]]] = [[]]
+    for inst, bs in _by_instant(blocks):
+        if any(b.size >= settings.max_block_bytes for b in bs):
+            runs.append([])  # a large instant stays as it is and splits the runs
+        else:
+            runs[-1].append((inst, bs))
+    for run in reversed(runs):
+        if sum(len(bs) for _, bs in run) >= settings.blocks_threshold:
+            return run
+    return []
+
+
+class _SliceLogs:
+    """The blocks of a file slice's log files (framing read, content on demand)."""
+
+    def __init__(self, table: Table, partition: str, names: Sequence[str]) -> None:
+        self.directory = table.slice_dir(partition)
+        st = table.storage
+        self.readers = []
+        self.blocks: list[LogBlock] = []
+        self.file_of: dict[int, str] = {}
+        try:
+            for name in names:
+                r = LogFileReader(st.source(st.join(self.directory, name)))
+                self.readers.append(r)
+                for b in r.blocks():
+                    self.file_of[id(b)] = name
+                    self.blocks.append(b)
+        except BaseException:
+            self.close()
+            raise
+
+    def of_files(self, names: Sequence[str]) -> list[LogBlock]:
+        wanted = set(names)
+        return [b for b in self.blocks if self.file_of[id(b)] in wanted]
+
+    def close(self) -> None:
+        for r in self.readers:
+            r.close()
+
+    def __enter__(self) -> _SliceLogs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _slice_run(table: Table, s: FileSlice, settings: LogCompactionSettings,
+               as_of: str | None = None) -> list[tuple[str, list[LogBlock]]]:
+    with _SliceLogs(table, s.partition, s.log_files) as logs:
+        blocks = effective_blocks(logs.blocks, table.timeline, table.merge_spec(as_of))
+        return choose_run(blocks, settings)
+
+
+# --- scheduling --------------------------------------------------------------------------------
+
+
+def plan_log_compaction(mt: MorTable, table: Table | None = None,
+                        settings: LogCompactionSettings | None = None
+                        ) -> list[dict[str, Any]]:
+    """The operations a new plan would hold now: one ``HoodieCompactionOperation`` per
+    eligible latest slice (see the module docstring), in the order of the file slices."""
+    table = table or mt.table()
+    settings = settings or settings_of(mt)
+    pending = table.timeline.pending_services()
+    busy = set(pending.compaction) | set(pending.clustering) | set(pending.log_compaction)
+    ops: list[dict[str, Any]] = []
+    sizes_by_part: dict[str, dict[str, int]] = {}
+    for s in table.file_slices():
+        if not s.log_files or (s.partition, s.file_id) in busy:
+            continue
+        if not _slice_run(table, s, settings):
+            continue
+        sizes = sizes_by_part.get(s.partition)
+        if sizes is None:
+            sizes = sizes_by_part[s.partition] = mt.store.storage.sizes(
+                mt.partition_path(s.partition))
+        logs = sorted(s.log_files, key=lambda n: LogFileName.sort_key(LogFileName.parse(n)))
+        metrics = compaction_metrics([sizes.get(n, 0) for n in logs],
+                                     sizes.get(s.base_file) if s.base_file else None,
+                                     mt.config.max_file_size)
+        ops.append(compaction_operation(s.partition, s.file_id, s.base_instant, logs,
+                                        s.base_file, metrics=metrics))
+    return ops
+
+
+def schedule_log_compaction(mt: MorTable) -> str | None:
+    """Write a log compaction plan over every eligible slice; its instant, or None when no
+    slice is eligible."""
+    settings = settings_of(mt)
+    with _locked(mt) as table:
+        ops = plan_log_compaction(mt, table, settings)
+        if not ops:
+            return None
+        utc = timeline_utc(table.config.props)
+        instant = new_instant(latest_time(table), utc=utc)
+        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
+                                fsync=mt.config.fsync, utc=utc)
+        writer.write(instant, "requested", compaction_plan(
+            ops, log_compaction=True, extra_metadata={MORLOG_PLAN_KEY: "1"}), LOG_COMPACTION)
+        return instant
+
+
+def pending_log_compactions(table: Table) -> list[str]:
+    """Instants of the log compactions requested or inflight, oldest first."""
+    return sorted(i.requested for i in table.timeline.pending()
+                  if i.action == LOG_COMPACTION)
+
+
+def read_plan(store: WriteStore, location: TableLocation, table: Table, instant: str
+              ) -> dict[str, Any]:
+    writer = TimelineWriter(store, location, layout=table.timeline.layout)
+    path = writer.path(instant, "requested", LOG_COMPACTION)
+    if not store.exists(path):
+        raise UsageError("no log compaction plan of this instant", path=path)
+    schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
+    plan = decode_avro_as(store.read(path), schema, path)
+    if not isinstance(plan.get("operations"), list):
+        raise UsageError("the log compaction plan has no operations", path=path)
+    return plan
+
+
+def refusal(table: Table, instant: str) -> str | None:
+    """Why the log compaction ``instant`` may not run (None: it may): a compaction or commit
+    instant later than it is on the timeline (``BaseHoodieTableServiceClient.logCompact``:
+    "Cannot log compact since a compaction instant with greater timestamp exists")."""
+    later = [i for i in table.timeline.instants
+             if i.action in ("commit", "compaction") and i.requested > instant]
+    if not later:
+        return None
+    first = later[0]
+    return (f"log compaction {instant} refuses to run: {first.action} {first.requested} is "
+            "later (Hudi: \"Cannot log compact since a compaction instant with greater "
+            "timestamp exists\")")
+
+
+# --- executing ---------------------------------------------------------------------------------
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+def run_log_compaction(mt: MorTable, instant: str, *,
+                       progress: ProgressFn | None = None) -> LogCompactionResult:
+    """Execute the log compaction planned at ``instant`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    with _locked(mt) as table:
+        inst = table.timeline.get(instant)
+        if inst is None or inst.action != LOG_COMPACTION or inst.is_completed:
+            raise UsageError("no pending log compaction at this instant", actual=instant,
+                             path=mt.uri)
+        why = refusal(table, instant)
+        if why is not None:
+            raise UsageError(why, path=mt.uri)
+        plan = read_plan(mt.store, mt.location, table, instant)
+        utc = timeline_utc(table.config.props)
+        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
+                                fsync=mt.config.fsync, utc=utc)
+        hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
+        ops = [_Operation.of(op, table) for op in plan["operations"]]
+        if inst.state == INFLIGHT:  # a dead attempt's leftovers
+            undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
+        writer.write(instant, "inflight", None, LOG_COMPACTION)
+        result = LogCompactionResult(instant)
+        settings = settings_of(mt)
+        try:
+            done = [0]
+
+            def run(op: _Operation) -> _Outcome:
+                out = _log_compact_one(mt, table, instant, op, settings)
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], len(ops))
+                return out
+
+            stats: dict[str, list[dict[str, Any]]] = {}
+            for out in _run_all(run, ops, _threads(mt)):
+                if not out.files:
+                    continue
+                result.compacted.append((out.op.partition, out.op.file_id,
+                                         [n for n, _ in out.files], out.replaced))
+                stats.setdefault(out.op.partition, []).extend(out.stats)
+                result.records_written += out.records
+                result.deletes_written += out.deletes
+                result.blocks_written += out.blocks
+                result.bytes_written += sum(size for _, size in out.files)
+            if hooks is not None:
+                written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
+                               for s in ss} for p, ss in stats.items()}
+                hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
+            writer.write(instant, "completed", compaction_commit_metadata(
+                             stats, _commit_schema(mt), log_compaction=True),
+                         "deltacommit")
+        except Exception as exc:
+            try:
+                undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
+            except Exception as undo_exc:
+                raise WriteError(f"log compaction {instant} failed ({exc}) and so did undoing "
+                                 f"its attempt ({undo_exc}): it stays inflight; the next "
+                                 "writer or 'morlog logcompact' undoes it", path=mt.uri
+                                 ) from exc
+            if isinstance(exc, MorlogError):
+                raise
+            raise WriteError(f"log compaction {instant} failed and was undone (its plan stays "
+                             f"requested): {type(exc).__name__}: {exc}", path=mt.uri) from exc
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+@dataclass
+class _Outcome:
+    op: _Operation
+    #: (new log file name, its size)
+    files: list[tuple[str, int]] = field(default_factory=list)
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    records: int = 0
+    deletes: int = 0
+    blocks: int = 0
+
+
+def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
+                     settings: LogCompactionSettings) -> _Outcome:
+    """Merge the run of one planned slice into new blocks in a new log file of the slice."""
+    out = _Outcome(op)
+    current = next((s for s in table.file_slices(partition=op.partition)
+                    if s.file_id == op.file_id), None)
+    names = list(current.log_files) if current is not None else list(op.log_files)
+    names += [n for n in op.log_files if n not in names]
+    with _SliceLogs(table, op.partition, names) as logs:
+        planned = effective_blocks(logs.of_files(op.log_files), table.timeline,
+                                   table.merge_spec(instant))
+        run = choose_run(planned, settings)
+        if not run:
+            return out
+        run_instants = [inst for inst, _ in run]
+        run_blocks = [b for _, bs in run for b in bs]
+        merged = merge_log_records(run_blocks, table.merge_spec(instant))
+        # the blocks the new cumulative index covers besides the new ones: every data block
+        # of the slice that counts now and is not replaced (spec/index.md §6.8)
+        now = effective_blocks(logs.blocks, table.timeline, table.merge_spec(None))
+        replaced = set(run_instants)
+        keep = {(logs.file_of[id(b)], b.offset) for b in now
+                if b.block_type.is_keyed and (b.instant or "") not in replaced}
+    base = current.base_instant if current is not None else op.base_instant
+    out.replaced = list(reversed(run_instants))  # newest first, as Hudi lists them
+    header = {HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(out.replaced)}
+    directory = ensure_partition(mt.store, mt.location, op.partition, fsync=mt.config.fsync)
+    state = load_slice_state(directory, [LogFileName.parse(n) for n in names], scope=base,
+                             key_field=_key_field(mt), storage=mt.store.storage,
+                             keep=lambda f, off: (f, off) in keep)
+    name_instant = instant if mt.version >= 8 else base
+    w = IndexedLogWriter(directory, op.file_id, name_instant, write_token=WRITE_TOKEN,
+                         mode="rollover", key_field=_key_field(mt), fsync=mt.config.fsync,
+                         store=mt.store, scope=base, state=state)
+    written: dict[str, int] = {}
+
+    def wrote(r: Any) -> None:
+        written[str(r.name)] = 0
+        out.blocks += len(r.blocks)
+        if mt.store.can_append:
+            w.log.mode = "append"  # the next blocks follow in the same new file
+
+    schema = mt.avro_schema
+    for part in _by_ordering_kind(merged.barriers):
+        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
+                              extra_header=header))
+    records = merged.records
+    if records.num_rows:
+        records = _conform(records, mt.arrow_schema)
+        keys = key_array(records, table.key_field)
+        order = pc.sort_indices(keys.cast(pa.binary()))
+        records, keys = records.take(order), keys.take(order)
+        per_block = _rows_per_block(records, settings.data_block_max_bytes)
+        vkeys_needed = not mt.populate_meta_fields
+        for start in range(0, records.num_rows, per_block):
+            chunk = records.slice(start, per_block)
+            vkeys = keys.slice(start, per_block) if vkeys_needed else None
+            if mt.config.carrier == "parquet":
+                r = w.append_parquet(chunk, instant, schema=schema,
+                                     compression=mt.log_parquet_codec, keys=vkeys,
+                                     extra_header=header)
+            else:
+                r = w.append_avro_arrow(chunk, schema, instant, extra_header=header,
+                                        keys=vkeys)
+            wrote(r)
+        out.records = records.num_rows
+    for part in _by_ordering_kind(merged.deletes):
+        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
+                              extra_header=header))
+    out.deletes = len(merged.deletes)
+    sizes = mt.store.storage.sizes(mt.partition_path(op.partition))
+    plan_log_size = sum(sizes.get(n, 0) for n in op.log_files)
+    for name in written:
+        size = sizes.get(name, 0)
+        out.files.append((name, size))
+        rel = f"{op.partition}/{name}" if op.partition else name
+        ln = LogFileName.parse(name)
+        stat = write_stat(op.partition, op.file_id, rel, prev_commit=base,
+                          num_writes=out.records, num_update_writes=out.records,
+                          num_deletes=out.deletes, file_size=size, log_files=[name],
+                          base_file=op.base_file or "")
+        stat.update(logVersion=ln.version, logOffset=0, totalLogFilesCompacted=len(
+            op.log_files), totalLogSizeCompacted=plan_log_size,
+            totalLogBlocks=len(run_blocks), totalLogRecords=merged.read,
+            totalRollbackBlocks=0)
+        out.stats.append(stat)
+    return out
+
+
+def _by_ordering_kind(records: Sequence[DeleteRecord]) -> list[list[DeleteRecord]]:
+    """Delete records split into one block per ordering value kind (none, natural ``int``,
+    ``long``...), in the order the kinds first appear: hudi-rs 0.5 refuses a delete block
+    whose records mix union branches ("Delete block mixes ordering types"); Hudi reads
+    either. Each key is in one block only, so the order of the blocks does not matter."""
+    parts: dict[str, list[DeleteRecord]] = {}
+    for r in records:  # per deleted key
+        ov = r.ordering_value
+        parts.setdefault("" if ov is None else ov.kind, []).append(r)
+    return list(parts.values())
+
+
+def _rows_per_block(records: pa.Table, max_bytes: int) -> int:
+    """Rows per data block so that a block's records take about ``max_bytes`` in memory
+    (Hudi's ``HoodieAppendHandle`` cuts at ``hoodie.logfile.data.block.max.size`` over its
+    estimated record size; morlog estimates by the records' Arrow size)."""
+    avg = max(1, int(records.nbytes) // max(1, int(records.num_rows)))
+    return int(max(1, max_bytes // avg))
+
+
+def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The merged records in the table's write schema (meta fields kept as they are: Hudi's
+    log compaction preserves them)."""
+    cols = []
+    for f in schema:
+        if f.name in rows.column_names:
+            col = rows.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(rows.num_rows, f.type))
+    return pa.table(cols, schema=schema)
+
+
+# --- the log-only merge ------------------------------------------------------------------------
+
+
+@dataclass
+class MergedLogs:
+    """What a run of blocks amounts to: the records that survive (the reader's merge of the
+    blocks alone), the delete of every key the run deletes, and (event-time ordering) the
+    natural deletes that must still precede surviving records."""
+
+    records: pa.Table
+    deletes: list[DeleteRecord]
+    barriers: list[DeleteRecord]
+    #: records and delete records read
+    read: int = 0
+
+
+def merge_log_records(blocks: Sequence[LogBlock], spec: MergeSpec) -> MergedLogs:
+    """Merge ``blocks`` (in reading order) without a base file, so that a reader applying the
+    result instead of the blocks, after anything else, reads the same (spec/services.md
+    §3.5):
+
+    - commit-time ordering: a surviving record is the key's last write; a deleted key gets
+      its last delete record;
+    - event-time ordering: the greatest ordering value wins (the later on ties). A delete
+      with the natural ordering value removes everything before it (base file included):
+      a deleted key whose run holds one gets that natural delete, else its winning delete
+      (which keeps its ordering value and competes with earlier copies as before); a
+      surviving record after a natural delete gets that delete too, in a block before the
+      records.
+    """
+    data = [b for b in blocks if b.block_type != BlockType.DELETE]
+    records = merge_slice(None, list(blocks), spec) if data else pa.table({})
+    read = sum(int(b.record_count() or 0) for b in data)
+    recs: list[DeleteRecord] = []
+    for b in blocks:
+        if b.block_type == BlockType.DELETE:
+            recs.extend(r for r in b.delete_records() if r.record_key is not None)
+    read += len(recs)
+    if not recs:
+        return MergedLogs(records, [], [], read)
+    n = len(recs)
+    keys = pa.array([r.record_key for r in recs], pa.string())  # per delete record, as merge
+    live = (key_array(records, spec.key_field) if records.num_rows
+            else pa.array([], pa.string()))
+    is_live = pc.is_in(keys, value_set=live).to_numpy(zero_copy_only=False)
+    seq = np.arange(n, dtype=np.int64)
+    event = spec.merge_mode == EVENT_TIME and bool(spec.orderings)
+    if not event:
+        pick = _last_per_key(keys, seq, ~is_live)
+        return MergedLogs(records, [recs[i] for i in _by_key(keys, pick)], [], read)
+    natural = np.array([_is_natural(r) for r in recs], dtype=bool)
+    barrier_keys = pc.unique(keys.filter(pa.array(natural)))
+    has_barrier = pc.is_in(keys, value_set=barrier_keys).to_numpy(zero_copy_only=False)
+    # keys with a barrier: its last natural delete (alone for a deleted key, before the
+    # record for a surviving one)
+    last_natural = _last_per_key(keys, seq, natural)
+    nat_live = last_natural[is_live[last_natural]]
+    nat_dead = last_natural[~is_live[last_natural]]
+    # deleted keys without a barrier: the delete with the greatest ordering value
+    plain = ~is_live & ~has_barrier
+    best = _max_ordering_per_key(recs, keys, seq, plain, len(spec.orderings) > 1)
+    deletes = _by_key(keys, np.concatenate([nat_dead, best]))
+    return MergedLogs(records, [recs[i] for i in deletes],
+                      [recs[i] for i in _by_key(keys, nat_live)], read)
+
+
+def _by_key(keys: pa.Array, idx: np.ndarray) -> list[int]:
+    """``idx`` ordered by the keys at those positions (UTF-8 bytes)."""
+    if len(idx) == 0:
+        return []
+    order = pc.sort_indices(keys.take(pa.array(idx)).cast(pa.binary())).to_numpy()
+    return [int(i) for i in np.asarray(idx)[order]]
+
+
+def _is_natural(r: DeleteRecord) -> bool:
+    ov = r.ordering_value
+    return ov is None or (ov.kind == "int" and ov.value == 0)
+
+
+def _last_per_key(keys: pa.Array, seq: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Positions of the last entry (greatest ``seq``) of each key among ``mask``."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return idx.astype(np.int64)
+    t = pa.table({"k": keys.take(pa.array(idx)), "i": pa.array(seq[idx])})
+    g = t.group_by("k", use_threads=False).aggregate([("i", "max")])
+    return np.sort(g.column("i_max").to_numpy()).astype(np.int64)
+
+
+def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.ndarray,
+                          mask: np.ndarray, several: bool) -> np.ndarray:
+    """Positions of the delete with the greatest ordering value (the later on ties) of each
+    key among ``mask``; several ordering fields compare as a tuple."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return idx.astype(np.int64)
+    width = 1
+    values: list[list[Any]] = []
+    for i in idx.tolist():
+        ov = recs[i].ordering_value
+        v = None if ov is None else ov.value
+        if several:
+            items = v if isinstance(v, tuple) else (v,)
+            row = [getattr(x, "value", x) for x in items]
+        else:
+            row = [v]
+        width = max(width, len(row))
+        values.append(row)
+    cols: dict[str, Any] = {"k": keys.take(pa.array(idx))}
+    try:
+        for j in range(width):
+            cols[f"o{j}"] = pa.array([r[j] if j < len(r) else None for r in values])
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # ordering values that make no column: the reader compares them as nulls, so the
+        # later delete wins (``merge._ordering_array``)
+        return _last_per_key(keys, seq, mask)
+    cols["i"] = pa.array(seq[idx])
+    t = pa.table(cols)
+    sort = ([("k", "ascending", "at_start")]
+            + [(f"o{j}", "ascending", "at_start") for j in range(width)]
+            + [("i", "ascending", "at_start")])
+    t = t.take(pc.sort_indices(t, sort_keys=sort))
+    k = t.column("k")
+    last = np.ones(t.num_rows, dtype=bool)
+    if t.num_rows > 1:
+        last[:-1] = ~pc.equal(k.slice(0, t.num_rows - 1), k.slice(1)).to_numpy(
+            zero_copy_only=False)
+    return np.sort(t.column("i").to_numpy()[last]).astype(np.int64)
+
+
+# --- undoing an attempt ------------------------------------------------------------------------
+
+
+def undo_attempt(store: WriteStore, location: TableLocation, table: Table,
+                 writer: TimelineWriter, hooks: Any, instant: str,
+                 ops: Sequence[_Operation]) -> None:
+    """Remove what an attempt at log compaction ``instant`` wrote: its log files in the
+    planned file groups (version 8+: those named after ``instant``; version 6: the slice's
+    log files holding only its blocks), its metadata-table commit; the instant goes back to
+    requested."""
+    if hooks is not None and hasattr(hooks, "mdt"):
+        hooks.mdt.roll_back(instant, None)
+    for op in ops:
+        d = location.partition_path(op.partition)
+        if table.version >= 8:
+            for n in instant_files(store, d, instant, op.file_id):
+                if LogFileName.matches(n):
+                    store.delete(store.join(d, n))
+        else:
+            discard_uncommitted(d, op.file_id, op.base_instant, instant, store)
+    store.delete(writer.path(instant, "inflight", LOG_COMPACTION))
+
+
+def undo_dead_log_compactions(store: WriteStore, location: TableLocation, table: Table,
+                              writer: TimelineWriter, hooks: Any) -> list[str]:
+    """Called by every writer holding the table's lock (``rollback_pending``): the log
+    compactions that morlog scheduled and a dead process left inflight go back to
+    requested, what they wrote removed (their new blocks would otherwise stand in the
+    slice's logs with an index that no longer covers the blocks they were to replace).
+    Another engine's pending log compactions are left alone. Their instants."""
+    out = []
+    for inst in table.timeline.pending():
+        if inst.action != LOG_COMPACTION or inst.state != INFLIGHT:
+            continue
+        try:
+            plan = read_plan(store, location, table, inst.requested)
+        except MorlogError:
+            continue
+        if (plan.get("extraMetadata") or {}).get(MORLOG_PLAN_KEY) != "1":
+            continue
+        ops = [_Operation.of(op, table) for op in plan["operations"]]
+        undo_attempt(store, location, table, writer, hooks, inst.requested, ops)
+        out.append(inst.requested)
+    return out
+
+
+def discard_log_compaction(mt: MorTable, instant: str) -> None:
+    """Drop a pending log compaction that may never run (:func:`refusal`): what an attempt
+    wrote is removed, then its plan (Hudi deletes a log compaction's instant files when it
+    rolls one back: log compaction plans are "mutable plans")."""
+    with _locked(mt) as table:
+        inst = table.timeline.get(instant)
+        if inst is None or inst.action != LOG_COMPACTION or inst.is_completed:
+            raise UsageError("no pending log compaction at this instant", actual=instant,
+                             path=mt.uri)
+        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
+                                fsync=mt.config.fsync)
+        if inst.state == INFLIGHT:
+            plan = read_plan(mt.store, mt.location, table, instant)
+            ops = [_Operation.of(op, table) for op in plan["operations"]]
+            hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan,
+                                   fsync=mt.config.fsync)
+            undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
+        mt.store.delete(writer.path(instant, "requested", LOG_COMPACTION))
+
+
+# --- the whole service -------------------------------------------------------------------------
+
+
+@dataclass
+class LogCompactReport:
+    """What :func:`log_compact` planned and ran."""
+
+    planned: list[dict[str, Any]] = field(default_factory=list)
+    results: list[LogCompactionResult] = field(default_factory=list)
+    #: pending plans dropped because they may never run (instant, why)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "planned": self.planned,
+                "dropped": [{"instant": i, "reason": r} for i, r in self.dropped],
+                "log_compactions": [r.as_dict() for r in self.results]}
+
+
+def log_compact(mt: MorTable, *, dry_run: bool = False,
+                progress: ProgressFn | None = None) -> LogCompactReport:
+    """Run the log compactions pending (dropping those that may never run), then plan one
+    over every eligible slice and run it. ``dry_run``: only report what would run."""
+    report = LogCompactReport(dry_run=dry_run)
+    table = mt.table()
+    if dry_run:
+        for i in pending_log_compactions(table):
+            why = refusal(table, i)
+            report.planned.append({"instant": i, "pending": True, "refused": why})
+        report.planned += [
+            {"partition": op["partitionPath"], "file_id": op["fileId"],
+             "base_file": op["dataFilePath"], "log_files": op["deltaFilePaths"],
+             "metrics": op["metrics"]} for op in plan_log_compaction(mt, table)]
+        return report
+    for pending in pending_log_compactions(table):
+        why = refusal(mt.table(), pending)
+        if why is not None:
+            discard_log_compaction(mt, pending)
+            report.dropped.append((pending, why))
+            continue
+        report.results.append(run_log_compaction(mt, pending, progress=progress))
+    instant = schedule_log_compaction(mt)
+    if instant is not None:
+        plan = read_plan(mt.store, mt.location, mt.table(), instant)
+        report.planned = list(plan["operations"])
+        report.results.append(run_log_compaction(mt, instant, progress=progress))
+    return report
+
+
+def inline_log_compaction(mt: MorTable) -> LogCompactReport | None:
+    """After a write: Hudi's inline log compaction (``hoodie.log.compaction.inline``:
+    pending log compactions first, then schedule and run one; ``BaseHoodieTableServiceClient
+    .inlineLogCompact``); None when it is off."""
+    if not settings_of(mt).inline:
+        return None
+    return log_compact(mt)
+
+
+__all__ = ["LOG_COMPACTION", "LogCompactReport", "LogCompactionResult",
+           "LogCompactionSettings", "MergedLogs", "choose_run", "discard_log_compaction",
+           "inline_log_compaction", "log_compact", "merge_log_records",
+           "pending_log_compactions", "plan_log_compaction", "refusal", "run_log_compaction",
+           "schedule_log_compaction", "undo_attempt", "undo_dead_log_compactions"]
