@@ -67,6 +67,8 @@ SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
                     ("v", pa.int64())])
 PARTS = "abc"
 RETAIN_1 = {"hoodie.clean.commits.retained": "1"}
+#: the tests clean when they say so (writes clean automatically by default, as in Hudi)
+NO_AUTO_CLEAN = {"hoodie.clean.automatic": "false"}
 
 
 def _batch(rows: list[tuple[int, int, int]]) -> pa.Table:
@@ -83,7 +85,8 @@ def build(root: Path, version: int, *, new_groups: str = "base") -> MorTable:
     groups replaced), more commits."""
     t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
                         ordering_field="ts", table_version=version,
-                        config=WriteConfig(fsync=False, new_groups=new_groups))  # type: ignore[arg-type]
+                        config=WriteConfig(fsync=False, new_groups=new_groups,  # type: ignore[arg-type]
+                                           hoodie_options=NO_AUTO_CLEAN))
     t.upsert(_batch([(k, 1, k) for k in range(9)]))
     t.upsert(_batch([(0, 2, 10), (1, 2, 11), (2, 2, 12)]))
     compact(t)
@@ -320,7 +323,8 @@ def test_keep_latest_by_hours_retains_the_commits_of_the_last_hours(
 def test_default_settings_keep_ten_commits(tmp_path: Path) -> None:
     small = tmp_path / "small"
     t = MorTable.create(str(small), SCHEMA, key_field="id", partition_field="p",
-                        ordering_field="ts", table_version=9, config=WriteConfig(fsync=False))
+                        ordering_field="ts", table_version=9,
+                        config=WriteConfig(fsync=False, hoodie_options=NO_AUTO_CLEAN))
     for i in range(4):
         t.upsert(_batch([(0, i, i)]))
     compact(t)
@@ -363,7 +367,8 @@ def test_random_histories_keep_every_retained_instant(
     root = tmp_path_factory.mktemp("h") / "t"
     t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
                         ordering_field="ts", table_version=version,
-                        config=WriteConfig(fsync=False, new_groups=new_groups))  # type: ignore[arg-type]
+                        config=WriteConfig(fsync=False, new_groups=new_groups,  # type: ignore[arg-type]
+                                           hoodie_options=NO_AUTO_CLEAN))
     t.upsert(_batch([(k, 0, k) for k in range(9)]))
     for n, op in enumerate(ops, 1):
         if op[0] == "upsert":
@@ -790,18 +795,20 @@ def test_settings_take_hudis_names_old_and_new() -> None:
 def test_inline_clean_follows_the_trigger(tmp_path: Path) -> None:
     root = tmp_path / "t"
     opts = {"hoodie.clean.commits.retained": "1", "hoodie.clean.max.commits": "3"}
-    t = build(root, 9)
+    build(root, 9)
+    # the writer does not clean by itself here; ``t`` runs the inline clean it would run
+    w = MorTable(str(root), WriteConfig(fsync=False, hoodie_options=NO_AUTO_CLEAN))
     t = MorTable(str(root), WriteConfig(fsync=False, hoodie_options=opts))
     report = inline_clean(t)
     assert report is not None and len(report.results) == 1  # no clean yet: all commits count
-    compact(t)
-    t.upsert(_batch([(0, 40, 1)]))
+    compact(w)
+    w.upsert(_batch([(0, 40, 1)]))
     # two commits since the last clean: something to clean, but below the trigger
     assert plan_clean(t) is not None
     before = _tree(root)
     report = inline_clean(t)
     assert report is not None and report.results == [] and _tree(root) == before
-    t.upsert(_batch([(0, 41, 1)]))
+    w.upsert(_batch([(0, 41, 1)]))
     report = inline_clean(t)
     assert report is not None and len(report.results) == 1 and report.results[0].deleted
     off = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={
@@ -887,3 +894,30 @@ def test_a_clean_on_spark_deletes_what_the_local_clean_deletes(tmp_path: Path,
     assert _rows(Table(str(root)).read()) == _rows(Table(str(copy)).read())
     assert Table(str(root)).timeline.pending() == []
     check_files_partition(root)
+
+
+def test_writes_clean_automatically_by_default(tmp_path: Path) -> None:
+    """hoodie.clean.automatic (Hudi's default true): after a write, the slices no retained
+    instant needs are cleaned, as a clean run by hand would; false leaves them."""
+    root, manual = tmp_path / "auto", tmp_path / "manual"
+    for path, options in ((root, {}), (manual, NO_AUTO_CLEAN)):
+        t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="p",
+                            ordering_field="ts",
+                            config=WriteConfig(fsync=False, hoodie_options={
+                                **options, "hoodie.clean.commits.retained": "2"}))
+        t.upsert(_batch([(k, 1, k) for k in range(4)]))
+        for i in range(3):  # three new slices of k0's file group
+            t.upsert(_batch([(0, 2 + i, 10 + i)]))
+            compact(t)
+        t.upsert(_batch([(1, 9, 11)]))
+    assert [i.action for i in Table(str(root)).timeline.completed(frozenset({"clean"}))]
+    assert not Table(str(manual)).timeline.completed(frozenset({"clean"}))
+    before = len(_listing(manual))
+    clean(MorTable(str(manual)), options={"hoodie.clean.commits.retained": "2"})
+    # the same files gone (the names differ: file ids and instants are the tables' own)
+    assert len(_listing(manual)) < before
+    assert len(_listing(root)) == len(_listing(manual))
+    assert {k: {c: v for c, v in r.items() if not c.startswith("_hoodie")}
+            for k, r in _rows(Table(str(root)).read()).items()} == {
+        k: {c: v for c, v in r.items() if not c.startswith("_hoodie")}
+        for k, r in _rows(Table(str(manual)).read()).items()}
