@@ -379,13 +379,17 @@ class MorTable:
     def table_services(self) -> None:
         """What Hudi runs inline after a write: compaction when configured
         (``hoodie.compact.inline`` / ``hoodie.compact.schedule.inline``,
-        ``morlog.writers.compaction``), then the automatic clean (``hoodie.clean.automatic``,
+        ``morlog.writers.compaction``), log compaction when configured
+        (``hoodie.log.compaction.inline``, ``morlog.writers.logcompaction``), then the
+        automatic clean (``hoodie.clean.automatic``,
         on by default as in Hudi: ``BaseHoodieWriteClient.autoCleanOnCommit``;
         ``morlog.writers.cleaning``), each under the writer lock."""
         from .cleaning import inline_clean
         from .compaction import inline_compaction
+        from .logcompaction import inline_log_compaction
 
         inline_compaction(self)
+        inline_log_compaction(self)
         inline_clean(self)
 
     def validate(self, table: pa.Table, operation: str) -> pa.Table:

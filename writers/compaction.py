@@ -83,6 +83,10 @@ TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 LOG_SIZE_THRESHOLD = "hoodie.compaction.logfile.size.threshold"
 TARGET_IO = "hoodie.compaction.target.io"
 STRATEGY = "hoodie.compaction.strategy"
+#: every compaction setting (write options kept in ``WriteConfig.hoodie_options``)
+OPTION_KEYS = frozenset({INLINE, SCHEDULE_INLINE, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS,
+                         TRIGGER_STRATEGY, LOG_SIZE_THRESHOLD, TARGET_IO, STRATEGY})
+BOOLEAN_KEYS = frozenset({INLINE, SCHEDULE_INLINE})
 TRIGGERS = ("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST", "TIME_ELAPSED", "NUM_OR_TIME",
             "NUM_AND_TIME")
 #: the strategies whose rule morlog applies (Hudi's default, and the size-bounded base)

@@ -41,6 +41,10 @@ hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.wri
 each metadata-table partition
 hoodie.write.table.version                      ``hoodie_options``: a new table's version
 hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base files)
+hoodie.compact.*, hoodie.compaction.strategy,   ``hoodie_options``: compaction
+.logfile.size.threshold, .target.io             (``morlog.writers.compaction``)
+hoodie.log.compaction.*, hoodie.logfile.data    ``hoodie_options``: log compaction
+.block.max.size                                 (``morlog.writers.logcompaction``)
 hoodie.clean.* / hoodie.cleaner.* (policy,      ``hoodie_options``: the cleaner
 retained commits/versions/hours, automatic,     (``morlog.writers.cleaning``)
 trigger, incremental mode)
@@ -77,6 +81,10 @@ from .base_file import (
 from .cleaning import BOOLEAN_KEYS as CLEAN_BOOLEANS
 from .cleaning import OPTION_KEYS as CLEAN_OPTIONS
 from .client import URLENCODE_PROPERTY, WRITE_TABLE_VERSION, WriteConfig
+from .compaction import BOOLEAN_KEYS as COMPACTION_BOOLEANS
+from .compaction import OPTION_KEYS as COMPACTION_OPTIONS
+from .logcompaction import INLINE as LOG_COMPACTION_INLINE
+from .logcompaction import SETTINGS as LOG_COMPACTION_OPTIONS
 from .metadata import METADATA_SWITCHES
 
 if TYPE_CHECKING:
@@ -141,8 +149,10 @@ _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 #: options kept in WriteConfig.hoodie_options under their own keys
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
-                   "hoodie.orc.compression.codec", *CLEAN_OPTIONS}
-_BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS}
+                   "hoodie.orc.compression.codec", *CLEAN_OPTIONS, *COMPACTION_OPTIONS,
+                   *LOG_COMPACTION_OPTIONS}
+_BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS,
+                    *COMPACTION_BOOLEANS, LOG_COMPACTION_INLINE}
 _INTS = {"hoodie.parquet.max.file.size": "max_file_size",
          "morlog.max.file.size": "max_file_size",
          "hoodie.parquet.small.file.limit": "small_file_limit",

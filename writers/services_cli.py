@@ -19,7 +19,6 @@ from morlog.readers.command import EXIT_OK, add_output_options, emit_for
 from .cleaning import CleanReport, clean
 from .client import MorTable, WriteConfig
 from .compaction import CompactReport, compact
-from .logcompaction import SETTINGS as LOG_COMPACTION_SETTINGS
 from .logcompaction import LogCompactReport, log_compact
 
 
@@ -135,17 +134,6 @@ def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def _log_compact_table(args: argparse.Namespace) -> MorTable:
-    """The table with the write options, plus the log compaction settings (which are no
-    write options: ``hoodie.log.compaction.*``, ``hoodie.logfile.data.block.max.size``,
-    ``morlog.log.compaction.max.block.bytes``)."""
-    options = _options(args.option)
-    service = {k: options.pop(k) for k in list(options) if k in LOG_COMPACTION_SETTINGS}
-    config = WriteConfig.from_hoodie_options(options)
-    config.hoodie_options.update(service)
-    return MorTable(args.table, config)
-
-
 def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
     for instant, why in report.dropped:
         print(f"dropped pending log compaction {instant}: {why}", file=out)
@@ -178,7 +166,7 @@ def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
 
 def cmd_logcompact(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with _progress(args, "log-compacting") as progress:
-        report = log_compact(_log_compact_table(args), dry_run=args.dry_run,
+        report = log_compact(_table(args), dry_run=args.dry_run,
                              progress=progress)
     emit_for(args, report, _logcompact_text, out, to_json=lambda r: r.as_dict())
     return EXIT_OK
