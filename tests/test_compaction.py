@@ -391,3 +391,25 @@ def test_a_retried_task_replaces_its_failed_attempts_file(tmp_path: Path) -> Non
     assert _rows(view.read()) == expected
     assert _rows(_hudi_rs(path)) == expected
     assert len(list(path.rglob(f"*_{c}.parquet"))) == len(plan_groups)
+
+
+def test_inline_compaction_with_the_spark_writer(tmp_path: Path, spark: Any) -> None:
+    """``df.write.format("morlog")`` with ``hoodie.compact.inline``: the driver compacts
+    after the write that fires the trigger."""
+    from morlog.writers.spark import register
+
+    register(spark)
+    path = tmp_path / "t"
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
+    spark.createDataFrame(_batch([1, 2, 3], 1).to_pandas()).write.format("morlog") \
+        .options(**opts).mode("overwrite").save(str(path))
+    spark.createDataFrame(_batch([1, 2], 2).to_pandas()).write.format("morlog") \
+        .options(**opts).mode("append").save(str(path))
+    view = Table(str(path))
+    assert "commit" in [i.action for i in view.timeline.completed()]
+    assert all(not s.log_files for s in view.file_slices())
+    assert _rows(view.read(), ["id", "ts", "v"]) == _rows(
+        pa.concat_tables([_batch([3], 1), _batch([1, 2], 2)]), ["id", "ts", "v"])
