@@ -67,9 +67,10 @@ from morlog.readers.table import Table
 from morlog.readers.timeline import Instant
 
 from .client import MorTable
-from .commit import TimelineWriter, latest_time, new_instant, rollback_pending, timeline_utc
+from .commit import TimelineWriter, latest_time, new_instant, timeline_utc
 from .mdt_writer import MetadataWriter
 from .metadata import apply_drops, metadata_hooks
+from .services import service_lock
 
 CLEAN = "clean"
 
@@ -621,30 +622,6 @@ def _target(mt: MorTable, table: Table, root: str, local: bool, part: str,
 # --- executing -------------------------------------------------------------------------------
 
 
-class _Locked:
-    """The table's writer lock, dead writers' delta commits rolled back first (as a writer
-    and :mod:`morlog.writers.compaction` do); the table as it is then."""
-
-    def __init__(self, mt: MorTable) -> None:
-        self.mt = mt
-        self.lock: Any = None
-
-    def __enter__(self) -> Table:
-        mt = self.mt
-        self.lock = mt.store.lock(mt.path)
-        try:
-            rollback_pending(mt.store, mt.location, mode=mt.mode, fsync=mt.config.fsync,
-                             hooks=metadata_hooks(mt.store, mt.location, mt.metadata_plan,
-                                                  fsync=mt.config.fsync))
-            return mt.table()
-        except BaseException:
-            self.lock.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-
 @dataclass
 class CleanResult:
     """What one clean did."""
@@ -702,7 +679,7 @@ def run_clean(mt: MorTable, instant: str, *,
               deleter: Deleter | None = None) -> CleanResult:
     """Execute the clean planned at ``instant`` (see the module docstring)."""
     t0 = time.perf_counter()
-    with _Locked(mt) as table:
+    with service_lock(mt) as table:
         result = _run_locked(mt, table, instant, progress, deleter)
     result.seconds = time.perf_counter() - t0
     return result
@@ -808,7 +785,7 @@ def schedule_clean(mt: MorTable, *, force: bool = True,
     """Write a clean plan when something is to clean (and, without ``force``, the trigger
     fires); its instant, or None."""
     settings = settings_of(mt, options)
-    with _Locked(mt) as table:
+    with service_lock(mt) as table:
         if not force and not needs_cleaning(table, settings):
             return None
         plan = plan_clean(mt, table, settings=settings)

@@ -65,10 +65,10 @@ from .commit import (
     base_file_name,
     latest_time,
     new_instant,
-    rollback_pending,
     timeline_utc,
 )
 from .metadata import metadata_hooks
+from .services import PlanOperation, service_lock
 
 COMPACTION = "compaction"
 #: the meta field that names the file a record lives in
@@ -273,39 +273,6 @@ def schedule_compaction(mt: MorTable, *, force: bool = False) -> str | None:
 # --- executing -------------------------------------------------------------------------------
 
 
-class ServiceLock:
-    """The table's writer lock held by a table service, with the delta commits of dead
-    writers rolled back on entering (as a write does); yields the table as it is then."""
-
-    def __init__(self, mt: MorTable) -> None:
-        self.mt = mt
-        self.lock: Any = None
-
-    def __enter__(self) -> Table:
-        mt = self.mt
-        self.lock = mt.writer_lock()
-        try:
-            # dead writers' delta commits are rolled back first, as a writer does
-            rolled = rollback_pending(mt.store, mt.location, mode=mt.mode,
-                                      fsync=mt.config.fsync,
-                                      hooks=metadata_hooks(mt.store, mt.location,
-                                                           mt.metadata_plan,
-                                                           fsync=mt.config.fsync))
-            del rolled
-            return mt.table()
-        except BaseException:
-            self.lock.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-
-def service_lock(mt: MorTable) -> ServiceLock:
-    """``with service_lock(mt) as table:`` (see :class:`ServiceLock`)."""
-    return ServiceLock(mt)
-
-
 def pending_compactions(table: Table) -> list[str]:
     """Instants of the compactions requested or inflight, oldest first."""
     return sorted(i.requested for i in table.timeline.pending() if i.action == COMPACTION)
@@ -347,7 +314,7 @@ def run_compaction(mt: MorTable, instant: str, *,
         writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                                 fsync=mt.config.fsync, utc=utc)
         hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
-        ops = [_Operation.of(op, mt) for op in plan["operations"]]
+        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
         if inst.state == INFLIGHT:
             _undo_attempt(mt, writer, hooks, instant, ops)  # a dead attempt's leftovers
         writer.write(instant, "inflight", None, COMPACTION)
@@ -356,7 +323,7 @@ def run_compaction(mt: MorTable, instant: str, *,
             if runner is None:
                 done = [0]
 
-                def run(op: _Operation) -> tuple[_Operation, str | None, int, dict[str, Any]]:
+                def run(op: PlanOperation) -> tuple[PlanOperation, str | None, int, dict[str, Any]]:
                     out = _compact_one(mt, table, instant, op)
                     done[0] += 1
                     if progress is not None:
@@ -365,8 +332,9 @@ def run_compaction(mt: MorTable, instant: str, *,
 
                 outcomes = run_all(run, ops, mt.thread_count())
             else:
-                outcomes = [(_Operation.of(op, mt), name, rows, stat) for op, name, rows, stat
-                             in runner(mt, instant, list(plan["operations"]))]
+                outcomes = [(PlanOperation.of(op, table), name, rows, stat)
+                            for op, name, rows, stat
+                            in runner(mt, instant, list(plan["operations"]))]
             stats: dict[str, list[dict[str, Any]]] = {}
             for op, name, rows, stat in outcomes:
                 result.compacted.append((op.partition, op.file_id, name))
@@ -397,32 +365,6 @@ def run_compaction(mt: MorTable, instant: str, *,
     return result
 
 
-@dataclass(frozen=True)
-class _Operation:
-    partition: str
-    file_id: str
-    base_instant: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-
-    @classmethod
-    def of(cls, op: Mapping[str, Any], mt: MorTable) -> _Operation:
-        from morlog.readers.containment import check_file_name
-
-        part = str(op.get("partitionPath") or "")
-        fid = str(op.get("fileId") or "")
-        base = op.get("dataFilePath")
-        logs = op.get("deltaFilePaths") or []
-        # a plan is read from storage: every name stays a plain file name of its partition
-        mt.table().slice_dir(part)
-        names = [n.rsplit("/", 1)[-1] for n in [*([base] if base else []), *logs]]
-        for n in names:
-            check_file_name(n)
-        return cls(part, fid, str(op.get("baseInstantTime") or ""),
-                   base.rsplit("/", 1)[-1] if base else None,
-                   tuple(n.rsplit("/", 1)[-1] for n in logs))
-
-
 def compact_operation(mt: MorTable, instant: str, op: Mapping[str, Any], *,
                       retry: bool = False
                       ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
@@ -430,17 +372,18 @@ def compact_operation(mt: MorTable, instant: str, op: Mapping[str, Any], *,
     (the operation, the new base file's name or None, rows, write stat). ``retry``: a
     file of the new base file's name is a failed attempt's of this very operation and is
     replaced (the instant is not complete, so no reader trusts it)."""
-    o = _Operation.of(op, mt)
+    table = mt.table()
+    o = PlanOperation.of(op, table)
     if retry:
         fmt = table_base_format(mt.props)
         mt.store.delete(mt.store.join(mt.partition_path(o.partition),
                                       base_file_name(o.file_id, instant, fmt.ext)))
-    _, name, rows, stat = _compact_one(mt, mt.table(), instant, o)
+    _, name, rows, stat = _compact_one(mt, table, instant, o)
     return dict(op), name, rows, stat
 
 
-def _compact_one(mt: MorTable, table: Table, instant: str, op: _Operation
-                 ) -> tuple[_Operation, str | None, int, dict[str, Any]]:
+def _compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
+                 ) -> tuple[PlanOperation, str | None, int, dict[str, Any]]:
     """Merge one planned slice into the new base file; (op, its name or None, rows, stat)."""
     spec = table.merge_spec(None, None)
     rows = read_slice(table.slice_dir(op.partition), op.base_file, list(op.log_files), spec,
@@ -480,7 +423,7 @@ def _conform(rows: pa.Table, schema: pa.Schema, file_name: str) -> pa.Table:
 
 
 def _undo_attempt(mt: MorTable, writer: TimelineWriter, hooks: Any, instant: str,
-                  ops: list[_Operation]) -> None:
+                  ops: list[PlanOperation]) -> None:
     """Remove what an attempt at ``instant`` wrote: its base files in the planned groups, its
     metadata-table commit; the instant goes back to requested (Hudi's
     ``revertInstantFromInflightToRequested``)."""
@@ -556,7 +499,7 @@ def inline_compaction(mt: MorTable) -> CompactionResult | str | None:
 
 
 __all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "OperationRunner",
-           "ServiceLock", "service_lock",
+
            "compact", "compact_operation",
            "delta_commits_since_compaction", "inline_compaction", "pending_compactions",
            "plan_operations", "run_compaction", "schedule_compaction", "trigger_fires"]

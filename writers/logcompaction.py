@@ -46,15 +46,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord, encode_delete_content
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
@@ -76,7 +75,7 @@ from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
-from .client import MorTable
+from .client import MorTable, run_all
 from .commit import (
     WRITE_TOKEN,
     RecordChanges,
@@ -85,12 +84,12 @@ from .commit import (
     instant_files,
     latest_time,
     new_instant,
-    rollback_pending,
     timeline_utc,
 )
 from .indexed import IndexedLogWriter, load_slice_state
 from .logwriter import discard_uncommitted
 from .metadata import metadata_hooks
+from .services import PlanOperation, service_lock
 from .store import WriteStore
 
 LOG_COMPACTION = "logcompaction"
@@ -151,102 +150,9 @@ def settings_of(mt: MorTable) -> LogCompactionSettings:
 # --- the write client's parts a service needs -------------------------------------------------
 
 
-class _Locked:
-    """The table's writer lock, dead writers rolled back first (as a writer does; dead log
-    compactions undone too, ``rollback_pending``); the table as it is then."""
-
-    def __init__(self, mt: MorTable) -> None:
-        self.mt = mt
-        self.lock: Any = None
-
-    def __enter__(self) -> Table:
-        mt = self.mt
-        self.lock = mt.store.lock(mt.path)
-        try:
-            rollback_pending(mt.store, mt.location, mode=mt.mode, fsync=mt.config.fsync,
-                             hooks=metadata_hooks(mt.store, mt.location, mt.metadata_plan,
-                                                  fsync=mt.config.fsync))
-            return mt.table()
-        except BaseException:
-            self.lock.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-
-def _locked(mt: MorTable) -> _Locked:
-    return _Locked(mt)
-
-
-def _threads(mt: MorTable) -> int:
-    """File groups processed at once: ``morlog.write.threads``, else the cores (at most 4)."""
-    import os
-
-    if mt.config.write_threads is not None:
-        return max(1, mt.config.write_threads)
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-_J = TypeVar("_J")
-_R = TypeVar("_R")
-
-
-def _run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
-    """``fn`` of every job, in job order, on up to ``threads`` threads; the first failure is
-    raised once the running jobs ended (the others are cancelled)."""
-    if threads <= 1 or len(jobs) <= 1:
-        return [fn(j) for j in jobs]
-    with ThreadPoolExecutor(max_workers=min(threads, len(jobs)),
-                            thread_name_prefix="morlog-logcompact") as pool:
-        futures = [pool.submit(fn, j) for j in jobs]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            wait(futures)
-            raise
-
-
 def _key_field(mt: MorTable) -> KeyField:
     """How the table's blocks are keyed: the meta column, or the key fields."""
     return RECORD_KEY_FIELD if mt.populate_meta_fields else VirtualKeys(mt.key_fields)
-
-
-def _commit_schema(mt: MorTable) -> str:
-    """The schema a commit records: the data fields, as the table's writers record it."""
-    return json.dumps({**mt.avro_schema, "fields": [
-        f for f in mt.avro_schema["fields"] if f["name"] not in META_FIELDS]},
-        separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class _Operation:
-    """One operation of a plan, its names checked to stay inside the table."""
-
-    partition: str
-    file_id: str
-    base_instant: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-
-    @classmethod
-    def of(cls, op: Mapping[str, Any], table: Table) -> _Operation:
-        from morlog.readers.containment import check_file_name
-
-        part = str(op.get("partitionPath") or "")
-        table.slice_dir(part)
-        logs = [str(n).rsplit("/", 1)[-1] for n in op.get("deltaFilePaths") or []]
-        for n in logs:
-            check_file_name(n)
-        fid = str(op.get("fileId") or "")
-        check_file_name(fid)
-        base = op.get("dataFilePath")
-        if base:
-            check_file_name(str(base).rsplit("/", 1)[-1])
-        return cls(part, fid, str(op.get("baseInstantTime") or ""),
-                   str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
 
 
 @dataclass
@@ -378,7 +284,7 @@ def schedule_log_compaction(mt: MorTable) -> str | None:
     """Write a log compaction plan over every eligible slice; its instant, or None when no
     slice is eligible."""
     settings = settings_of(mt)
-    with _locked(mt) as table:
+    with service_lock(mt) as table:
         ops = plan_log_compaction(mt, table, settings)
         if not ops:
             return None
@@ -434,7 +340,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
                        progress: ProgressFn | None = None) -> LogCompactionResult:
     """Execute the log compaction planned at ``instant`` (see the module docstring)."""
     t0 = time.perf_counter()
-    with _locked(mt) as table:
+    with service_lock(mt) as table:
         inst = table.timeline.get(instant)
         if inst is None or inst.action != LOG_COMPACTION or inst.is_completed:
             raise UsageError("no pending log compaction at this instant", actual=instant,
@@ -447,7 +353,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
         writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                                 fsync=mt.config.fsync, utc=utc)
         hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
-        ops = [_Operation.of(op, table) for op in plan["operations"]]
+        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
         if inst.state == INFLIGHT:  # a dead attempt's leftovers
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
         writer.write(instant, "inflight", None, LOG_COMPACTION)
@@ -456,7 +362,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
         try:
             done = [0]
 
-            def run(op: _Operation) -> _Outcome:
+            def run(op: PlanOperation) -> _Outcome:
                 out = _log_compact_one(mt, table, instant, op, settings)
                 done[0] += 1
                 if progress is not None:
@@ -464,7 +370,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
                 return out
 
             stats: dict[str, list[dict[str, Any]]] = {}
-            for out in _run_all(run, ops, _threads(mt)):
+            for out in run_all(run, ops, mt.thread_count()):
                 if not out.files:
                     continue
                 result.compacted.append((out.op.partition, out.op.file_id,
@@ -478,9 +384,9 @@ def run_log_compaction(mt: MorTable, instant: str, *,
                 written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
                                for s in ss} for p, ss in stats.items()}
                 hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
+            schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
             writer.write(instant, "completed", compaction_commit_metadata(
-                             stats, _commit_schema(mt), log_compaction=True),
-                         "deltacommit")
+                stats, schema, log_compaction=True), "deltacommit")
         except Exception as exc:
             try:
                 undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
@@ -499,7 +405,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
 
 @dataclass
 class _Outcome:
-    op: _Operation
+    op: PlanOperation
     #: (new log file name, its size)
     files: list[tuple[str, int]] = field(default_factory=list)
     stats: list[dict[str, Any]] = field(default_factory=list)
@@ -509,7 +415,7 @@ class _Outcome:
     blocks: int = 0
 
 
-def _log_compact_one(mt: MorTable, table: Table, instant: str, op: _Operation,
+def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation,
                      settings: LogCompactionSettings) -> _Outcome:
     """Merge the run of one planned slice into new blocks in a new log file of the slice."""
     out = _Outcome(op)
@@ -766,7 +672,7 @@ def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.
 
 def undo_attempt(store: WriteStore, location: TableLocation, table: Table,
                  writer: TimelineWriter, hooks: Any, instant: str,
-                 ops: Sequence[_Operation]) -> None:
+                 ops: Sequence[PlanOperation]) -> None:
     """Remove what an attempt at log compaction ``instant`` wrote: its log files in the
     planned file groups (version 8+: those named after ``instant``; version 6: the slice's
     log files holding only its blocks), its metadata-table commit; the instant goes back to
@@ -801,7 +707,7 @@ def undo_dead_log_compactions(store: WriteStore, location: TableLocation, table:
             continue
         if (plan.get("extraMetadata") or {}).get(MORLOG_PLAN_KEY) != "1":
             continue
-        ops = [_Operation.of(op, table) for op in plan["operations"]]
+        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
         undo_attempt(store, location, table, writer, hooks, inst.requested, ops)
         out.append(inst.requested)
     return out
@@ -811,7 +717,7 @@ def discard_log_compaction(mt: MorTable, instant: str) -> None:
     """Drop a pending log compaction that may never run (:func:`refusal`): what an attempt
     wrote is removed, then its plan (Hudi deletes a log compaction's instant files when it
     rolls one back: log compaction plans are "mutable plans")."""
-    with _locked(mt) as table:
+    with service_lock(mt) as table:
         inst = table.timeline.get(instant)
         if inst is None or inst.action != LOG_COMPACTION or inst.is_completed:
             raise UsageError("no pending log compaction at this instant", actual=instant,
@@ -820,7 +726,7 @@ def discard_log_compaction(mt: MorTable, instant: str) -> None:
                                 fsync=mt.config.fsync)
         if inst.state == INFLIGHT:
             plan = read_plan(mt.store, mt.location, table, instant)
-            ops = [_Operation.of(op, table) for op in plan["operations"]]
+            ops = [PlanOperation.of(op, table) for op in plan["operations"]]
             hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan,
                                    fsync=mt.config.fsync)
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
