@@ -68,7 +68,7 @@ from .commit import (
     timeline_utc,
 )
 from .metadata import metadata_hooks
-from .services import PlanOperation, service_lock
+from .services import PlanOperation, option_flag, option_int, service_lock
 
 COMPACTION = "compaction"
 #: the meta field that names the file a record lives in
@@ -110,24 +110,6 @@ class CompactionSettings:
     @classmethod
     def of(cls, options: Mapping[str, str]) -> CompactionSettings:
         """From Hudi's option names (``UsageError`` naming a bad value)."""
-        def flag(key: str) -> bool:
-            raw = str(options.get(key, "false")).strip().lower()
-            if raw not in ("true", "false"):
-                raise UsageError(f"{key} is true or false", actual=raw)
-            return raw == "true"
-
-        def number(key: str, default: int) -> int:
-            raw = options.get(key)
-            if raw is None or str(raw).strip() == "":
-                return default
-            try:
-                v = int(str(raw).strip())
-            except ValueError:
-                raise UsageError(f"{key} is a whole number", actual=raw) from None
-            if v < 0:
-                raise UsageError(f"{key} is not negative", actual=raw)
-            return v
-
         trigger = str(options.get(TRIGGER_STRATEGY, "NUM_COMMITS")).strip().upper()
         if trigger not in TRIGGERS:
             raise UsageError(f"{TRIGGER_STRATEGY}: unknown trigger strategy",
@@ -136,11 +118,13 @@ class CompactionSettings:
         if strategy and strategy not in STRATEGIES:
             raise UsageError(f"{STRATEGY}: morlog plans with Hudi's default strategy",
                              expected=list(STRATEGIES), actual=strategy)
-        return cls(inline=flag(INLINE), schedule_inline=flag(SCHEDULE_INLINE),
-                   max_delta_commits=max(1, number(MAX_DELTA_COMMITS, 5)),
-                   max_delta_seconds=number(MAX_DELTA_SECONDS, 3600), trigger=trigger,
-                   log_size_threshold=number(LOG_SIZE_THRESHOLD, 0),
-                   target_io_mb=number(TARGET_IO, 512_000))
+        return cls(inline=option_flag(options, INLINE),
+                   schedule_inline=option_flag(options, SCHEDULE_INLINE),
+                   max_delta_commits=max(1, option_int(options, MAX_DELTA_COMMITS, 5)),
+                   max_delta_seconds=option_int(options, MAX_DELTA_SECONDS, 3600),
+                   trigger=trigger,
+                   log_size_threshold=option_int(options, LOG_SIZE_THRESHOLD, 0),
+                   target_io_mb=option_int(options, TARGET_IO, 512_000))
 
 
 @dataclass

@@ -89,7 +89,7 @@ from .commit import (
 from .indexed import IndexedLogWriter, load_slice_state
 from .logwriter import discard_uncommitted
 from .metadata import metadata_hooks
-from .services import PlanOperation, service_lock
+from .services import PlanOperation, option_flag, option_int, service_lock
 from .store import WriteStore
 
 LOG_COMPACTION = "logcompaction"
@@ -121,26 +121,12 @@ class LogCompactionSettings:
     def of(cls, options: Mapping[str, str]) -> LogCompactionSettings:
         """From Hudi's option names and ``morlog.log.compaction.max.block.bytes``
         (``UsageError`` naming a bad value)."""
-        raw = str(options.get(INLINE, "false")).strip().lower()
-        if raw not in ("true", "false"):
-            raise UsageError(f"{INLINE} is true or false", actual=raw)
-
-        def number(key: str, default: int) -> int:
-            value = options.get(key)
-            if value is None or str(value).strip() == "":
-                return default
-            try:
-                v = int(str(value).strip())
-            except ValueError:
-                raise UsageError(f"{key} is a whole number", actual=value) from None
-            if v < 1:
-                raise UsageError(f"{key} is at least 1", actual=value)
-            return v
-
-        block_max = number(DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX)
-        return cls(blocks_threshold=number(BLOCKS_THRESHOLD, 5), inline=raw == "true",
+        block_max = option_int(options, DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX, minimum=1)
+        return cls(blocks_threshold=option_int(options, BLOCKS_THRESHOLD, 5, minimum=1),
+                   inline=option_flag(options, INLINE),
                    data_block_max_bytes=block_max,
-                   max_block_bytes=number(MAX_BLOCK_BYTES, max(1, block_max // 2)))
+                   max_block_bytes=option_int(options, MAX_BLOCK_BYTES,
+                                              max(1, block_max // 2), minimum=1))
 
 
 def settings_of(mt: MorTable) -> LogCompactionSettings:

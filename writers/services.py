@@ -8,12 +8,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from morlog.logformat.errors import UsageError
 from morlog.readers.containment import check_file_name
 from morlog.readers.table import Table
 
 from .client import MorTable
 from .commit import rollback_pending
 from .metadata import metadata_hooks
+
+
+def option_flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """A true/false setting of a service (``UsageError`` naming it otherwise)."""
+    raw = str(options.get(key, "true" if default else "false")).strip().lower()
+    if raw not in ("true", "false"):
+        raise UsageError(f"{key} is true or false", actual=raw)
+    return raw == "true"
+
+
+def option_int(options: Mapping[str, str], key: str, default: int, *,
+               minimum: int = 0) -> int:
+    """A whole-number setting of a service, at least ``minimum`` (``UsageError`` naming it
+    otherwise); ``default`` when absent or empty."""
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        raise UsageError(f"{key} is a whole number", actual=raw) from None
+    if v < minimum:
+        raise UsageError(f"{key} is at least {minimum}", actual=raw)
+    return v
 
 
 class ServiceLock:
@@ -73,4 +98,4 @@ class PlanOperation:
                    str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
 
 
-__all__ = ["PlanOperation", "ServiceLock", "service_lock"]
+__all__ = ["PlanOperation", "ServiceLock", "option_flag", "option_int", "service_lock"]
