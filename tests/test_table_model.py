@@ -11,6 +11,7 @@ of thousands of histories.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,56 @@ def _schedule_step(t: Any, root: Path) -> None:
     assert sorted(view.read().to_pylist(), key=lambda r: r["id"]) == before
 
 
+def _service_faults(mp: pytest.MonkeyPatch, persistent: bool, *,
+                    create: Callable[[str], bool] | None = None,
+                    delete: Callable[[str], bool] | None = None,
+                    completed: Callable[[str, Any], bool] | None = None) -> None:
+    """Make a service fail (once, or on every try): creating a file whose path ``create``
+    picks, deleting one ``delete`` picks, or writing a completed instant of an action (and
+    metadata) ``completed`` picks."""
+    from morlog.writers import store as store_mod
+    from morlog.writers.commit import TimelineWriter
+
+    shots = {"left": 10**9 if persistent else 1}
+
+    def fire() -> bool:
+        if shots["left"] > 0:
+            shots["left"] -= 1
+            return True
+        return False
+
+    if create is not None:
+        real_c = store_mod.LocalStore.create
+
+        def c(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
+            if create(path) and fire():
+                raise OSError(28, "No space left on device")
+            return real_c(self, path, data, sync=sync)
+        mp.setattr(store_mod.LocalStore, "create", c)
+    if delete is not None:
+        real_d = store_mod.LocalStore.delete
+
+        def d(self: Any, path: str) -> bool:
+            if delete(path) and fire():
+                raise OSError(5, "I/O error")
+            return real_d(self, path)
+        mp.setattr(store_mod.LocalStore, "delete", d)
+    if completed is not None:
+        real_w = TimelineWriter.write
+
+        def w(self: Any, instant: str, state: str, meta: Any,
+              action: str = "deltacommit") -> str:
+            if state == "completed" and completed(action, meta) and fire():
+                raise OSError(5, "I/O error")
+            return str(real_w(self, instant, state, meta, action))
+        mp.setattr(TimelineWriter, "write", w)
+
+
 def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
     """``morlog compact``'s service, failing (once or on every try) when it writes a new
     base file or its completed commit: a failure leaves the rows as before and the plan
     requested, and the next compaction finishes it; afterwards no latest slice has logs."""
     from morlog.logformat.errors import MorlogError
-    from morlog.writers import store as store_mod
-    from morlog.writers.commit import TimelineWriter
     from morlog.writers.compaction import compact, pending_compactions
 
     def rows(view: Table) -> list[dict[str, Any]]:
@@ -75,26 +119,10 @@ def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
 
     before = rows(Table(str(root)))
     mp = pytest.MonkeyPatch()
-    shots = {"left": 10**9 if persistent else 1}
     if where == "parquet":
-        real_c = store_mod.LocalStore.create
-
-        def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
-            if path.endswith(".parquet") and shots["left"] > 0:
-                shots["left"] -= 1
-                raise OSError(28, "No space left on device")
-            return real_c(self, path, data, sync=sync)
-        mp.setattr(store_mod.LocalStore, "create", create)
+        _service_faults(mp, persistent, create=lambda p: p.endswith(".parquet"))
     elif where == "completed":
-        real_w = TimelineWriter.write
-
-        def write(self: Any, instant: str, state: str, meta: Any,
-                  action: str = "deltacommit") -> str:
-            if action == "commit" and state == "completed" and shots["left"] > 0:
-                shots["left"] -= 1
-                raise OSError(5, "I/O error")
-            return str(real_w(self, instant, state, meta, action))
-        mp.setattr(TimelineWriter, "write", write)
+        _service_faults(mp, persistent, completed=lambda action, _m: action == "commit")
     try:
         compact(t)
         failed = False
@@ -122,9 +150,7 @@ def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -
     completed instant: the rows never change, a failure leaves the clean pending, and the
     next clean finishes it."""
     from morlog.logformat.errors import MorlogError
-    from morlog.writers import store as store_mod
     from morlog.writers.cleaning import clean, pending_cleans
-    from morlog.writers.commit import TimelineWriter
 
     retain = ({"hoodie.clean.commits.retained": "1"} if policy == "commits"
               else {"hoodie.clean.fileversions.retained": "1"})
@@ -134,26 +160,10 @@ def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -
 
     before = rows(Table(str(root)))
     mp = pytest.MonkeyPatch()
-    shots = {"left": 10**9 if persistent else 1}
     if where == "delete":
-        real_d = store_mod.LocalStore.delete
-
-        def delete(self: Any, path: str) -> bool:
-            if (".parquet" in path or ".log." in path) and shots["left"] > 0:
-                shots["left"] -= 1
-                raise OSError(5, "I/O error")
-            return real_d(self, path)
-        mp.setattr(store_mod.LocalStore, "delete", delete)
+        _service_faults(mp, persistent, delete=lambda p: ".parquet" in p or ".log." in p)
     elif where == "completed":
-        real_w = TimelineWriter.write
-
-        def write(self: Any, instant: str, state: str, meta: Any,
-                  action: str = "deltacommit") -> str:
-            if action == "clean" and state == "completed" and shots["left"] > 0:
-                shots["left"] -= 1
-                raise OSError(5, "I/O error")
-            return str(real_w(self, instant, state, meta, action))
-        mp.setattr(TimelineWriter, "write", write)
+        _service_faults(mp, persistent, completed=lambda action, _m: action == "clean")
     try:
         report = clean(t, options=retain)
         failed = False
@@ -182,9 +192,7 @@ def _log_compact_step(root: Path, cfg: Any, where: str, persistent: bool) -> Non
     from dataclasses import replace
 
     from morlog.logformat.errors import MorlogError
-    from morlog.writers import store as store_mod
     from morlog.writers.client import MorTable
-    from morlog.writers.commit import TimelineWriter
     from morlog.writers.logcompaction import log_compact, pending_log_compactions
 
     t = MorTable(str(root), replace(cfg, hoodie_options={
@@ -196,27 +204,11 @@ def _log_compact_step(root: Path, cfg: Any, where: str, persistent: bool) -> Non
         t.upsert(same)
     before = Table(str(root)).read().to_pylist()
     mp = pytest.MonkeyPatch()
-    shots = {"left": 10**9 if persistent else 1}
     if where == "log":
-        real_c = store_mod.LocalStore.create
-
-        def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
-            if ".log." in path and shots["left"] > 0:
-                shots["left"] -= 1
-                raise OSError(28, "No space left on device")
-            return real_c(self, path, data, sync=sync)
-        mp.setattr(store_mod.LocalStore, "create", create)
+        _service_faults(mp, persistent, create=lambda p: ".log." in p)
     elif where == "completed":
-        real_w = TimelineWriter.write
-
-        def write(self: Any, instant: str, state: str, meta: Any,
-                  action: str = "deltacommit") -> str:
-            if (action == "deltacommit" and state == "completed" and shots["left"] > 0
-                    and (meta or {}).get("operationType") == "LOG_COMPACT"):
-                shots["left"] -= 1
-                raise OSError(5, "I/O error")
-            return str(real_w(self, instant, state, meta, action))
-        mp.setattr(TimelineWriter, "write", write)
+        _service_faults(mp, persistent, completed=lambda action, meta: (
+            action == "deltacommit" and (meta or {}).get("operationType") == "LOG_COMPACT"))
     try:
         ran = log_compact(t).results
         failed = False
