@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, emit
 
-from . import append, lookup, probe, scale, tag
+from . import append, compaction, lookup, probe, scale, tag
 from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
@@ -35,7 +35,8 @@ Runner = Callable[..., dict[str, Any]]
 
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
-ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale")))
+ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
+                                                      "compaction")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
@@ -47,6 +48,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "tag": (tag.run, tag.plot),
     "upsert": (upsert.run, upsert.plot),
     "scale": (scale.run, scale.plot),
+    "compaction": (compaction.run, compaction.plot),
 }
 
 
