@@ -86,7 +86,6 @@ from .scale import (
     PARTITION_FIELD,
     UPDATE_SHARE,
     UPSERT_BATCHES,
-    _rows,
     make_data,
 )
 
@@ -116,6 +115,33 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(rounds=25, records_per_round=200, absent_keys=2_000, table_rows=20_000)
+
+
+def trip_rows(keys: list[str], city: int, ts: np.ndarray, nprng: np.random.Generator
+              ) -> pa.Table:
+    """Rows of ``bench scale``'s schema for ``keys``, all in partition ``CITIES[city]``."""
+    n = len(keys)
+
+    def names(prefix: str) -> pa.Array:
+        ids = nprng.integers(0, 1000, n)
+        nulls = nprng.random(n) < 0.1
+        text = np.char.add(f"{prefix}-", np.char.zfill(ids.astype(str), 3))
+        return pa.array(text.astype(object), type=pa.string(), mask=nulls)
+
+    return pa.table({
+        KEY_FIELD: pa.array(keys, type=pa.string()),
+        PARTITION_FIELD: pa.array([CITIES[city]] * n, type=pa.string()),
+        ORDERING_FIELD: pa.array(ts, type=pa.int64()),
+        "passengers": pa.array(nprng.integers(1, 7, n), type=pa.int32()),
+        "distance_m": pa.array(nprng.integers(100, 50_000, n), type=pa.int64()),
+        "begin_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
+        "begin_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
+        "end_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
+        "end_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
+        "fare": pa.array(np.round(nprng.uniform(5, 100, n), 2), type=pa.float64()),
+        "rider": names("rider"),
+        "driver": names("driver"),
+    }, schema=ARROW_SCHEMA)
 
 
 def _config(new_groups: str = "base", metadata: bool | None = None) -> WriteConfig:
@@ -166,16 +192,17 @@ def dir_bytes(path: str) -> int:
 
 
 def data_files(path: str) -> dict[str, int]:
-    """Log files and base files of the table (metadata table not counted)."""
-    logs = bases = 0
+    """Log files and base files of the table and their bytes (metadata table not counted)."""
+    out = {"log_files": 0, "log_bytes": 0, "base_files": 0, "base_bytes": 0}
     for root, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if d != ".hoodie"]
         for f in files:
-            if f.startswith("."):
-                logs += ".log." in f
-            elif f.endswith(".parquet"):
-                bases += 1
-    return {"log_files": logs, "base_files": bases}
+            kind = "log" if f.startswith(".") and ".log." in f else (
+                "base" if f.endswith(".parquet") else None)
+            if kind is not None:
+                out[f"{kind}_files"] += 1
+                out[f"{kind}_bytes"] += os.path.getsize(os.path.join(root, f))
+    return out
 
 
 # --- building the tables --------------------------------------------------------------------
@@ -221,7 +248,7 @@ def build_slice(path: str, s: Sizes) -> Built:
         nprng.shuffle(idx)
         bts = lo + nprng.integers(0, ROUND_TS - 1, idx.size)
         ts[idx] = bts
-        batch = _rows([keys[i] for i in idx], np.full(idx.size, SLICE_CITY), bts, nprng)
+        batch = trip_rows([keys[i] for i in idx], SLICE_CITY, bts, nprng)
         c = mt.upsert(batch)
         commits += 1
         updates += c.updates
@@ -299,8 +326,8 @@ def cumulative_maybe(table_path: str, keys: pa.Array) -> dict[str, Any]:
         files = index.files
     uncovered = [n for n in s.log_files if n not in files]
     return {"maybe": maybe, "kind": kind, "blocks_covered": covered,
-            "cumulative_keys": int(index.full.keys) + (
-                int(cum.keys) if index.checkpoint is not None else 0),
+            # key entries of every covered block (a key updated twice counts twice)
+            "cumulative_key_entries": int(cum.keys),
             "log_files": len(s.log_files), "log_files_not_in_index": len(uncovered)}
 
 
@@ -403,11 +430,8 @@ def measure(built: Built, work: str, repeats: int, label: str, *, metadata: bool
 
     bw_s, bw_bytes_dir = best_of(repeats, write_base, clear)
     bw_files = data_files(fresh)
-    bw_bytes = sum(os.path.getsize(os.path.join(r, f)) for r, ds, fs in os.walk(fresh)
-                   for f in fs if f.endswith(".parquet") and ".hoodie" not in r)
     clear()
     n_rows = rows.num_rows
-    del rows
 
     checks["read_before"] = d_before
     want = built.expected
@@ -435,7 +459,7 @@ def measure(built: Built, work: str, repeats: int, label: str, *, metadata: bool
         "base_files_after": after_files["base_files"]}
     out["base_file_write"] = {
         "seconds": num(bw_s), "rows_per_s": rate(n_rows, bw_s), "rows": n_rows,
-        "base_files": bw_files["base_files"], "base_file_bytes": bw_bytes,
+        "base_files": bw_files["base_files"], "base_file_bytes": bw_files["base_bytes"],
         "table_bytes": bw_bytes_dir,
         "how": "MorTable.create + insert of the merged rows (meta fields dropped) into a "
                "fresh table of the same settings"}
