@@ -5,8 +5,8 @@ Each scenario prints one JSON object (``--json``) or a readable summary, and wri
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
 runs every scenario (writing their files too) and reports them as one object:
 ``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged (``upsert`` needs
-pyspark: without it ``all`` skips it with a warning; ``scale`` runs at 200,000 rows there
-unless ``--rows`` says otherwise).
+pyspark: without it ``all`` skips it with a warning; ``scale`` and ``compaction``'s table
+run at 200,000 rows there unless ``--rows`` says otherwise).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, emit
 
-from . import append, lookup, probe, scale, tag
+from . import append, compaction, lookup, probe, scale, tag
 from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
@@ -35,7 +35,8 @@ Runner = Callable[..., dict[str, Any]]
 
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
-ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale")))
+ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
+                                                      "compaction")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
@@ -47,6 +48,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "tag": (tag.run, tag.plot),
     "upsert": (upsert.run, upsert.plot),
     "scale": (scale.run, scale.plot),
+    "compaction": (compaction.run, compaction.plot),
 }
 
 
@@ -71,14 +73,18 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
               timeout: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Run one scenario (or ``all``); return its report and the files written.
 
-    ``rows`` (``"100000,1000000"``) and ``timeout`` (seconds per step) are ``scale``'s."""
+    ``rows`` (``"100000,1000000"``: ``scale``'s sizes, the largest ``compaction``'s table)
+    and ``timeout`` (seconds per step, ``scale``'s)."""
     if scenario not in (*ALL_SCENARIOS, "all"):
         raise UsageError("unknown benchmark scenario", expected=[*ALL_SCENARIOS, "all"],
                          actual=scenario)
     if repeats is not None and repeats < 1:
         raise UsageError("--repeats must be at least 1", actual=repeats)
-    if (rows is not None or timeout is not None) and scenario not in ("scale", "all"):
-        raise UsageError("--rows and --timeout are options of bench scale", actual=scenario)
+    if timeout is not None and scenario not in ("scale", "all"):
+        raise UsageError("--timeout is an option of bench scale", actual=scenario)
+    if rows is not None and scenario not in ("scale", "compaction", "all"):
+        raise UsageError("--rows is an option of bench scale and bench compaction",
+                         actual=scenario)
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be positive", actual=timeout)
     sizes = scale.parse_rows(rows) if rows is not None else None
@@ -94,6 +100,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
         run, plot = RUNNERS[name]
         n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))
         extra: dict[str, Any] = {"rows": sizes, "timeout": timeout} if name == "scale" else {}
+        if name == "compaction" and sizes is not None:
+            extra = {"rows": max(sizes)}  # its table scenario: one size, the largest
         reports[name] = run(quick=quick, repeats=n, **extra)
         written += write_outputs(reports[name], out, plot)
     if scenario != "all":
@@ -115,7 +123,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup, append, tagging, Spark upsert and scale performance",
+        help="measure filter, lookup, append, tagging, Spark upsert, scale and compaction "
+        "performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
@@ -125,7 +134,12 @@ def add_bench_command(sub: Any) -> None:
         "routing vs every batch's inserts in new file groups, files and time; needs "
         "pyspark), 'scale' (create, 10 upserts, snapshot reads and tagging of an N-row "
         "trips table side by side with delta-rs and hudi-rs, each step in its own "
-        "subprocess: time and peak memory; --rows N[,N...], default 1,000,000), or 'all'. "
+        "subprocess: time and peak memory; --rows N[,N...], default 1,000,000), "
+        "'compaction' (log compaction and compaction of one file slice of 50 upserts with "
+        "updates and deletes, and of a 4-partition table (--rows N, default 1,000,000, "
+        "then 10 upserts): merged read time before and after log compaction, bytes each "
+        "service writes, compaction time vs writing the same rows as new base files, the "
+        "slice's cumulative index false-positive rate for non-live keys), or 'all'. "
         "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
         "DIR/<scenario>.png (the plot needs matplotlib).",
     )
@@ -139,8 +153,9 @@ def add_bench_command(sub: Any) -> None:
                    help="timed runs per measurement, best kept (default: 3, 1 for upsert, "
                    "2 for scale; 1 with --quick)")
     p.add_argument("--rows", default=None, metavar="N[,N...]",
-                   help="scale: table sizes, e.g. 100000,1000000 (default 1,000,000; "
-                   "20,000 with --quick; 200,000 in 'all')")
+                   help="scale: table sizes, e.g. 100000,1000000; compaction: the table "
+                   "scenario's size (the largest given); default 1,000,000, 20,000 with "
+                   "--quick, 200,000 in 'all'")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"scale: per-step limit; a step over it is recorded as a timeout "
                    f"(default {scale.DEFAULT_TIMEOUT:.0f})")

@@ -25,6 +25,11 @@ GOALS = {
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
               "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s"},
+    "compaction": {"read_speedup_after_log_compaction", "log_compaction_bytes_vs_compaction",
+                   "compaction_time_vs_base_file_write", "cumulative_fpp_after_vs_configured",
+                   "table_read_speedup_after_log_compaction",
+                   "table_log_compaction_bytes_vs_compaction",
+                   "table_compaction_time_vs_base_file_write"},
 }
 OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -166,6 +171,68 @@ def test_bench_upsert_compares_routing_with_new_file_groups(
     assert morlog["files"]["data_files"] < baseline["files"]["data_files"]
     assert report["ratios"]["files_vs_baseline"] == pytest.approx(
         morlog["files"]["data_files"] / baseline["files"]["data_files"], rel=1e-5)
+
+
+def test_bench_compaction_measures_both_services_on_the_same_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", "compaction", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, "compaction")
+    on_disk = json.loads((tmp_path / "compaction.json").read_text())
+    assert on_disk["goals"] == report["goals"]
+    png = tmp_path / "compaction.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    p, r = report["params"], report["results"]
+    assert p["repeats"] == 1 and p["table_version"] == 9 and p["carrier"] == "avro"
+    for name in ("slice", "table"):
+        m = r[name]
+        # every copy read the same rows before and after each service, as generated
+        checks = m["checks"]
+        assert checks["ok"] is True, (name, checks)
+        assert checks["read_before"] == checks["read_after_log_compaction"] == checks[
+            "read_after_compaction"]
+        assert m["read"]["rows"] == checks["expected"]["rows"]
+        lc, c, bw = m["log_compaction"], m["compaction"], m["base_file_write"]
+        groups = m["build"]["file_groups"]
+        assert lc["instants"] == 1 and lc["file_groups"] == groups
+        assert 0 < lc["bytes_written"] <= lc["table_bytes_growth"]
+        assert c["file_groups"] == groups and c["latest_slices_with_logs"] == 0
+        assert c["records_written"] == bw["rows"] == m["read"]["rows"]
+        assert 0 < c["bytes_written"] <= c["table_bytes_growth"]
+        assert bw["base_files"] >= 1 and bw["base_file_bytes"] > 0
+        for key, value in report["ratios"].items():
+            if key.startswith("table_") == (name == "table") and key in report["goals"]:
+                assert report["goals"][key]["value"] == value
+    sl = r["slice"]
+    rounds, per = p["rounds"], p["records_per_round"]
+    b = sl["build"]
+    assert b["file_groups"] == 1 and b["base_files"] == 0
+    assert b["commits"] == 2 * rounds - 1 == b["log_files"]  # an upsert and a delete a round
+    assert b["deletes"] == (rounds - 1) * round(per * p["delete_share"])
+    assert b["updates"] == (rounds - 1) * round(per * p["update_share"])
+    assert sl["read"]["rows"] == b["inserts"] - b["deletes"]
+    # log compaction replaced every instant's blocks (the data and the delete blocks)
+    assert sl["log_compaction"]["replaced_instants"] == b["commits"]
+    assert sl["log_compaction"]["records_written"] == sl["read"]["rows"]
+    assert sl["log_compaction"]["deletes_written"] == b["deletes"]
+    ci = sl["cumulative_index"]
+    assert ci["configured_fpp"] == 0.01 and ci["deleted_keys"] == b["deletes"]
+    before, after = ci["before"], ci["after"]
+    # every record written is in it, deleted keys too; afterwards only the live ones
+    assert before["cumulative_key_entries"] == b["inserts"] + b["updates"]
+    assert before["deleted_rate"] == 1.0 and before["deleted_keys_maybe"] == b["deletes"]
+    assert after["cumulative_key_entries"] == sl["read"]["rows"]
+    assert after["blocks_covered"] == 1
+    # exact: the deleted keys are gone from it (left: the filter's own false positives)
+    assert after["deleted_rate"] < 0.05
+    assert before["never_written_keys_maybe"] < ci["never_written_keys"] // 10
+    assert after["non_live_rate"] < before["non_live_rate"]
+    tag = sl["tag_non_live_keys"]
+    assert tag["after"]["found"] == 0 <= tag["before"]["found"] <= b["deletes"]
+    t = r["table"]["build"]
+    assert t["rows"] == 20_000 and t["file_groups"] == t["base_files"] == 4
+    assert t["log_files"] == 40  # ten upserts into four file groups
 
 
 def test_bench_all_merges_the_scenarios(tmp_path: Path,
