@@ -43,6 +43,7 @@ then drops that plan, which can never run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -444,6 +445,13 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
             w.log.mode = "append"  # the next blocks follow in the same new file
 
     schema = mt.avro_schema
+    # the run's deletes only matter for rows outside it: a base file, or other blocks of
+    # the slice; a log-only slice holding nothing else needs no delete block (the new data
+    # blocks carry COMPACTED_BLOCK_TIMES, so the run's own blocks stop counting)
+    alone = (current is not None and current.base_file is None and not keep
+             and merged.records.num_rows > 0)
+    if alone:
+        merged = dataclasses.replace(merged, barriers=[], deletes=[])
     for part in _by_ordering_kind(merged.barriers):
         wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
                               extra_header=header))
