@@ -87,6 +87,7 @@ from .scale import (
     UPDATE_SHARE,
     UPSERT_BATCHES,
     make_data,
+    trip_rows,
 )
 
 TABLE_VERSION = 9
@@ -115,33 +116,6 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(rounds=25, records_per_round=200, absent_keys=2_000, table_rows=20_000)
-
-
-def trip_rows(keys: list[str], city: int, ts: np.ndarray, nprng: np.random.Generator
-              ) -> pa.Table:
-    """Rows of ``bench scale``'s schema for ``keys``, all in partition ``CITIES[city]``."""
-    n = len(keys)
-
-    def names(prefix: str) -> pa.Array:
-        ids = nprng.integers(0, 1000, n)
-        nulls = nprng.random(n) < 0.1
-        text = np.char.add(f"{prefix}-", np.char.zfill(ids.astype(str), 3))
-        return pa.array(text.astype(object), type=pa.string(), mask=nulls)
-
-    return pa.table({
-        KEY_FIELD: pa.array(keys, type=pa.string()),
-        PARTITION_FIELD: pa.array([CITIES[city]] * n, type=pa.string()),
-        ORDERING_FIELD: pa.array(ts, type=pa.int64()),
-        "passengers": pa.array(nprng.integers(1, 7, n), type=pa.int32()),
-        "distance_m": pa.array(nprng.integers(100, 50_000, n), type=pa.int64()),
-        "begin_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
-        "begin_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
-        "end_lat": pa.array(nprng.uniform(-90, 90, n), type=pa.float64()),
-        "end_lon": pa.array(nprng.uniform(-180, 180, n), type=pa.float64()),
-        "fare": pa.array(np.round(nprng.uniform(5, 100, n), 2), type=pa.float64()),
-        "rider": names("rider"),
-        "driver": names("driver"),
-    }, schema=ARROW_SCHEMA)
 
 
 def _config(new_groups: str = "base", metadata: bool | None = None) -> WriteConfig:
@@ -248,7 +222,7 @@ def build_slice(path: str, s: Sizes) -> Built:
         nprng.shuffle(idx)
         bts = lo + nprng.integers(0, ROUND_TS - 1, idx.size)
         ts[idx] = bts
-        batch = trip_rows([keys[i] for i in idx], SLICE_CITY, bts, nprng)
+        batch = trip_rows([keys[i] for i in idx], np.full(len(idx), SLICE_CITY), bts, nprng)
         c = mt.upsert(batch)
         commits += 1
         updates += c.updates

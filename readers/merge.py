@@ -131,7 +131,7 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
     if not parts and not deletes:
         return pa.table({})
     target = _unified_schema(schemas) if schemas else None
-    records = (pa.concat_tables([_conform(p, target) for p in parts]) if parts and target
+    records = (pa.concat_tables([conform(p, target) for p in parts]) if parts and target
                is not None else None)
     return _pick_winners(records, deletes, spec)
 
@@ -143,7 +143,9 @@ def _unified_schema(schemas: list[pa.Schema]) -> pa.Schema:
         return schemas[-1]
 
 
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``t`` in ``schema``'s column order and types: columns cast where they differ, absent
+    ones null (rows of blocks or files written under another schema of the table)."""
     cols = []
     for f in schema:
         if f.name in t.column_names:

@@ -41,7 +41,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.naming import INFLIGHT, BaseFileName, LogFileName
 from morlog.logformat.timeline_meta import (
@@ -55,7 +54,7 @@ from morlog.logformat.timeline_meta import (
     write_stat,
 )
 from morlog.readers.base_files import table_base_format
-from morlog.readers.merge import read_slice
+from morlog.readers.merge import conform, read_slice
 from morlog.readers.table import FileSlice, Table
 
 from .client import MorTable, run_all
@@ -377,7 +376,12 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
         return op, None, 0, {}
     fmt = table_base_format(mt.props)
     name = base_file_name(op.file_id, instant, fmt.ext)
-    records = _conform(rows, mt.arrow_schema, name)
+    # the table's write schema; ``_hoodie_file_name`` names the new file
+    records = conform(rows, mt.arrow_schema)
+    if FILE_NAME_FIELD in records.column_names:
+        i = records.schema.get_field_index(FILE_NAME_FIELD)
+        records = records.set_column(i, records.schema.field(i), pa.repeat(
+            pa.scalar(name, records.schema.field(i).type), records.num_rows))
     path = mt.write_base(op.partition, op.file_id, instant, records)
     size = mt.store.size(path)
     rel = f"{op.partition}/{name}" if op.partition else name
@@ -390,20 +394,6 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     sizes = mt.store.storage.sizes(mt.partition_path(op.partition))
     stat["totalLogSizeCompacted"] = sum(sizes.get(n, 0) for n in op.log_files)
     return op, name, records.num_rows, stat
-
-
-def _conform(rows: pa.Table, schema: pa.Schema, file_name: str) -> pa.Table:
-    """The merged rows in the table's write schema, ``_hoodie_file_name`` the new file's."""
-    cols = []
-    for f in schema:
-        if f.name == FILE_NAME_FIELD and f.name in META_FIELDS:
-            cols.append(pa.repeat(pa.scalar(file_name, f.type), rows.num_rows))
-        elif f.name in rows.column_names:
-            col = rows.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            cols.append(pa.nulls(rows.num_rows, f.type))
-    return pa.table(cols, schema=schema)
 
 
 def _undo_attempt(mt: MorTable, writer: TimelineWriter, hooks: Any, instant: str,

@@ -71,7 +71,7 @@ from morlog.logformat.timeline_meta import (
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
 from morlog.readers.logfile import LogBlock, LogFileReader
-from morlog.readers.merge import EVENT_TIME, MergeSpec, merge_slice
+from morlog.readers.merge import EVENT_TIME, MergeSpec, conform, merge_slice
 from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
@@ -457,7 +457,7 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
                               extra_header=header))
     records = merged.records
     if records.num_rows:
-        records = _conform(records, mt.arrow_schema)
+        records = conform(records, mt.arrow_schema)  # meta fields kept, as Hudi's
         keys = key_array(records, table.key_field)
         order = pc.sort_indices(keys.cast(pa.binary()))
         records, keys = records.take(order), keys.take(order)
@@ -516,19 +516,6 @@ def _rows_per_block(records: pa.Table, max_bytes: int) -> int:
     estimated record size; morlog estimates by the records' Arrow size)."""
     avg = max(1, int(records.nbytes) // max(1, int(records.num_rows)))
     return int(max(1, max_bytes // avg))
-
-
-def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The merged records in the table's write schema (meta fields kept as they are: Hudi's
-    log compaction preserves them)."""
-    cols = []
-    for f in schema:
-        if f.name in rows.column_names:
-            col = rows.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            cols.append(pa.nulls(rows.num_rows, f.type))
-    return pa.table(cols, schema=schema)
 
 
 # --- the log-only merge ------------------------------------------------------------------------
