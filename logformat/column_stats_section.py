@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import ContentError, LengthError
+from .errors import ContentError, LengthError, UsageError
 from .mdt_records import META_FIELD_NAMES
 
 #: a string, bytes or fixed bound longer than this many bytes is not stored: the column
@@ -219,8 +219,10 @@ class StatsColumns:
         try:
             limit = int(raw) if raw else DEFAULT_MAX_COLUMNS
         except ValueError:
-            limit = DEFAULT_MAX_COLUMNS
-        return cls(listed, max(0, limit))
+            limit = -1
+        if limit < 0:
+            raise UsageError(f"{MAX_COLUMNS_KEY} is not a whole number >= 0", actual=raw)
+        return cls(listed, limit)
 
     def select(self, schema: pa.Schema) -> list[str]:
         types = {f.name: f.type for f in schema}
@@ -332,6 +334,12 @@ def _unscaled(value: decimal.Decimal, scale: int) -> int:
     with decimal.localcontext() as ctx:
         ctx.prec = 200
         return int(value.scaleb(scale))
+
+
+def decimal_of(unscaled: int, scale: int) -> decimal.Decimal:
+    """The exact decimal ``unscaled * 10^-scale`` (whatever the context's precision)."""
+    sign = 1 if unscaled < 0 else 0
+    return decimal.Decimal((sign, tuple(int(c) for c in str(abs(unscaled))), -scale))
 
 
 def encode_value(s: ColumnStats, v: Any) -> bytes:
@@ -447,7 +455,7 @@ def _decode_value(r: _Reader, tag: StatsType, width: int, precision: int, scale:
         if abs(unscaled) >= 10 ** precision:
             raise r.bad(f"decimal bound of {name!r} exceeds its precision", start,
                         expected=f"< 10^{precision}", actual=unscaled)
-        return decimal.Decimal(unscaled).scaleb(-scale)
+        return decimal_of(unscaled, scale)
     raise r.bad("bounds for a type without bounds", start, actual=int(tag))
 
 
@@ -543,4 +551,4 @@ class ColumnStatsSection:
 __all__ = ["ALWAYS_INDEXED", "COLUMN_LIST_KEY", "DEFAULT_MAX_COLUMNS", "HAS_BOUNDS",
            "MAX_BOUND_BYTES", "MAX_COLUMNS_KEY", "ColumnStats", "ColumnStatsSection",
            "StatsColumns", "StatsType", "arrow_type_of", "compute_column_stats",
-           "encode_value", "stats_type_of"]
+           "decimal_of", "encode_value", "stats_type_of"]

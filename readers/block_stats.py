@@ -33,6 +33,7 @@ from morlog.logformat.column_stats_section import (
     StatsColumns,
     StatsType,
     compute_column_stats,
+    decimal_of,
     stats_type_of,
 )
 from morlog.logformat.constants import BlockType
@@ -204,7 +205,7 @@ def _raw_value(raw: Any, tag: StatsType, t: pa.DataType) -> Any:
             unscaled = raw
         else:
             return None
-        return decimal.Decimal(unscaled).scaleb(-t.scale)
+        return decimal_of(unscaled, t.scale)
     if tag == StatsType.STRING:
         if isinstance(raw, str):
             return raw
