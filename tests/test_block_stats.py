@@ -67,6 +67,9 @@ def oracle(arr: pa.Array | pa.ChunkedArray) -> tuple[Any, Any, int, int]:
     if pa.types.is_dictionary(t):
         arr = arr.cast(t.value_type)
         t = arr.type
+    if pa.types.is_timestamp(t) and t.unit == "s":  # seconds are kept as milliseconds
+        arr = arr.cast(pa.timestamp("ms", t.tz))
+        t = arr.type
     if pa.types.is_temporal(t):
         arr = arr.cast(pa.int32() if t.bit_width == 32 else pa.int64())
     values = arr.to_pylist()
@@ -130,6 +133,11 @@ COLUMN_KINDS: dict[str, tuple[pa.DataType, st.SearchStrategy[Any]]] = {
     "tus": (pa.time64("us"), st.integers(0, 86_399_999_999)),
     "ts_utc": (pa.timestamp("us", tz="UTC"), st.integers(-2**55, 2**55)),
     "ts_local": (pa.timestamp("ms"), st.integers(-2**45, 2**45)),
+    # narrower forms: the block decodes them to the tag's type (§4.11.2)
+    "i8": (pa.int8(), st.integers(-128, 127)),
+    "u16": (pa.uint16(), st.integers(0, 2**16 - 1)),
+    "large_s": (pa.large_string(), _TEXT),
+    "ts_s": (pa.timestamp("s", tz="UTC"), st.integers(-2**34, 2**34)),
 }
 
 
