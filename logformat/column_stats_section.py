@@ -89,8 +89,8 @@ _TS = {("ms", True): StatsType.TIMESTAMP_MILLIS, ("us", True): StatsType.TIMESTA
        ("ns", True): StatsType.TIMESTAMP_NANOS, ("ms", False): StatsType.LOCAL_TIMESTAMP_MILLIS,
        ("us", False): StatsType.LOCAL_TIMESTAMP_MICROS,
        ("ns", False): StatsType.LOCAL_TIMESTAMP_NANOS}
-_TS_TYPES = {tag: pa.timestamp(unit, tz="UTC" if utc else None)
-             for (unit, utc), tag in _TS.items()}
+_TS_TYPES: dict[int, pa.DataType] = {tag: pa.timestamp(unit, tz="UTC" if utc else None)
+                                     for (unit, utc), tag in _TS.items()}
 _SIMPLE_TYPES: dict[int, pa.DataType] = {
     StatsType.BOOLEAN: pa.bool_(), StatsType.INT32: pa.int32(), StatsType.INT64: pa.int64(),
     StatsType.FLOAT32: pa.float32(), StatsType.FLOAT64: pa.float64(),

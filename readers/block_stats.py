@@ -185,7 +185,7 @@ def _same_kind(file_type: pa.DataType, table_type: pa.DataType) -> bool:
         return (getattr(file_type, "unit", None) == getattr(table_type, "unit", None)
                 == _UNITS[ttag])
     if ttag == StatsType.DATE:
-        return pa.types.is_date32(file_type) and pa.types.is_date32(table_type)
+        return bool(pa.types.is_date32(file_type) and pa.types.is_date32(table_type))
     return True
 
 
