@@ -176,7 +176,7 @@ def stats_type_of(t: pa.DataType) -> tuple[StatsType, pa.DataType | None]:
         return StatsType.BYTES, pa.binary()
     if pa.types.is_fixed_size_binary(t) and not pa.types.is_decimal(t):
         return StatsType.FIXED, t
-    if pa.types.is_decimal(t) and t.precision <= _MAX_DECIMAL_PRECISION:
+    if pa.types.is_decimal(t) and 0 <= t.scale <= t.precision <= _MAX_DECIMAL_PRECISION:
         return StatsType.DECIMAL, t
     if pa.types.is_date32(t) or pa.types.is_date64(t):
         return StatsType.DATE, pa.date32()

@@ -273,6 +273,14 @@ def test_bounds_longer_than_the_limit_are_dropped_not_truncated() -> None:
     assert r["v"].max is None  # 260 bytes: dropped
 
 
+def test_decimals_outside_avros_range_have_no_bounds() -> None:
+    t = pa.table({"a": pa.array([decimal.Decimal("1.5")], pa.decimal128(5, 7)),
+                  "b": pa.array([decimal.Decimal("100")], pa.decimal128(5, -2))})
+    section = compute_column_stats(t, ["a", "b"])
+    assert [c.type_tag for c in section.columns] == [StatsType.OTHER, StatsType.OTHER]
+    assert ColumnStatsSection.decode(section.encode()) == section
+
+
 def test_strings_and_bytes_in_unsigned_byte_order() -> None:
     t = pa.table({"s": ["\uffff", "\U00010000", "\ue000"], "b": [b"\x80", b"\x7f", b"\x80\x00"]})
     r = filter_ranges(t, ["s", "b"])
