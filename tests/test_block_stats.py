@@ -274,7 +274,7 @@ def test_bounds_longer_than_the_limit_are_dropped_not_truncated() -> None:
 
 
 def test_decimals_outside_avros_range_have_no_bounds() -> None:
-    t = pa.table({"a": pa.array([decimal.Decimal("1.5")], pa.decimal128(5, 7)),
+    t = pa.table({"a": pa.array([decimal.Decimal("0.0000150")], pa.decimal128(5, 7)),
                   "b": pa.array([decimal.Decimal("100")], pa.decimal128(5, -2))})
     section = compute_column_stats(t, ["a", "b"])
     assert [c.type_tag for c in section.columns] == [StatsType.OTHER, StatsType.OTHER]
