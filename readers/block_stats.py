@@ -328,6 +328,20 @@ def _mdt_bounds(lo: Any, hi: Any, tag: StatsType) -> tuple[Any, Any]:
     return lo, hi
 
 
+def _exact_decimal(wrapped: Any, vtype: Any, value: Any) -> Any:
+    """A V2 decimal bound (``BytesWrapper`` of the unscaled value, scale in the value
+    type's ``additionalInfo`` ``"p,s"``) decoded exactly; other forms as unwrapped."""
+    rec = wrapped[1] if isinstance(wrapped, tuple) else wrapped
+    raw = rec.get("value") if isinstance(rec, Mapping) else None
+    if not isinstance(raw, (bytes, bytearray)) or not isinstance(vtype, Mapping):
+        return value
+    try:
+        scale = int(str(vtype.get("additionalInfo") or "").split(",")[1])
+    except (IndexError, ValueError):
+        return None
+    return decimal_of(int.from_bytes(raw, "big", signed=True), scale) if raw else None
+
+
 def mdt_ranges(stats: Iterable[Mapping[str, Any]], types: Mapping[str, pa.DataType]
                ) -> dict[str, dict[str, ColumnRange]]:
     """Hudi's metadata-table column statistics as filter-order ranges: file name ->
@@ -354,7 +368,11 @@ def mdt_ranges(stats: Iterable[Mapping[str, Any]], types: Mapping[str, pa.DataTy
             continue
         r = range_of_stats(s, t)
         tag, reduce_type = stats_type_of(t)
-        lo, hi = _mdt_bounds(r.min, r.max, tag)
+        lo, hi = r.min, r.max
+        if tag == StatsType.DECIMAL:  # V2: the unscaled bytes, exactly at any precision
+            lo, hi = (_exact_decimal(s.get(f), s.get("valueType"), v)
+                      for f, v in (("minValue", lo), ("maxValue", hi)))
+        lo, hi = _mdt_bounds(lo, hi, tag)
         if r.value_count < r.null_count:
             continue  # inconsistent counts: nothing is known
         rng = ColumnRange(r.file_name, col, lo, hi, r.null_count, r.value_count, 0, 0,

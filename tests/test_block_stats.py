@@ -571,6 +571,18 @@ def test_mdt_ranges_keep_only_filter_order_bounds() -> None:
     assert f2["i"].min is None and "zz" not in f2
 
 
+def test_mdt_decimals_are_exact_at_any_precision() -> None:
+    ns = "org.apache.hudi.avro.model."
+    big = 10**29 + 1  # 30 digits: more than decimal's default context holds
+    rec = {"fileName": "f", "columnName": "d", "valueCount": 1, "nullCount": 0,
+           "minValue": (ns + "BytesWrapper", {"value": big.to_bytes(13, "big", signed=True)}),
+           "maxValue": (ns + "BytesWrapper", {"value": big.to_bytes(13, "big", signed=True)}),
+           "valueType": {"typeOrdinal": 10, "additionalInfo": "30,2"}}
+    got = mdt_ranges([rec], {"d": pa.decimal128(30, 2)})["f"]["d"]
+    assert got.min == got.max == decimal.Decimal(big).scaleb(-2, decimal.Context(prec=40))
+    assert str(got.min) == "1000000000000000000000000000.01"
+
+
 @requires_fixtures
 @pytest.mark.parametrize("name", MDT_TABLES, ids=[n.split("/")[0] for n in MDT_TABLES])
 def test_fixture_mdt_ranges_are_sound(name: str) -> None:
