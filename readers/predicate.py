@@ -611,9 +611,9 @@ def _kind(t: pa.DataType) -> str:
         return "float"
     if pa.types.is_decimal(t):
         return "decimal"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t)
             or pa.types.is_fixed_size_binary(t)):
         return "binary"
     if pa.types.is_date32(t) or pa.types.is_date64(t):
@@ -1158,13 +1158,16 @@ def _range_space(leaf: _Leaf, t: pa.DataType | None) -> tuple[Any, Any] | None:
     return _units(r.min, t), _units(r.max, t)
 
 
-def _cmp_may(e: Compare, op: str, leaf: _Leaf) -> bool:
+def _cmp_may(e: Compare, negated: bool, leaf: _Leaf) -> bool:
     if not leaf.known:
         return True
     if leaf.all_null:
-        return False  # a comparison with NULL is never TRUE
+        return False  # a comparison with NULL is never TRUE (nor its NOT)
     if _is_nan(e.value):
-        return op == "!="  # NaN equals and orders with nothing
+        # NaN equals and orders with nothing: ``c != NaN`` is TRUE and the rest FALSE for
+        # every value; so NOT turns them round (NOT (c < NaN) is TRUE, not c >= NaN)
+        return (e.op == "!=") != negated
+    op = _NEGATE[e.op] if negated else e.op
     space = _range_space(leaf, e.type)
     if space is None:
         return True
@@ -1302,7 +1305,7 @@ def _may(e: Expr, negated: bool, ranges: Mapping[str, ColumnRange], rows: int) -
     e, negated = _effective(e, negated)
     if isinstance(e, Compare):
         leaf = _Leaf(ranges.get(e.column), rows)
-        return _cmp_may(e, _NEGATE[e.op] if negated else e.op, leaf)
+        return _cmp_may(e, negated, leaf)
     if isinstance(e, In):
         return _in_may(e, negated, _Leaf(ranges.get(e.column), rows))
     if isinstance(e, IsNull):
