@@ -910,3 +910,27 @@ def test_columns() -> None:
     e = P.parse("a = 1 AND (`b c` IS NULL OR NOT d IN (1)) AND a > 2")
     assert P.columns(e) == {"a", "b c", "d"}
     assert P.columns(P.parse("TRUE")) == set()
+
+
+def _spec_examples() -> list[tuple[str, str]]:
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parent.parent / "spec" / "predicate.md").read_text()
+    section = spec.split("## 8. Examples", 1)[1].split("## 9.", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`") and cells[1].startswith("`"):
+            rows.append((cells[0][1:-1], cells[1][1:-1]))
+    return rows
+
+
+def test_spec_examples() -> None:
+    schema = pa.schema([("i", I8), ("f", F32), ("dec", DEC), ("d", pa.date32()),
+                        ("ts", TS_US), ("s", pa.string())])
+    examples = _spec_examples()
+    assert len(examples) >= 10
+    for text, bound_text in examples:
+        bound = P.bind(P.parse(text), schema)
+        assert P.to_text(bound) == bound_text, text
+        assert strict_equal(P.parse(bound_text), bound)
