@@ -294,15 +294,15 @@ def _typed_literal(text: str, tok: _Tok, kind: str, s: str) -> Any:
             pass
         raise _syntax(text, tok.pos, f"invalid DATE literal {s!r} (yyyy-mm-dd)")
     if kind == "TIMESTAMP":
-        v = _timestamp_text(s)
-        if v is None:
+        stamp = _timestamp_text(s)
+        if stamp is None:
             raise _syntax(text, tok.pos, f"invalid TIMESTAMP literal {s!r} "
                                          "(yyyy-mm-dd hh:mm:ss[.ffffff][Z|+hh:mm])")
-        return v
+        return stamp
     if not _FLOAT_TEXT.fullmatch(s):
         raise _syntax(text, tok.pos, f"invalid FLOAT literal {s!r}")
-    v = float(s)
-    return NAN if math.isnan(v) else v
+    number = float(s)
+    return NAN if math.isnan(number) else number
 
 
 def _timestamp_text(s: str) -> dt.datetime | None:
