@@ -626,6 +626,29 @@ def test_inline_log_compaction(tmp_path: Path) -> None:
     assert inline_log_compaction(off) is None
 
 
+def test_inline_log_compaction_with_the_spark_writer(tmp_path: Path, spark: Any) -> None:
+    """``df.write.format("morlog")`` with ``hoodie.log.compaction.inline``: the driver runs
+    the log compaction after the write that reaches the threshold."""
+    from morlog.writers.spark import register
+
+    register(spark)
+    path = tmp_path / "t"
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.log.compaction.inline": "true",
+            "hoodie.log.compaction.blocks.threshold": "3"}
+    for ts, keys in ((1, [1, 2]), (2, [1]), (3, [1]), (4, [1, 2])):
+        spark.createDataFrame(_batch(keys, ts).to_pandas()).write.format("morlog") \
+            .options(**opts).mode("append").save(str(path))
+    view = Table(str(path))
+    metas = [view.timeline.metadata(i) for i in view.timeline.completed()
+             if i.action == "deltacommit"]
+    assert [m.get("operationType") for m in metas].count("LOG_COMPACT") == 1
+    assert view.timeline.pending() == []
+    assert _rows(view.read(columns=SCHEMA.names)) == _rows(_batch([1, 2], 4))
+
+
 # --- property: random histories ------------------------------------------------------------
 
 history_ops = st.lists(st.one_of(
@@ -700,6 +723,97 @@ def test_fixture_tables_log_compact_and_keep_their_metadata_table(tmp_path: Path
     if (path / ".hoodie" / "metadata").is_dir():
         assert _mdt(path).files_view() == _on_disk(path)
     check_metadata_table(path)
+
+
+# --- distributed on Spark, retried tasks ---------------------------------------------------
+
+
+def _l_blocks(path: Path, instant: str) -> list[tuple[str, int, int]]:
+    """(partition, block type, records) of every block log compaction ``instant`` wrote."""
+    out = []
+    for p in sorted(path.rglob(".*.log.*")):
+        if ".hoodie" in p.relative_to(path).parts:
+            continue  # the metadata table's logs
+        with LogFileReader(LocalFileSource(str(p))) as r:
+            for b in r.blocks():
+                if b.instant == instant:
+                    n = (len(b.delete_records()) if b.block_type == BlockType.DELETE
+                         else b.to_arrow().num_rows)
+                    out.append((p.parent.name, int(b.block_type), n))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_log_compaction_on_spark_one_task_per_slice(tmp_path: Path, spark: Any,
+                                                    version: int) -> None:
+    """``morlog.writers.spark.log_compact``: the same result as the local run (rows at every
+    instant, tags, the blocks written), read the same by hudi-rs."""
+    from morlog.writers.spark import log_compact as spark_log_compact
+
+    local, dist = tmp_path / "local", tmp_path / "spark"
+    for p in (local, dist):
+        _history(_create(p, version))
+    before = _snapshot(dist)
+    theirs = _rows(_hudi_rs(dist))
+    report = spark_log_compact(spark, str(dist))
+    (res,) = report.results
+    assert len(res.compacted) == 2  # one task per planned slice: both groups
+    _check_same(dist, before, res.instant)
+    assert Table(str(dist)).timeline.pending() == []
+    assert _rows(_hudi_rs(dist)) == theirs
+    (mine,) = log_compact(MorTable(str(local))).results
+    assert _l_blocks(dist, res.instant) == _l_blocks(local, mine.instant)
+    assert (res.records_written, res.deletes_written, res.blocks_written) == (
+        mine.records_written, mine.deletes_written, mine.blocks_written)
+
+
+@pytest.mark.parametrize("torn", [False, True])
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_retried_log_compaction_task_leaves_no_duplicate(
+        tmp_path: Path, version: int, torn: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's first attempt wrote its slice's blocks (all of them, or died after the
+    first) and was lost; the retry removes them before writing: the blocks of the instant
+    are those of a clean run, the rows and tags those of before."""
+    from morlog.writers.indexed import IndexedLogWriter
+    from morlog.writers.logcompaction import log_compact_operation
+
+    clean_path, path = tmp_path / "clean", tmp_path / "t"
+    for p in (clean_path, path):
+        _history(_create(p, version))
+    (clean,) = log_compact(MorTable(str(clean_path))).results
+    t = MorTable(str(path))
+    before = _snapshot(path)
+    L = schedule_log_compaction(t)
+    assert L is not None
+
+    class Lost(Exception):
+        pass
+
+    def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]) -> list[Any]:
+        out = []
+        for op in ops:
+            if torn:
+                with monkeypatch.context() as m:
+                    for name in ("append_avro_arrow", "append_parquet", "append_delete"):
+                        real = getattr(IndexedLogWriter, name)
+
+                        def dying(self: Any, *a: Any, _real: Any = real, **k: Any) -> Any:
+                            _real(self, *a, **k)
+                            raise Lost()
+                        m.setattr(IndexedLogWriter, name, dying)
+                    with pytest.raises(Lost):
+                        log_compact_operation(mt, instant, op)
+            else:
+                log_compact_operation(mt, instant, op)  # its result never reached the driver
+            assert _l_blocks(path, instant)  # the lost attempt's blocks are there
+            out.append(log_compact_operation(mt, instant, op, retry=True))
+        return out
+
+    res = run_log_compaction(t, L, runner=runner)
+    assert _l_blocks(path, L) == _l_blocks(clean_path, clean.instant)
+    assert (res.records_written, res.blocks_written) == (clean.records_written,
+                                                         clean.blocks_written)
+    _check_same(path, before, L)
 
 
 # --- hudi-rs: no log compaction support ------------------------------------------------------

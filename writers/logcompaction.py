@@ -331,11 +331,17 @@ def refusal(table: Table, instant: str) -> str | None:
 
 
 ProgressFn = Callable[[int, int], None]
+#: where the planned slices of log compaction ``instant`` are merged: (the table, the
+#: instant, the plan's operations as stored) -> one :class:`SliceOutcome` per operation, in
+#: order (default: threads of this process; Spark: ``morlog.writers.spark.log_compact``)
+LogOperationRunner = Callable[[MorTable, str, list[dict[str, Any]]], list["SliceOutcome"]]
 
 
 def run_log_compaction(mt: MorTable, instant: str, *,
-                       progress: ProgressFn | None = None) -> LogCompactionResult:
-    """Execute the log compaction planned at ``instant`` (see the module docstring)."""
+                       progress: ProgressFn | None = None,
+                       runner: LogOperationRunner | None = None) -> LogCompactionResult:
+    """Execute the log compaction planned at ``instant`` (see the module docstring);
+    ``runner``: where the planned slices are merged (:data:`LogOperationRunner`)."""
     t0 = time.perf_counter()
     with service_lock(mt) as table:
         inst = table.timeline.get(instant)
@@ -359,15 +365,20 @@ def run_log_compaction(mt: MorTable, instant: str, *,
         try:
             done = [0]
 
-            def run(op: PlanOperation) -> _Outcome:
+            def run(op: PlanOperation) -> SliceOutcome:
                 out = _log_compact_one(mt, table, instant, op, settings)
                 done[0] += 1
                 if progress is not None:
                     progress(done[0], len(ops))
                 return out
 
+            outcomes = (run_all(run, ops, mt.thread_count()) if runner is None
+                        else runner(mt, instant, list(plan["operations"])))
+            if len(outcomes) != len(ops):
+                raise WriteError(f"log compaction {instant}: {len(outcomes)} results for "
+                                 f"{len(ops)} planned file slices", path=mt.uri)
             stats: dict[str, list[dict[str, Any]]] = {}
-            for out in run_all(run, ops, mt.thread_count()):
+            for out in outcomes:
                 if not out.files:
                     continue
                 result.compacted.append((out.op.partition, out.op.file_id,
@@ -401,7 +412,9 @@ def run_log_compaction(mt: MorTable, instant: str, *,
 
 
 @dataclass
-class _Outcome:
+class SliceOutcome:
+    """What merging one planned slice wrote (plain data: a Spark task returns it)."""
+
     op: PlanOperation
     #: (new log file name, its size)
     files: list[tuple[str, int]] = field(default_factory=list)
@@ -412,10 +425,23 @@ class _Outcome:
     blocks: int = 0
 
 
+def log_compact_operation(mt: MorTable, instant: str, op: Mapping[str, Any], *,
+                          retry: bool = False) -> SliceOutcome:
+    """One planned operation (a plan dict) of log compaction ``instant``, as a task runs
+    it. ``retry``: first remove what an earlier attempt at ``instant`` wrote in this file
+    group (:func:`undo_slice`: the instant is inflight, so no reader counts those blocks),
+    so a retried task leaves no duplicate blocks."""
+    table = mt.table()
+    o = PlanOperation.of(op, table)
+    if retry:
+        undo_slice(mt.store, mt.location, table, instant, o)
+    return _log_compact_one(mt, table, instant, o, settings_of(mt))
+
+
 def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation,
-                     settings: LogCompactionSettings) -> _Outcome:
+                     settings: LogCompactionSettings) -> SliceOutcome:
     """Merge the run of one planned slice into new blocks in a new log file of the slice."""
-    out = _Outcome(op)
+    out = SliceOutcome(op)
     current = next((s for s in table.file_slices(partition=op.partition)
                     if s.file_id == op.file_id), None)
     names = list(current.log_files) if current is not None else list(op.log_files)
@@ -672,14 +698,22 @@ def undo_attempt(store: WriteStore, location: TableLocation, table: Table,
     if hooks is not None and hasattr(hooks, "mdt"):
         hooks.mdt.roll_back(instant, None)
     for op in ops:
-        d = location.partition_path(op.partition)
-        if table.version >= 8:
-            for n in instant_files(store, d, instant, op.file_id):
-                if LogFileName.matches(n):
-                    store.delete(store.join(d, n))
-        else:
-            discard_uncommitted(d, op.file_id, op.base_instant, instant, store)
+        undo_slice(store, location, table, instant, op)
     store.delete(writer.path(instant, "inflight", LOG_COMPACTION))
+
+
+def undo_slice(store: WriteStore, location: TableLocation, table: Table, instant: str,
+               op: PlanOperation) -> None:
+    """Remove the log files an attempt at log compaction ``instant`` wrote in the file group
+    of ``op``: version 8+ those named after ``instant``, version 6 the slice's log files
+    holding only its blocks (the output always starts a new log file, §3.5)."""
+    d = location.partition_path(op.partition)
+    if table.version >= 8:
+        for n in instant_files(store, d, instant, op.file_id):
+            if LogFileName.matches(n):
+                store.delete(store.join(d, n))
+    else:
+        discard_uncommitted(d, op.file_id, op.base_instant, instant, store)
 
 
 def undo_dead_log_compactions(store: WriteStore, location: TableLocation, table: Table,
@@ -745,9 +779,11 @@ class LogCompactReport:
 
 
 def log_compact(mt: MorTable, *, dry_run: bool = False,
-                progress: ProgressFn | None = None) -> LogCompactReport:
+                progress: ProgressFn | None = None,
+                runner: LogOperationRunner | None = None) -> LogCompactReport:
     """Run the log compactions pending (dropping those that may never run), then plan one
-    over every eligible slice and run it. ``dry_run``: only report what would run."""
+    over every eligible slice and run it. ``dry_run``: only report what would run;
+    ``runner``: where the slices are merged (:data:`LogOperationRunner`)."""
     report = LogCompactReport(dry_run=dry_run)
     table = mt.table()
     if dry_run:
@@ -765,12 +801,14 @@ def log_compact(mt: MorTable, *, dry_run: bool = False,
             discard_log_compaction(mt, pending)
             report.dropped.append((pending, why))
             continue
-        report.results.append(run_log_compaction(mt, pending, progress=progress))
+        report.results.append(run_log_compaction(mt, pending, progress=progress,
+                                                 runner=runner))
     instant = schedule_log_compaction(mt)
     if instant is not None:
         plan = read_plan(mt.store, mt.location, mt.table(), instant)
         report.planned = list(plan["operations"])
-        report.results.append(run_log_compaction(mt, instant, progress=progress))
+        report.results.append(run_log_compaction(mt, instant, progress=progress,
+                                                 runner=runner))
     return report
 
 
@@ -784,7 +822,8 @@ def inline_log_compaction(mt: MorTable) -> LogCompactReport | None:
 
 
 __all__ = ["LOG_COMPACTION", "LogCompactReport", "LogCompactionResult",
-           "LogCompactionSettings", "MergedLogs", "choose_run", "discard_log_compaction",
-           "inline_log_compaction", "log_compact", "merge_log_records",
-           "pending_log_compactions", "plan_log_compaction", "refusal", "run_log_compaction",
-           "schedule_log_compaction", "undo_attempt", "undo_dead_log_compactions"]
+           "LogCompactionSettings", "LogOperationRunner", "MergedLogs", "SliceOutcome",
+           "choose_run", "discard_log_compaction", "inline_log_compaction", "log_compact",
+           "log_compact_operation", "merge_log_records", "pending_log_compactions",
+           "plan_log_compaction", "refusal", "run_log_compaction", "schedule_log_compaction",
+           "undo_attempt", "undo_dead_log_compactions", "undo_slice"]

@@ -573,6 +573,37 @@ def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
     return compact_table(table, dry_run=dry_run, runner=runner)
 
 
+def log_compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
+                dry_run: bool = False) -> Any:
+    """``morlog logcompact`` distributed: the driver plans, takes the table's writer lock,
+    marks the instant inflight and commits (``morlog.writers.logcompaction``); one Spark
+    task per planned file slice merges its run into new blocks. A retried task first
+    removes what its failed attempt wrote in that file group (``undo_slice``: blocks of the
+    inflight instant, which no reader counts), so a retry leaves no duplicate."""
+    from .logcompaction import log_compact as log_compact_table
+
+    opts = dict(options or {})
+    table = MorTable(path, WriteConfig.from_hoodie_options(opts))
+    location, cfg = table.location, table.config
+
+    def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]) -> list[Any]:
+        if not ops:
+            return []
+        rdd = spark.sparkContext.parallelize(list(enumerate(ops)), len(ops))
+        return list(rdd.map(_log_compaction_task(location, cfg, instant)).collect())
+
+    return log_compact_table(table, dry_run=dry_run, runner=runner)
+
+
+def _log_compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
+    def run(item: tuple[int, dict[str, Any]]) -> Any:
+        from .logcompaction import log_compact_operation
+
+        _, op = item
+        return log_compact_operation(MorTable(location, cfg), instant, op, retry=True)
+    return run
+
+
 def clean(spark: Any, path: str, options: dict[str, str] | None = None, *,
           dry_run: bool = False) -> Any:
     """``morlog clean`` distributed: the driver plans, checks the plan and commits under
@@ -642,4 +673,5 @@ def session(master: str, app: str) -> tuple[Any, bool]:
 
 
 __all__ = ["READ_OPTIONS", "SAVE_MODES", "MorlogDataSource", "MorlogReader", "MorlogWriter",
-           "SlicePartition", "register", "save", "session", "table_exists", "upsert"]
+           "SlicePartition", "clean", "compact", "log_compact", "register", "save", "session",
+           "table_exists", "upsert"]
