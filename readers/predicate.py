@@ -314,8 +314,11 @@ def _tmp_to_arrow(expr: Expr) -> pc.Expression:
         return {"=": f == v, "!=": f != v, "<": f < v, "<=": f <= v, ">": f > v,
                 ">=": f >= v}[expr.op]
     if isinstance(expr, In):
-        return pc.is_in(pc.field(expr.column), value_set=pa.array(list(expr.values)),
-                        null_matching_behavior="EMIT_NULL")
+        f = pc.field(expr.column)
+        out = f == pc.scalar(expr.values[0])
+        for v in expr.values[1:]:
+            out = out | (f == pc.scalar(v))
+        return out
     if isinstance(expr, IsNull):
         return pc.field(expr.column).is_null()
     if isinstance(expr, Not):
