@@ -85,4 +85,32 @@ def base_file_ranges(storage: Storage, path: str, base_format: BaseFormat,
     return filter_ranges(t, columns)
 
 
-__all__ = ["base_file_ranges", "block_ranges", "filter_ranges"]
+
+def mdt_ranges(stats: dict[str, dict[str, Any]], arrow_schema: pa.Schema
+               ) -> dict[str, ColumnRange]:
+    """TEMPORARY: one file's MDT ``column_stats`` (column -> ``HoodieMetadataColumnStats``,
+    Java order) as filter-order ranges: strings keep their bounds only when both bounds hold
+    code points below U+E000 (UTF-16 and code point order agree then), floats, binary, times
+    and timestamps keep none."""
+    from .column_stats import range_of_stats
+
+    out: dict[str, ColumnRange] = {}
+    for col, s in stats.items():
+        i = arrow_schema.get_field_index(col)
+        if i < 0:
+            continue
+        t = arrow_schema.field(i).type
+        r = range_of_stats(s, t)
+        lo, hi = r.min, r.max
+        ok = lo is not None and hi is not None
+        if ok and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            ok = all(isinstance(v, str) and all(ord(c) < 0xE000 for c in v) for v in (lo, hi))
+        elif ok and not (pa.types.is_integer(t) or pa.types.is_boolean(t)
+                         or pa.types.is_decimal(t) or pa.types.is_date(t)):
+            ok = False
+        out[col] = ColumnRange(r.file_name, col, lo if ok else None, hi if ok else None,
+                               r.null_count, r.value_count, type=t)
+    return out
+
+
+__all__ = ["base_file_ranges", "block_ranges", "filter_ranges", "mdt_ranges"]
