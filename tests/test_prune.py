@@ -420,53 +420,54 @@ def test_damaged_metadata_table_falls_back_to_footers(tmp_path: Path) -> None:
 # --- THE SOUNDNESS PROPERTY TEST --------------------------------------------------------------
 
 
-STATS: dict[str, int] = {"cases": 0, "slices": 0, "matching": 0, "pruned_morlog": 0,
-                         "pruned_hudi": 0, "tables": 0}
+#: per kind of table: tables, (table, predicate) cases, slice decisions, decisions on slices
+#: with a match, slices pruned by morlog's rule and by Hudi's
+STATS: dict[str, dict[str, int]] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report() -> Iterator[None]:
     yield
-    if not STATS["cases"]:
-        return
-    n = max(STATS["slices"], 1)
-    line = (f"prune soundness: {STATS['tables']} tables, {STATS['cases']} (table, predicate) "
-            f"cases, {STATS['slices']} slice decisions, {STATS['matching']} with a match; "
-            f"pruned: morlog {STATS['pruned_morlog']} ({STATS['pruned_morlog'] / n:.1%}), "
-            f"Hudi's rule {STATS['pruned_hudi']} ({STATS['pruned_hudi'] / n:.1%})")
-    print("\n" + line)
-    out = os.environ.get("MORLOG_PRUNE_STATS")
-    if out:
-        with open(out, "a", encoding="utf-8") as f:
-            f.write(json.dumps({**STATS, "profile": _PROFILE}) + "\n")
+    for kind, c in STATS.items():
+        n = max(c["slices"], 1)
+        print(f"\nprune soundness ({kind}): {c['tables']} tables, {c['cases']} (table, "
+              f"predicate) cases, {c['slices']} slice decisions, {c['matching']} with a "
+              f"match; pruned: morlog {c['pruned_morlog']} ({c['pruned_morlog'] / n:.1%}), "
+              f"Hudi's rule {c['pruned_hudi']} ({c['pruned_hudi'] / n:.1%})")
+        out = os.environ.get("MORLOG_PRUNE_STATS")
+        if out:
+            with open(out, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"kind": kind, **c, "profile": _PROFILE}) + "\n")
 
 
-def _check_soundness(path: str, exprs: list[pr.Expr]) -> None:
+def _check_soundness(path: str, exprs: list[pr.Expr], kind: str) -> None:
     """The property on one table: every slice with a match is kept by both rules, and
     morlog prunes every slice Hudi's rule prunes."""
+    stats = STATS.setdefault(kind, dict.fromkeys(
+        ("tables", "cases", "slices", "matching", "pruned_morlog", "pruned_hudi"), 0))
     table = Table(path)
     slices = table.file_slices()
     schema = predicate_schema(table)
     cache: dict[str, pa.Table] = {}
     full: pa.Table | None = None
-    STATS["tables"] += 1
+    stats["tables"] += 1
     for raw in exprs:
         expr = pr.bind(raw, schema)
         m = prune(table, expr, slices=slices)
         h = prune(table, expr, slices=slices, rule="hudi")
         kept_m, pruned_m = _ids(m)
         kept_h, pruned_h = _ids(h)
-        STATS["cases"] += 1
+        stats["cases"] += 1
         for s in slices:
-            STATS["slices"] += 1
+            stats["slices"] += 1
             if _matching(table, s, expr, cache):
-                STATS["matching"] += 1
+                stats["matching"] += 1
                 where = (pr.to_text(raw), s.partition, s.file_id, _decision(m)[s.file_id])
                 assert (s.partition, s.file_id) in kept_m, where
                 assert (s.partition, s.file_id) in kept_h, where
         assert pruned_h <= pruned_m, (pr.to_text(raw), pruned_h - pruned_m)
-        STATS["pruned_morlog"] += len(pruned_m)
-        STATS["pruned_hudi"] += len(pruned_h)
+        stats["pruned_morlog"] += len(pruned_m)
+        stats["pruned_hudi"] += len(pruned_h)
         if len(pruned_m) > len(pruned_h):
             event("morlog prunes more than Hudi's rule")
         elif pruned_m:
@@ -633,9 +634,10 @@ def test_soundness_on_write_client_tables(tmp_path_factory: pytest.TempPathFacto
                     log_compact(t)
                 else:
                     clean(t, options={"hoodie.clean.commits.retained": "1"})
+                event(kind)
             except MorlogError as exc:  # e.g. a service refused while a write is pending
                 event(f"{kind} refused: {type(exc).__name__}")
-    _check_soundness(str(root), exprs)
+    _check_soundness(str(root), exprs, f"write client, table version {version}")
 
 
 builder_ops = st.lists(st.one_of(
@@ -722,7 +724,7 @@ def test_soundness_on_builder_tables(tmp_path_factory: pytest.TempPathFactory,
             b.rollback(failed.pop(), inst)
         elif op[0] == "logcompact":
             _builder_log_compact(b, path, logged, inst)
-    _check_soundness(path, exprs)
+    _check_soundness(path, exprs, "TableBuilder")
 
 
 def _builder_log_compact(b: TableBuilder, path: str, logged: dict[tuple[str, str], list[str]],
@@ -747,3 +749,92 @@ def _builder_log_compact(b: TableBuilder, path: str, logged: dict[tuple[str, str
         logged[g] = [inst]
         event("log compaction")
         return
+
+
+_TRIPS_LITS: dict[str, Any] = {
+    "rider": st.sampled_from(["rider-A", "rider-E", "rider-I", "rider-Z1", "rider-Z5", "s"]),
+    "driver": st.sampled_from(["driver-K", "driver-Q", "driver-Z", "a"]),
+    "fare": st.floats(0, 600, allow_nan=False, width=32).map(float),
+    "ts": st.integers(1695000000000, 1695400000000),
+    "city": st.sampled_from(["chennai", "san_francisco", "sao_paulo", "x"]),
+    "uuid": st.sampled_from(["u1", "u3", "334e26e9-8355-45cc-97c6-c31daf0df330"]),
+}
+
+trips_ops = st.lists(st.one_of(
+    st.tuples(st.just("upsert"), st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2),
+                                                    st.integers(0, 50)),
+                                          min_size=1, max_size=4)),
+    st.tuples(st.just("delete"), st.lists(st.integers(0, 5), min_size=1, max_size=2)),
+    st.tuples(st.just("fail"), st.lists(st.integers(0, 5), min_size=1, max_size=2),
+              st.booleans()),
+    st.tuples(st.just("compact")),
+), min_size=1, max_size=5)
+
+
+@requires_fixtures
+@settings(max_examples=max(5, EXAMPLES // 3), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(history=trips_ops, exprs=st.lists(
+    st.recursive(st.sampled_from(sorted(_TRIPS_LITS)).flatmap(
+        lambda c: st.one_of(st.builds(pr.Compare, st.just(c), st.sampled_from(pr.OPS),
+                                      _TRIPS_LITS[c]),
+                            st.lists(_TRIPS_LITS[c], min_size=1, max_size=2).map(
+                                lambda vs, c=c: pr.In(c, tuple(dict.fromkeys(vs)))))),
+        lambda inner: st.one_of(st.lists(inner, min_size=2, max_size=2).map(
+            lambda xs: pr.And(tuple(xs))), st.lists(inner, min_size=2, max_size=2).map(
+            lambda xs: pr.Or(tuple(xs))), inner.map(pr.Not)), max_leaves=3),
+    min_size=3, max_size=5))
+def test_soundness_on_a_hudi_table_with_mdt_column_stats(
+        tmp_path_factory: pytest.TempPathFactory, history: list[tuple[Any, ...]],
+        exprs: list[pr.Expr]) -> None:
+    """Hudi's v8 trips table (its MDT lists ``column_stats``: base files are decided from
+    it) written on by morlog's client: upserts, deletes, failed writes, compaction."""
+    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.compaction import compact
+
+    src = next(p for p in tables() if p.name.startswith("v8_trips"))
+    root = tmp_path_factory.mktemp("trips") / "t"
+    shutil.copytree(src, root)
+    t = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={
+        "hoodie.metadata.index.secondary.enable": "false"}))
+    cities = ["chennai", "san_francisco", "sao_paulo"]
+
+    def batch(items: list[tuple[int, int, int]], n: int) -> pa.Table:
+        rows = {f"u{k}": {"ts": 1695159649087 + n * 1000 + k, "uuid": f"u{k}",
+                          "rider": f"rider-Z{k}", "driver": f"driver-{'QZ'[k % 2]}",
+                          "fare": float(100 * n + f), "city": cities[k % 3]}
+                for k, _, f in items}
+        return pa.Table.from_pylist(list(rows.values()), schema=t.data_schema)
+
+    written: set[int] = set()
+    for n, op in enumerate(history, 1):
+        if op[0] == "upsert":
+            t.upsert(batch(op[1], n))
+            written |= {k for k, _, _ in op[1]}
+        elif op[0] == "delete":
+            keys = [k for k in dict.fromkeys(op[1]) if k in written]
+            if keys:
+                t.delete(batch([(k, 0, 0) for k in keys], n).select(["uuid", "city"]))
+        elif op[0] == "fail":
+            mp = pytest.MonkeyPatch()
+            _inject(mp, "log", op[2])
+            try:
+                t.upsert(batch([(k, 0, 77) for k in op[1]], 9))
+                written |= set(op[1])
+            except MorlogError:
+                event("failed write")
+            finally:
+                mp.undo()
+            t.store.lock(str(root)).release()
+        else:
+            try:
+                compact(t)
+                event("compaction")
+            except MorlogError:
+                event("compaction refused")
+    table = Table(str(root))
+    pruner = Pruner(table, bind_where(table, "fare > 0"), None, "morlog")
+    sources = {pruner.base_ranges(s)[1] for s in table.file_slices() if s.base_file}
+    event("base ranges from " + "+".join(sorted(sources)))
+    _check_soundness(str(root), exprs, "Hudi v8 table with MDT column_stats")
