@@ -204,7 +204,9 @@ class PartitionValues:
         for name, r in known.items():
             out[name] = ColumnRange(r.file_name, name, r.min, r.max, 0, rows, type=r.type)
         for name in nulls:
-            out[name] = ColumnRange(partition, name, None, None, rows, rows)
+            i = self.schema.get_field_index(name)
+            out[name] = ColumnRange(partition, name, None, None, rows, rows,
+                                    type=self.schema.field(i).type if i >= 0 else None)
         for name in unknown:
             out.pop(name, None)
         return out
@@ -354,6 +356,8 @@ class Pruner:
     # --- decisions ----------------------------------------------------------------------
 
     def decide(self, s: FileSlice) -> SliceDecision:
+        if not self.columns and not pr.may_match(self.expr, {}, 1):
+            return SliceDecision(s, False, "predicate is never TRUE")
         known, _, _ = self.partitions.of(s.partition)
         if known and not pr.may_match(self.expr, known, 1):
             return SliceDecision(s, False, "partition values")

@@ -241,6 +241,15 @@ def test_null_handling(tmp_path: Path) -> None:
     assert table.read(where="NOT v = 1").column("v").to_pylist() == [4]
 
 
+def test_constant_predicates(tmp_path: Path) -> None:
+    b = _builder(tmp_path, partitioned=False)
+    fid = _one_group(b, [Put("k1", "", 1, 1)])
+    table = Table(str(tmp_path))
+    d = _decision(prune(table, pr.Or(())))[fid]  # FALSE
+    assert (d.kept, d.reason) == (False, "predicate is never TRUE")
+    assert _decision(prune(table, pr.And(())))[fid].kept  # TRUE
+
+
 def test_union_ranges() -> None:
     a = {"x": ColumnRange("a", "x", 1, 5, 0, 3), "y": ColumnRange("a", "y", "b", "c", 1, 2)}
     b = {"x": ColumnRange("b", "x", 3, 9, 1, 4), "y": ColumnRange("b", "y", None, None, 2, 2)}
