@@ -58,11 +58,13 @@ def decode_parquet_content(content: bytes | memoryview, *, columns: list[str] | 
 
 def encode_parquet_content(table: pa.Table, *, compression: str = DEFAULT_COMPRESSION,
                            key_value_metadata: dict[str, str] | None = None) -> bytes:
-    """Write ``table`` as one Parquet file (gzip by default, like Hudi)."""
-    if key_value_metadata:
-        md = dict(table.schema.metadata or {})
-        md.update({k.encode(): v.encode() for k, v in key_value_metadata.items()})
-        table = table.replace_schema_metadata(md)
+    """Write ``table`` as one Parquet file; ``key_value_metadata`` goes into the footer's
+    key/value metadata only. (Put into the Arrow schema's metadata instead, it would be
+    stored twice: as its own entry and again inside the Base64 of ``ARROW:schema``, which
+    doubled the footer of an indexed block.)"""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression)
+    with pq.ParquetWriter(sink, table.schema, compression=compression) as w:
+        w.write_table(table)
+        if key_value_metadata:
+            w.add_key_value_metadata(key_value_metadata)
     return bytes(sink.getvalue().to_pybytes())

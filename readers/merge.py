@@ -230,20 +230,41 @@ def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, 
             cand = j.filter(keep).drop_columns(["__bar_max"])
     if cand.num_rows == 0:
         return records.slice(0, 0).drop_columns([SEQ, KEY])
-    order = ([(KEY, "ascending", "at_start")]
-             + [(_ord_name(i), "ascending", "at_start") for i in range(len(ord_types))]
-             + [(SEQ, "ascending", "at_start")])
-    cand = cand.take(pc.sort_indices(cand, sort_keys=order))
-    k = cand.column(KEY)
-    last = np.ones(cand.num_rows, dtype=bool)
-    if cand.num_rows > 1:
-        same_next = pc.equal(k.slice(0, cand.num_rows - 1), k.slice(1)).to_numpy(
-            zero_copy_only=False)
-        last[:-1] = ~same_next
-    winners = cand.filter(pa.array(last))
-    alive = winners.filter(pc.invert(winners.column(DEL)))
-    rows = alive.column("__row").to_numpy()
-    return records.take(pa.array(np.sort(rows))).drop_columns([SEQ, KEY])
+    win = _winners(cand, len(ord_types))
+    alive = win & ~cand.column(DEL).to_numpy()
+    mask = np.zeros(n, dtype=bool)
+    mask[cand.column("__row").to_numpy()[alive]] = True
+    # the winners in record order: a filter, not a take of the (many-chunked) records
+    return records.filter(pa.array(mask)).drop_columns([SEQ, KEY])
+
+
+def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
+    """Which candidates win their key: the greatest by (ordering values, nulls first; then
+    SEQ). Keys are grouped by hashing (``dictionary_encode``), not by sorting strings; only
+    the candidates of keys that occur more than once are sorted, on integers (ordering
+    values as dense ranks)."""
+    keys = cand.column(KEY).combine_chunks()
+    enc = pc.dictionary_encode(keys)
+    g = enc.indices.fill_null(len(enc.dictionary)).to_numpy().astype(np.int64)
+    counts = np.bincount(g)
+    multi = counts[g] > 1
+    win = ~multi
+    idx = np.flatnonzero(multi)
+    if idx.size:
+        taken = pa.array(idx)
+        sort_cols = [cand.column(SEQ).take(taken).to_numpy()]
+        for i in reversed(range(n_ord)):  # np.lexsort: the last key is the primary one
+            col = cand.column(_ord_name(i)).take(taken).combine_chunks()
+            sort_cols.append(pc.rank(col, sort_keys=[("", "ascending", "at_start")],
+                                     tiebreaker="dense").to_numpy())
+        gi = g[idx]
+        sort_cols.append(gi)
+        o = np.lexsort(sort_cols)
+        go = gi[o]
+        last = np.ones(o.size, dtype=bool)
+        last[:-1] = go[:-1] != go[1:]
+        win[idx[o[last]]] = True
+    return win
 
 
 def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:

@@ -165,7 +165,11 @@ def _base_keys(path: Path) -> set[str]:
 def test_log_compaction_reads_and_tags_as_before(tmp_path: Path, version: int,
                                                  carrier: str) -> None:
     path = tmp_path / "t"
-    t = _create(path, version, carrier)
+    # the output block type is the log compaction's own setting (Parquet unless set): each
+    # carrier's table gets the other output type
+    out_format = "parquet" if carrier == "avro" else "avro"
+    t = _create(path, version, carrier,
+                options={"morlog.log.compaction.block.format": out_format})
     _history(t)
     before = _snapshot(path)
     old = {s.file_id: s for s in Table(str(path)).file_slices()}
@@ -224,7 +228,7 @@ def test_log_compaction_reads_and_tags_as_before(tmp_path: Path, version: int,
         assert all(b.header.get(HeaderKey.COMPACTED_BLOCK_TIMES) == ",".join(replaced)
                    for b in blocks)
         kinds = [b.block_type for b in blocks]
-        data_kind = BlockType.PARQUET_DATA if carrier == "parquet" else BlockType.AVRO_DATA
+        data_kind = BlockType.PARQUET_DATA if out_format == "parquet" else BlockType.AVRO_DATA
         assert set(kinds) <= {data_kind, BlockType.DELETE} and data_kind in kinds
     # the new files are part of the latest slices
     for s in view.file_slices():
@@ -239,7 +243,7 @@ def test_the_new_blocks_and_their_order(tmp_path: Path) -> None:
     from morlog.logformat.delete_content import OrderingValue
 
     path = tmp_path / "t"
-    t = _create(path, 9)
+    t = _create(path, 9, options={"morlog.log.compaction.block.format": "avro"})
     _history(t)
     res = log_compact(t).results[0]
     got = {}
@@ -262,7 +266,7 @@ def test_the_new_blocks_and_their_order(tmp_path: Path) -> None:
     for part, _, (name,), _ in res2.compacted:
         with LogFileReader(LocalFileSource(str(path2 / part / name))) as r:
             kinds = [b.block_type for b in r.blocks()]
-        assert kinds[0] == BlockType.AVRO_DATA
+        assert kinds[0] == BlockType.PARQUET_DATA  # the default output block type
 
 
 @pytest.mark.parametrize("version", [6, 9])
@@ -422,13 +426,14 @@ def test_a_killed_log_compaction_is_undone_by_the_next_writer(
 
     from morlog.writers.indexed import IndexedLogWriter
 
-    real = IndexedLogWriter.append_avro_arrow
+    def dying(real: Any) -> Any:
+        def append(self: IndexedLogWriter, *a: Any, **k: Any) -> Any:
+            real(self, *a, **k)
+            raise Killed()
+        return append
 
-    def dying(self: IndexedLogWriter, *a: Any, **k: Any) -> Any:
-        real(self, *a, **k)
-        raise Killed()
-
-    monkeypatch.setattr(IndexedLogWriter, "append_avro_arrow", dying)
+    for name in ("append_avro_arrow", "append_parquet"):  # whichever the output uses
+        monkeypatch.setattr(IndexedLogWriter, name, dying(getattr(IndexedLogWriter, name)))
     t.config.write_threads = 1
     with pytest.raises(Killed):
         run_log_compaction(t, L)
@@ -454,11 +459,14 @@ def test_a_killed_log_compaction_is_undone_by_the_next_writer(
     _check_same(path, before, L, exact=version < 8)
 
 
-def test_output_larger_than_the_block_size_is_cut_into_several_blocks(tmp_path: Path
+@pytest.mark.parametrize("out_format", ["parquet", "avro"])
+def test_output_larger_than_the_block_size_is_cut_into_several_blocks(tmp_path: Path,
+                                                                      out_format: str
                                                                       ) -> None:
     path = tmp_path / "t"
     t = _create(path, 9, options={"hoodie.logfile.data.block.max.size": "1500",
-                                  "morlog.log.compaction.max.block.bytes": str(1 << 20)})
+                                  "morlog.log.compaction.max.block.bytes": str(1 << 20),
+                                  "morlog.log.compaction.block.format": out_format})
     t.upsert(_batch(list(range(0, 200, 2)), 1))  # one partition, a base file
     for ts in range(2, 8):
         t.upsert(_batch(list(range(0, 200, 2)), ts))
@@ -469,7 +477,8 @@ def test_output_larger_than_the_block_size_is_cut_into_several_blocks(tmp_path: 
     (s,) = view.file_slices()
     (name,) = res.compacted[0][2]
     with LogFileReader(LocalFileSource(str(path / "b" / name))) as r:
-        blocks = [b for b in r.blocks() if b.block_type == BlockType.AVRO_DATA]
+        kind = BlockType.AVRO_DATA if out_format == "avro" else BlockType.PARQUET_DATA
+        blocks = [b for b in r.blocks() if b.block_type == kind]
         ranges = [(b.to_arrow().column("id")[0].as_py(), b.to_arrow().column("id")[-1].as_py())
                   for b in blocks]
     assert len(blocks) > 3
@@ -580,7 +589,8 @@ def test_scheduling_counts_blocks_as_hudi_and_skips_busy_groups(tmp_path: Path) 
 @pytest.mark.parametrize(("key", "value"), [
     ("hoodie.log.compaction.blocks.threshold", "x"), ("hoodie.log.compaction.inline", "yes"),
     ("hoodie.logfile.data.block.max.size", "0"),
-    ("morlog.log.compaction.max.block.bytes", "-1")])
+    ("morlog.log.compaction.max.block.bytes", "-1"),
+    ("morlog.log.compaction.block.format", "orc")])
 def test_bad_settings_are_refused_naming_them(key: str, value: str) -> None:
     with pytest.raises(UsageError, match=key.replace(".", r"\.")):
         LogCompactionSettings.of({key: value})
@@ -588,8 +598,10 @@ def test_bad_settings_are_refused_naming_them(key: str, value: str) -> None:
 
 def test_settings_defaults() -> None:
     s = LogCompactionSettings.of({})
-    assert (s.blocks_threshold, s.inline, s.data_block_max_bytes, s.max_block_bytes) == (
-        5, False, 256 * 1024 * 1024, 128 * 1024 * 1024)
+    assert (s.blocks_threshold, s.inline, s.data_block_max_bytes, s.max_block_bytes,
+            s.block_format) == (5, False, 256 * 1024 * 1024, 128 * 1024 * 1024, "parquet")
+    assert LogCompactionSettings.of({"morlog.log.compaction.block.format": " AVRO "}
+                                    ).block_format == "avro"
     assert LogCompactionSettings.of({"hoodie.logfile.data.block.max.size": "1000"}
                                     ).max_block_bytes == 500
 

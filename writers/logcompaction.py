@@ -100,8 +100,12 @@ BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
 INLINE = "hoodie.log.compaction.inline"
 DATA_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 MAX_BLOCK_BYTES = "morlog.log.compaction.max.block.bytes"
+#: the data block type log compaction writes (spec/services.md §3.4): ``parquet`` (default)
+#: or ``avro``, whatever the table's ``hoodie.logfile.data.block.format``
+BLOCK_FORMAT = "morlog.log.compaction.block.format"
+BLOCK_FORMATS = ("parquet", "avro")
 #: every key :meth:`LogCompactionSettings.of` reads
-SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES)
+SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES, BLOCK_FORMAT)
 #: Hudi's default data block size, 256 MiB (``LOGFILE_DATA_BLOCK_SIZE_MAX_BYTES``)
 DEFAULT_DATA_BLOCK_MAX = 256 * 1024 * 1024
 #: extra metadata entry of the plans morlog schedules (the next writer may undo their dead
@@ -117,13 +121,19 @@ class LogCompactionSettings:
     inline: bool = False
     data_block_max_bytes: int = DEFAULT_DATA_BLOCK_MAX
     max_block_bytes: int = DEFAULT_DATA_BLOCK_MAX // 2
+    block_format: str = "parquet"
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> LogCompactionSettings:
         """From Hudi's option names and ``morlog.log.compaction.max.block.bytes``
         (``UsageError`` naming a bad value)."""
         block_max = option_int(options, DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX, minimum=1)
-        return cls(blocks_threshold=option_int(options, BLOCKS_THRESHOLD, 5, minimum=1),
+        fmt = options.get(BLOCK_FORMAT, "parquet").strip().lower()
+        if fmt not in BLOCK_FORMATS:
+            raise UsageError(f"{BLOCK_FORMAT} is parquet or avro",
+                             actual=options.get(BLOCK_FORMAT))
+        return cls(block_format=fmt,
+                   blocks_threshold=option_int(options, BLOCKS_THRESHOLD, 5, minimum=1),
                    inline=option_flag(options, INLINE),
                    data_block_max_bytes=block_max,
                    max_block_bytes=option_int(options, MAX_BLOCK_BYTES,
@@ -466,7 +476,7 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
         for start in range(0, records.num_rows, per_block):
             chunk = records.slice(start, per_block)
             vkeys = keys.slice(start, per_block) if vkeys_needed else None
-            if mt.config.carrier == "parquet":
+            if settings.block_format == "parquet":
                 r = w.append_parquet(chunk, instant, schema=schema,
                                      compression=mt.log_parquet_codec, keys=vkeys,
                                      extra_header=header)
