@@ -86,20 +86,21 @@ def base_file_ranges(storage: Storage, path: str, base_format: BaseFormat,
 
 
 
-def mdt_ranges(stats: dict[str, dict[str, Any]], arrow_schema: pa.Schema
-               ) -> dict[str, ColumnRange]:
-    """TEMPORARY: one file's MDT ``column_stats`` (column -> ``HoodieMetadataColumnStats``,
-    Java order) as filter-order ranges: strings keep their bounds only when both bounds hold
-    code points below U+E000 (UTF-16 and code point order agree then), floats, binary, times
+def mdt_ranges(stats: Any, types: Any) -> dict[str, dict[str, ColumnRange]]:
+    """TEMPORARY: Hudi's MDT ``column_stats`` values (Java order) as filter-order ranges,
+    file name -> column -> range: strings keep their bounds only when both bounds hold code
+    points below U+E000 (UTF-16 and code point order agree then), floats, binary, times
     and timestamps keep none."""
     from .column_stats import range_of_stats
 
-    out: dict[str, ColumnRange] = {}
-    for col, s in stats.items():
-        i = arrow_schema.get_field_index(col)
-        if i < 0:
+    out: dict[str, dict[str, ColumnRange]] = {}
+    for s in stats:
+        if s.get("isDeleted"):
             continue
-        t = arrow_schema.field(i).type
+        col = str(s.get("columnName"))
+        t = types.get(col)
+        if t is None:
+            continue
         r = range_of_stats(s, t)
         lo, hi = r.min, r.max
         ok = lo is not None and hi is not None
@@ -108,8 +109,9 @@ def mdt_ranges(stats: dict[str, dict[str, Any]], arrow_schema: pa.Schema
         elif ok and not (pa.types.is_integer(t) or pa.types.is_boolean(t)
                          or pa.types.is_decimal(t) or pa.types.is_date(t)):
             ok = False
-        out[col] = ColumnRange(r.file_name, col, lo if ok else None, hi if ok else None,
-                               r.null_count, r.value_count, type=t)
+        out.setdefault(r.file_name, {})[col] = ColumnRange(
+            r.file_name, col, lo if ok else None, hi if ok else None, r.null_count,
+            r.value_count, type=t)
     return out
 
 

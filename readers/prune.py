@@ -41,7 +41,7 @@ from morlog.logformat.errors import ContentError, UsageError
 
 from . import predicate as pr
 from .block_stats import base_file_ranges, block_ranges, mdt_ranges
-from .column_stats import ColumnRange, column_stats_key
+from .column_stats import ColumnRange
 from .logfile import LogBlock, LogFileReader
 from .mdt_read import column_stats_index
 from .merge import COMMIT_TIME, EVENT_TIME
@@ -314,29 +314,32 @@ class Pruner:
         self.spec = table.merge_spec(as_of)
         self.whole = whole_record_merges(table)
         self.data_schema = table.arrow_schema()
-        self._mdt: dict[str, dict[str, Any]] | None | bool = False  # False: not read yet
+        #: the MDT's column_stats by file name -> column -> range (None: none; read once)
+        self._mdt: dict[str, dict[str, ColumnRange]] | None = None
+        self._mdt_read = False
 
     # --- statistics ---------------------------------------------------------------------
 
-    def _mdt_index(self) -> dict[str, dict[str, Any]] | None:
-        if self._mdt is False:
+    def _mdt_ranges(self) -> dict[str, dict[str, ColumnRange]] | None:
+        if not self._mdt_read:
+            self._mdt_read = True
             t = self.table
-            self._mdt = column_stats_index(t.storage, t.path, t.config.props)
-        return self._mdt if isinstance(self._mdt, dict) else None
+            index = column_stats_index(t.storage, t.path, t.config.props)
+            if index is not None:
+                types = {f.name: f.type for f in self.data_schema}
+                self._mdt = mdt_ranges(index.values(), types)
+        return self._mdt
 
     def base_ranges(self, s: FileSlice) -> tuple[dict[str, ColumnRange], str]:
         """The base file's ranges of the predicate's data columns and where they came from
         ("mdt" or "footer")."""
         assert s.base_file is not None
-        index = self._mdt_index()
-        if index is not None and self.file_columns:
-            found = {c: index.get(column_stats_key(c, s.partition, s.base_file))
-                     for c in self.file_columns}
-            if all(v is not None for v in found.values()):
-                got = mdt_ranges({c: v for c, v in found.items() if v is not None},
-                                 self.data_schema)
-                if set(got) == set(self.file_columns):
-                    return self.partitions.overlay(s.partition, got), "mdt"
+        mdt = self._mdt_ranges()
+        if mdt is not None and self.file_columns:
+            known = mdt.get(s.base_file, {})
+            if all(c in known for c in self.file_columns):
+                got = {c: known[c] for c in self.file_columns}
+                return self.partitions.overlay(s.partition, got), "mdt"
         t = self.table
         path = t.storage.join(t.slice_dir(s.partition), s.base_file)
         got = base_file_ranges(t.storage, path, t.base_format, self.data_schema,
