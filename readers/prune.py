@@ -223,7 +223,8 @@ def rows_of(ranges: Mapping[str, ColumnRange]) -> int:
 def union_ranges(parts: Sequence[Mapping[str, ColumnRange]], name: str = ""
                  ) -> dict[str, ColumnRange]:
     """The ranges of the rows of all ``parts`` together (filter order): a column absent from
-    any part is unknown; bounds are lost when a part with non-null values has none."""
+    any part is unknown; bounds are lost when a part with non-null values has none, or when
+    the parts with non-null values have different types (bounds in different units)."""
     if not parts:
         return {}
     common = set(parts[0])
@@ -236,13 +237,15 @@ def union_ranges(parts: Sequence[Mapping[str, ColumnRange]], name: str = ""
         values = sum(r.value_count for r in rs)
         with_values = [r for r in rs if r.value_count > r.null_count]
         lo = hi = None
-        if with_values and all(r.min is not None and r.max is not None for r in with_values):
+        one_type = len({str(r.type) for r in with_values}) <= 1
+        if with_values and one_type and all(r.min is not None and r.max is not None
+                                            for r in with_values):
             try:
                 lo = min(r.min for r in with_values)
                 hi = max(r.max for r in with_values)
             except TypeError:
                 lo = hi = None
-        t = next((r.type for r in rs if r.type is not None), None)
+        t = next((r.type for r in with_values + rs if r.type is not None), None)
         out[c] = ColumnRange(name, c, lo, hi, nulls, values, type=t)
     return out
 

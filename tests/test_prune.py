@@ -259,6 +259,11 @@ def test_union_ranges() -> None:
     assert (u["y"].min, u["y"].max, u["y"].null_count, u["y"].value_count) == ("b", "c", 3, 4)
     c = {"x": ColumnRange("c", "x", None, None, 0, 2)}  # values without bounds (NaN...)
     assert union_ranges([a, c])["x"].min is None and "y" not in union_ranges([a, c])
+    # bounds of different types (timestamps in ms and in us) do not compare
+    ms = {"t": ColumnRange("a", "t", 1000, 2000, 0, 1, type=pa.timestamp("ms"))}
+    us = {"t": ColumnRange("b", "t", 1_500_000, 1_600_000, 0, 1, type=pa.timestamp("us"))}
+    assert union_ranges([ms, us])["t"].min is None
+    assert union_ranges([ms, ms])["t"].min == 1000
 
 
 def test_bad_rule_and_bad_expressions(tmp_path: Path) -> None:
