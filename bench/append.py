@@ -176,6 +176,7 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
         "key_list_share_of_index": ratio(split["key_list"], idx_total),
         "per_block_bloom_share_of_index": ratio(split["per_block_bloom"], idx_total),
         "cumulative_share_of_index": ratio(split["cumulative"], idx_total),
+        "column_stats_share_of_index": ratio(split["column_stats"], idx_total),
         "table_and_tail_share_of_index": ratio(split["table_and_tail"], idx_total),
     }
     goals = {
@@ -204,9 +205,9 @@ def plot(plt: Any, report: dict[str, Any]) -> Any:
         f"writing {r['records']:,} records", "seconds", fmt="{:.2f}")
     split = r["indexed"]["index_split"]
     data = r["plain"]["data_bytes"]
-    bar(axes[1], ["key list", "per-block\nbloom", "cumulative", "tables"],
+    bar(axes[1], ["key list", "per-block\nbloom", "cumulative", "column\nstats", "tables"],
         [100 * split[k] / data for k in ("key_list", "per_block_bloom", "cumulative",
-                                         "table_and_tail")],
+                                         "column_stats", "table_and_tail")],
         "index bytes, % of data bytes", "%", fmt="{:.2f}")
     pol = r["policies"]
     names = list(pol)

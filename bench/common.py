@@ -219,6 +219,7 @@ class IndexBytes:
             "key_list": s.get("KEYS", 0),
             "per_block_bloom": s.get("BLOOM", 0) + s.get("RANGE", 0),
             "cumulative": s.get("CUMULATIVE", 0) + s.get("DIRECTORY", 0),
+            "column_stats": s.get("COLUMN_STATS", 0),
             "table_and_tail": self.overhead,
         }
 

@@ -11,7 +11,10 @@ DataFrame per batch for all of them, in one Spark session:
   blocks of indexed Avro);
 - baseline: ``morlog.route.inserts=false``: every batch's inserts go to new file groups (a base
   file each), as Hudi does on MOR when its index cannot look into logs;
-- morlog_parquet: the morlog defaults with ``morlog.carrier=parquet`` (reported, no goal).
+- morlog_parquet: the morlog defaults with ``morlog.carrier=parquet`` (reported, no goal);
+- python_client: the same batches (the Arrow tables the DataFrames were made from) written by
+  the Python write client on the driver (``MorTable.upsert``, the same options parsed by
+  ``parse_write_options``), no Spark: the distributed upsert's goal is at most 1.5x its time.
 
 Sizing is Hudi's default (``morlog.max.file.size`` 120 MB, ``morlog.small.file.limit``
 100 MB): with 100,000-row batches every file stays far below both, which is exactly the
@@ -45,6 +48,8 @@ import pyarrow.compute as pc
 
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.readers.table import Table
+from morlog.writers.client import MorTable
+from morlog.writers.options import parse_write_options
 
 from .common import (
     BenchError,
@@ -91,6 +96,8 @@ COMMIT_FIELDS = {
     "morlog.files.created": "files_created",
 }
 HISTOGRAM_BINS = 24
+#: the Python write client (no Spark), measured on the same batches
+CLIENT = "python_client"
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,19 @@ def save(df: Any, path: str, options: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def client_save(batch: pa.Table, path: str, options: dict[str, str]) -> float:
+    """Wall time of one upsert of ``batch`` by the Python write client (the table created
+    from the options on the first batch, as the Spark writer does)."""
+    t0 = time.perf_counter()
+    opts = parse_write_options(options)
+    if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
+        table = MorTable(path, opts.config)
+    else:
+        table = opts.create_table(path, batch.schema)
+    table.upsert(batch)
+    return time.perf_counter() - t0
+
+
 # --- one method's table ---------------------------------------------------------------------
 
 
@@ -301,7 +321,7 @@ def table_numbers(session: Session, run: MethodRun, data: Batches, rows: int,
         raise BenchError(f"{method}: the rows read back are not every key's latest version "
                          f"(sum of {ORDERING_FIELD} {ts_sum}, expected {data.latest_ts_sum})")
     return {
-        "options": {k: v for k, v in METHODS[method].items()},
+        "options": dict(METHODS.get(method, {})),
         "total_seconds": num(run.total),
         "rows_per_s": rate(rows, run.total),
         "batch_seconds": [num(x) for x in run.batch_seconds],
@@ -329,13 +349,17 @@ def table_numbers(session: Session, run: MethodRun, data: Batches, rows: int,
 # --- the run --------------------------------------------------------------------------------
 
 
-def _one_run(session: Session, dfs: list[Any], root: str, label: str) -> dict[str, MethodRun]:
-    runs = {m: MethodRun(os.path.join(root, f"{label}-{m}")) for m in METHODS}
-    names = list(METHODS)
+def _one_run(session: Session, dfs: list[Any], tables: list[pa.Table], root: str, label: str
+             ) -> dict[str, MethodRun]:
+    names = [*METHODS, CLIENT]
+    runs = {m: MethodRun(os.path.join(root, f"{label}-{m}")) for m in names}
     for b, df in enumerate(dfs):
         order = names[b % len(names):] + names[: b % len(names)]
         for m in order:
-            secs = save(df, runs[m].path, {**BASE_OPTIONS, **METHODS[m]})
+            if m == CLIENT:
+                secs = client_save(tables[b], runs[m].path, BASE_OPTIONS)
+            else:
+                secs = save(df, runs[m].path, {**BASE_OPTIONS, **METHODS[m]})
             runs[m].batch_seconds.append(secs)
         progress(f"upsert: batch {b + 1}/{len(dfs)}: " + ", ".join(
             f"{m} {runs[m].batch_seconds[-1]:.2f} s" for m in names))
@@ -372,8 +396,8 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
             best: dict[str, MethodRun] = {}
             for r in range(max(1, repeats)):
                 progress(f"upsert: run {r + 1}/{max(1, repeats)}: methods "
-                         f"{', '.join(METHODS)} take turns per batch")
-                runs = _one_run(session, dfs, tmp, f"run{r + 1}")
+                         f"{', '.join([*METHODS, CLIENT])} take turns per batch")
+                runs = _one_run(session, dfs, data.tables, tmp, f"run{r + 1}")
                 for m, mr in runs.items():
                     if m not in best or mr.total < best[m].total:
                         if m in best:
@@ -383,7 +407,7 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
                         shutil.rmtree(mr.path, ignore_errors=True)
             progress("upsert: listing the tables, reading them back with Spark")
             methods = {m: table_numbers(session, best[m], data, rows, m)
-                       for m in METHODS}
+                       for m in [*METHODS, CLIENT]}
         version = session.spark.version
     finally:
         if session.owned:
@@ -396,6 +420,7 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
         numbers["size_histogram"] = [int(c) for c in counts]
 
     mo, ba, pq_ = methods["morlog"], methods["baseline"], methods["morlog_parquet"]
+    cl = methods[CLIENT]
     results: dict[str, Any] = {
         "data": {
             "batches": s.batches,
@@ -427,10 +452,12 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
         "parquet_carrier_time_vs_avro": ratio(pq_["total_seconds"], mo["total_seconds"]),
         "parquet_carrier_bytes_vs_avro": ratio(pq_["file_sizes"]["total"],
                                                mo["file_sizes"]["total"]),
+        "spark_vs_python_client": ratio(mo["total_seconds"], cl["total_seconds"]),
     }
     goals = {
         "files_vs_baseline": goal(ratios["files_vs_baseline"], 0.2, "<="),
         "time_vs_baseline": goal(ratios["time_vs_baseline"], 1.0, "<="),
+        "spark_vs_python_client": goal(ratios["spark_vs_python_client"], 1.5, "<="),
     }
     params: dict[str, Any] = {
         **asdict(s),
@@ -441,7 +468,8 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
         "spark": f"{MASTER}, UI off; DataFrames from Arrow tables (createDataFrame), the "
                  "same one per batch for every method; one Spark session",
         "options": BASE_OPTIONS,
-        "methods": {m: o or "defaults" for m, o in METHODS.items()},
+        "methods": {**{m: o or "defaults" for m, o in METHODS.items()},
+                    CLIENT: "MorTable.upsert of the same Arrow batches on the driver"},
         "timing": "wall time of each df.write.format('morlog')...save(path) (staging in the "
                   "tasks and the driver's commit); methods take turns per batch, the first "
                   "rotating; warm-up first: the first two batches, untimed, into a scratch "
@@ -460,12 +488,13 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
 
 # --- the plot -------------------------------------------------------------------------------
 
-COLORS = {"morlog": "#4878a8", "baseline": "#e0a040", "morlog_parquet": "#6aa86a"}
+COLORS = {"morlog": "#4878a8", "baseline": "#e0a040", "morlog_parquet": "#6aa86a",
+          CLIENT: "#a05a9c"}
 
 
 def plot(plt: Any, report: dict[str, Any]) -> Any:
     r = report["results"]
-    names = [m for m in METHODS if m in r]
+    names = [m for m in [*METHODS, CLIENT] if m in r]
     fig, axes = plt.subplots(2, 2, figsize=(13, 8.4))
     bar(axes[0][0], names, [r[m]["total_seconds"] for m in names],
         f"{r['data']['batches']} upsert batches, total write time", "seconds", fmt="{:.1f}")

@@ -25,10 +25,11 @@ import pyarrow.compute as pc
 
 from .avro_columnar import encode_arrow_to_records
 from .avro_content import encode_avro_content, encode_records
-from .avroschema import arrow_to_avro_schema
-from .blocks import FAST_PATH_MISSES, arrow_to_records, make_header
+from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from .blocks import FAST_PATH_MISSES, arrow_to_records, make_header, records_to_arrow
+from .column_stats_section import StatsColumns, compute_column_stats
 from .constants import BLOCK_PREFIX_LEN, CURRENT_CONTENT_VERSION, BlockType, HeaderKey
-from .errors import UsageError
+from .errors import MorlogError, UsageError
 from .framing import BlockFrame, encode_map
 from .index_trailer import (
     ENTRY_LEN,
@@ -129,6 +130,11 @@ class PreparedBlock:
     table: pa.Table | None
     own: BlockKeys
     compression: str = DEFAULT_COMPRESSION
+    #: the COLUMN_STATS section body (spec/index.md §4.11), None: the block carries none
+    stats: bytes | None = None
+
+    def _stats_sections(self) -> list[tuple[int, bytes]]:
+        return [] if self.stats is None else [(Section.COLUMN_STATS, self.stats)]
 
     def finish(self, block_offset: int, cumulative: CumulativeFn
                ) -> tuple[BlockFrame, Placement, bytes]:
@@ -145,8 +151,9 @@ class PreparedBlock:
             # every offset follows by arithmetic: build the block once
             content_offset = block_offset + BLOCK_PREFIX_LEN + 8 + len(
                 encode_map(self.header)) + 8
-            trailer_len = region_len + cum_len + dir_len + len(own + [(0, b"")] * 2) * ENTRY_LEN \
-                + TAIL_LEN
+            extra = self._stats_sections()
+            trailer_len = (region_len + cum_len + dir_len + sum(len(b) for _, b in extra)
+                           + (len(own) + 2 + len(extra)) * ENTRY_LEN + TAIL_LEN)
             trailer_offset = content_offset + len(self.prefix)
             size = trailer_offset + trailer_len + 4 + 8 - block_offset
             placement = Placement(block_offset, size, trailer_offset, region_len,
@@ -154,7 +161,7 @@ class PreparedBlock:
             cum, directory = cumulative(placement)
             probe: list[tuple[int, bytes]] = [(Section.CUMULATIVE, cum.encode()),
                                               (Section.DIRECTORY, directory.encode())]
-            frame = self._frame(encode_trailer(own + probe))
+            frame = self._frame(encode_trailer(own + probe + extra))
             if len(frame.content) + content_offset - block_offset + 12 != size:
                 raise UsageError("index section sizes changed with their offsets")
             return frame, placement, b"".join(body for _, body in probe)
@@ -163,12 +170,12 @@ class PreparedBlock:
         # offsets change, and it sits verbatim (uncompressed) in the Parquet footer's
         # key/value metadata: write the file once, then patch the final trailer in place.
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        first = base64.b64encode(encode_trailer(own + probe))
+        first = base64.b64encode(encode_trailer(own + probe + self._stats_sections()))
         frame = self._frame_b64(first)
         placement = self._placement(block_offset, frame)
         cum, directory = cumulative(placement)
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        final = base64.b64encode(encode_trailer(own + probe))
+        final = base64.b64encode(encode_trailer(own + probe + self._stats_sections()))
         if len(final) != len(first) or frame.content.count(first) != 1:
             raise UsageError("index section sizes changed with their offsets")
         frame = BlockFrame(frame.block_type, frame.header,
@@ -196,9 +203,36 @@ class PreparedBlock:
         return Placement(block_offset, size, 0, 0, 0, 0, 0)
 
 
+def avro_block_stats(table: pa.Table, schema_text: str,
+                     columns: StatsColumns | None) -> bytes | None:
+    """The COLUMN_STATS body of an Avro-carrier block holding ``table``'s rows: the
+    columns ``columns`` selects from the block's schema, each cast to the type the block
+    decodes to (``avro_to_arrow_schema``), so that statistics recomputed from the block
+    equal them. None when no statistics are kept."""
+    if columns is None:
+        return None
+    try:
+        arrow = avro_to_arrow_schema(schema_text)
+    except MorlogError:
+        return None
+    names = columns.select(arrow)
+    types = {n: arrow.field(n).type for n in names}
+    return compute_column_stats(table, names, types).encode()
+
+
+def parquet_block_stats(table: pa.Table, columns: StatsColumns | None) -> bytes | None:
+    """The COLUMN_STATS body of a Parquet-carrier block of ``table`` (its own types: the
+    block decodes to the Parquet file itself)."""
+    if columns is None:
+        return None
+    return compute_column_stats(table, columns.select(table.schema)).encode()
+
+
 def prepare_avro(records: Sequence[dict[str, Any]], schema: str | dict[str, Any], instant: str,
                  *, key_field: str, fpp: float = DEFAULT_FPP,
-                 extra_header: Mapping[HeaderKey, str] | None = None) -> PreparedBlock:
+                 extra_header: Mapping[HeaderKey, str] | None = None,
+                 column_stats: StatsColumns | None = None) -> PreparedBlock:
+    """``column_stats``: which columns get a COLUMN_STATS entry (None: no section)."""
     text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
     try:
         keys = [r[key_field] for r in records]
@@ -207,13 +241,20 @@ def prepare_avro(records: Sequence[dict[str, Any]], schema: str | dict[str, Any]
     own = BlockKeys.of(keys, fpp)
     prefix = encode_avro_content(encode_records(records, text))
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
-    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
+    stats = None
+    if column_stats is not None:
+        try:  # the per-record path: records to Arrow once more for the statistics
+            stats = avro_block_stats(records_to_arrow(records, text), text, column_stats)
+        except MorlogError:
+            stats = None  # readers recompute them from the records
+    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own, stats=stats)
 
 
 def prepare_avro_arrow(table: pa.Table | pa.RecordBatch, schema: str | dict[str, Any],
                        instant: str, *, key_field: str, fpp: float = DEFAULT_FPP,
                        extra_header: Mapping[HeaderKey, str] | None = None,
-                       keys: pa.Array | None = None) -> PreparedBlock:
+                       keys: pa.Array | None = None,
+                       column_stats: StatsColumns | None = None) -> PreparedBlock:
     """:func:`prepare_avro` of ``table``'s rows, column-wise: the same block, byte for byte,
     as ``prepare_avro(arrow_to_records(table), ...)``, without a Python object per record.
     Keys, order, filter and range come from Arrow kernels; the records from
@@ -226,29 +267,32 @@ def prepare_avro_arrow(table: pa.Table | pa.RecordBatch, schema: str | dict[str,
         table = pa.Table.from_batches([table])
     text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
     if keys is not None:
-        return _prepare_avro_keyed(table, text, instant, keys, fpp, extra_header)
+        return _prepare_avro_keyed(table, text, instant, keys, fpp, extra_header,
+                                   column_stats)
     if key_field not in table.column_names:
         raise UsageError(f"records have no key field {key_field!r}")
     col = table.column(key_field)
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         return prepare_avro(arrow_to_records(table), text, instant, key_field=key_field,
-                            fpp=fpp, extra_header=extra_header)
+                            fpp=fpp, extra_header=extra_header, column_stats=column_stats)
     if table.num_rows == 0 or col.null_count:  # the per-record path says what is wrong
         return prepare_avro(arrow_to_records(table), text, instant, key_field=key_field,
-                            fpp=fpp, extra_header=extra_header)
+                            fpp=fpp, extra_header=extra_header, column_stats=column_stats)
     try:
         body, count = encode_arrow_to_records(table, text)
     except FAST_PATH_MISSES:
         return prepare_avro(arrow_to_records(table), text, instant, key_field=key_field,
-                            fpp=fpp, extra_header=extra_header)
+                            fpp=fpp, extra_header=extra_header, column_stats=column_stats)
     own = BlockKeys.of(col.combine_chunks(), fpp)
     prefix = struct.pack(">ii", CURRENT_CONTENT_VERSION.number, count) + body
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
-    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
+    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own,
+                         stats=avro_block_stats(table, text, column_stats))
 
 
 def _prepare_avro_keyed(table: pa.Table, text: str, instant: str, keys: pa.Array, fpp: float,
-                        extra_header: Mapping[HeaderKey, str] | None) -> PreparedBlock:
+                        extra_header: Mapping[HeaderKey, str] | None,
+                        column_stats: StatsColumns | None = None) -> PreparedBlock:
     """An Avro block of ``table``'s rows indexed by the given ``keys`` (one per row)."""
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     if len(keys) != table.num_rows or keys.null_count or table.num_rows == 0:
@@ -261,17 +305,20 @@ def _prepare_avro_keyed(table: pa.Table, text: str, instant: str, keys: pa.Array
         prefix = encode_avro_content(encode_records(arrow_to_records(table), text))
     own = BlockKeys.of(keys.cast(pa.string()), fpp)
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
-    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own)
+    return PreparedBlock(BlockType.AVRO_DATA, instant, header, prefix, None, own,
+                         stats=avro_block_stats(table, text, column_stats))
 
 
 def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
                     schema: str | dict[str, Any] | None = None, fpp: float = DEFAULT_FPP,
                     compression: str = DEFAULT_COMPRESSION,
                     keys: pa.Array | None = None,
-                    extra_header: Mapping[HeaderKey, str] | None = None) -> PreparedBlock:
+                    extra_header: Mapping[HeaderKey, str] | None = None,
+                    column_stats: StatsColumns | None = None) -> PreparedBlock:
     """A Parquet-carrier block, records sorted by key; ``keys``: the record key of every
     row when the records carry none (virtual keys); ``extra_header``: more header entries
-    (a log compaction's ``COMPACTED_BLOCK_TIMES``)."""
+    (a log compaction's ``COMPACTED_BLOCK_TIMES``); ``column_stats``: which columns get a
+    COLUMN_STATS entry (None: no section)."""
     if keys is None:
         if key_field not in table.column_names:
             raise UsageError(f"table has no key column {key_field!r}")
@@ -289,4 +336,5 @@ def prepare_parquet(table: pa.Table, instant: str, *, key_field: str,
     avro = schema if schema is not None else arrow_to_avro_schema(table.schema)
     text = avro if isinstance(avro, str) else json.dumps(avro, separators=(",", ":"))
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
-    return PreparedBlock(BlockType.PARQUET_DATA, instant, header, b"", table, own, compression)
+    return PreparedBlock(BlockType.PARQUET_DATA, instant, header, b"", table, own, compression,
+                         stats=parquet_block_stats(table, column_stats))

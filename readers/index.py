@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from morlog.compat.recompute import recompute_block_keys
 from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.column_stats_section import ColumnStatsSection
 from morlog.logformat.constants import MAGIC_LEN, TRAILER_LEN, BlockType
 from morlog.logformat.errors import (
     UNUSABLE,
@@ -130,6 +131,10 @@ class StoredIndex:
 
     def directory(self) -> Directory | None:
         return self._get(Section.DIRECTORY, Directory.decode)
+
+    def column_stats(self) -> ColumnStatsSection | None:
+        """The block's COLUMN_STATS section (spec/index.md §4.11), None when it has none."""
+        return self._get(Section.COLUMN_STATS, ColumnStatsSection.decode)
 
     def section_sizes(self) -> dict[str, int]:
         names = {int(s): s.name for s in Section}

@@ -20,7 +20,7 @@ GOALS = {
     "lookup": {"indexed_vs_compat_speedup", "probe_reads", "bytes_read_over_index_bytes"},
     "append": {"indexed_over_plain_time", "index_share_of_data"},
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
-    "upsert": {"files_vs_baseline", "time_vs_baseline"},
+    "upsert": {"files_vs_baseline", "time_vs_baseline", "spark_vs_python_client"},
     "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
@@ -151,7 +151,7 @@ def test_bench_upsert_compares_routing_with_new_file_groups(
     assert data["rows_written"] == p["batches"] * p["rows_per_batch"]
     assert data["distinct_keys"] == data["inserts"] < data["rows_written"]
     edges = r["size_histogram_edges"]
-    for method in ("morlog", "baseline", "morlog_parquet"):
+    for method in ("morlog", "baseline", "morlog_parquet", "python_client"):
         m = r[method]
         assert m["read_back"]["rows"] == data["distinct_keys"]
         assert m["read_back"]["latest_versions"] is True
@@ -171,6 +171,12 @@ def test_bench_upsert_compares_routing_with_new_file_groups(
     assert morlog["files"]["data_files"] < baseline["files"]["data_files"]
     assert report["ratios"]["files_vs_baseline"] == pytest.approx(
         morlog["files"]["data_files"] / baseline["files"]["data_files"], rel=1e-5)
+    # the Python client on the same batches: the same routing, the ratio its goal reads
+    client = r["python_client"]
+    assert client["files"]["file_groups"] == p["partitions"]
+    assert client["files"]["data_files"] == morlog["files"]["data_files"]
+    assert report["ratios"]["spark_vs_python_client"] == pytest.approx(
+        morlog["total_seconds"] / client["total_seconds"], rel=1e-3)
 
 
 def test_bench_compaction_measures_both_services_on_the_same_table(

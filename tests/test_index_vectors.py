@@ -9,8 +9,10 @@ encodes the structure, encode the expected values back to exactly the same bytes
 
 from __future__ import annotations
 
+import decimal
 import importlib.util
 import json
+import math
 import re
 import sys
 import zlib
@@ -23,6 +25,12 @@ import pyarrow as pa
 import pytest
 
 from morlog.logformat import errors
+from morlog.logformat.column_stats_section import (
+    ColumnStats,
+    ColumnStatsSection,
+    StatsType,
+    compute_column_stats,
+)
 from morlog.logformat.constants import BlockType
 from morlog.logformat.hudi_bloom import DynamicBloomV0, SimpleBloom, murmur_hadoop, parse_hudi_bloom
 from morlog.logformat.index_trailer import (
@@ -57,11 +65,13 @@ ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "spec" / "vectors" / "index"
 KINDS = {"xxh64", "sbbf", "sbbf-sizing", "keys-section", "range-section", "bloom-section",
          "cumulative-section", "directory-section", "trailer", "trailer-error",
-         "section-error", "hudi-murmur", "hudi-murmur-raw", "hudi-bloom", "avro-carrier"}
+         "section-error", "hudi-murmur", "hudi-murmur-raw", "hudi-bloom", "avro-carrier",
+         "column-stats-section"}
 #: section-error cases: which decoder reads them
 DECODERS: dict[str, Any] = {"KEYS": decode_keys, "BLOOM": decode_bloom,
                             "RANGE": KeyRange.decode, "CUMULATIVE": Cumulative.decode,
-                            "DIRECTORY": Directory.decode}
+                            "DIRECTORY": Directory.decode,
+                            "COLUMN_STATS": ColumnStatsSection.decode}
 
 
 def _case_dirs() -> list[Path]:
@@ -309,6 +319,71 @@ def test_malformed_sections_are_rejected(case_dir: Path) -> None:
         DECODERS[case["section"]](data)
 
 
+def _stats_value(tag: str, v: Any, scale: int) -> Any:
+    if v is None:
+        return None
+    if tag in ("BYTES", "FIXED"):
+        return bytes.fromhex(v)
+    if tag == "DECIMAL":
+        return decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale))
+    if tag in ("FLOAT32", "FLOAT64"):
+        return float(v)
+    return v
+
+
+def _column_stats(c: dict[str, Any]) -> ColumnStats:
+    tag = c["type"]
+    code = StatsType[tag] if isinstance(tag, str) else tag
+    scale = c.get("scale", 0)
+    return ColumnStats(c["name"], int(code), c["null_count"], c["value_count"],
+                       _stats_value(str(tag), c["min"], scale),
+                       _stats_value(str(tag), c["max"], scale), c.get("width", 0),
+                       c.get("precision", 0), scale)
+
+
+_ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32(),
+                "bool": pa.bool_(), "double": pa.float64(), "float": pa.float32(),
+                "binary": pa.binary(), "fixed_size_binary[2]": pa.binary(2),
+                "decimal128(10, 2)": pa.decimal128(10, 2), "date32": pa.date32(),
+                "time32[ms]": pa.time32("ms"), "timestamp[us, tz=UTC]": pa.timestamp("us", "UTC"),
+                "timestamp[ms]": pa.timestamp("ms"),
+                "struct<a: int32>": pa.struct([("a", pa.int32())]), "null": pa.null()}
+
+
+def _record_column(r: dict[str, Any]) -> pa.Array:
+    t = _ARROW_TYPES[r["arrow_type"]]
+    vals = r["values"]
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        vals = [None if v is None else bytes.fromhex(v) for v in vals]
+    elif pa.types.is_decimal(t):
+        vals = [None if v is None else decimal.Decimal(v) for v in vals]
+    elif pa.types.is_floating(t):
+        vals = [None if v is None else float(v) for v in vals]
+    if pa.types.is_temporal(t):
+        storage = pa.int32() if t.bit_width == 32 else pa.int64()
+        return pa.array(vals, storage).cast(t)
+    return pa.array(vals, t)
+
+
+@pytest.mark.parametrize("case_dir", _params("column-stats-section"))
+def test_column_stats_section(case_dir: Path) -> None:
+    case, data = _load(case_dir), _input(case_dir)
+    expected = ColumnStatsSection(case["rows"], tuple(_column_stats(c) for c in case["columns"]))
+    got = ColumnStatsSection.decode(data)
+    assert got == expected
+    for g, c in zip(got.columns, case["columns"], strict=True):
+        assert g.has_bounds == (c["min"] is not None)  # -0.0 and false are bounds too
+        assert g.known == isinstance(c["type"], str)
+        if isinstance(c["type"], str) and c["type"] in ("FLOAT32", "FLOAT64") and g.has_bounds:
+            assert math.copysign(1, g.min) == math.copysign(1, float(c["min"]))
+    if case.get("unknown_tags"):
+        return  # writers never write tags they do not know
+    assert expected.encode() == data
+    if "records" in case:  # the writer's side: these column values give exactly these bytes
+        table = pa.table({r["name"]: _record_column(r) for r in case["records"]})
+        assert compute_column_stats(table, table.column_names).encode() == data
+
+
 # --- the trailer -------------------------------------------------------------------------
 
 
@@ -349,6 +424,11 @@ def test_trailer(case_dir: Path) -> None:
     sections = [(Section.BLOOM, encode_bloom(SplitBlockBloom.for_keys(keys))),
                 (Section.RANGE, rng.encode()),
                 (Section.KEYS, encode_keys(pa.array(keys, type=pa.string()), codec=0))]
+    if "column_stats" in case:  # COLUMN_STATS follows the region
+        cs = case["column_stats"]
+        stats = ColumnStatsSection(cs["rows"], tuple(_column_stats(c) for c in cs["columns"]))
+        assert ColumnStatsSection.decode(bodies[Section.COLUMN_STATS]) == stats
+        sections.append((Section.COLUMN_STATS, stats.encode()))
     sections += [(e.id, bodies[e.id]) for e in layout.sections if e.id in layout.unknown()]
     assert encode_trailer(sections) == data
 

@@ -546,7 +546,9 @@ def test_the_size_rule_leaves_large_blocks_alone(tmp_path: Path) -> None:
     """Blocks of ``morlog.log.compaction.max.block.bytes`` or more are not rewritten: the
     newest run of smaller instants is merged, in its place before the large block."""
     path = tmp_path / "t"
-    t = _create(path, 9, options={"morlog.log.compaction.max.block.bytes": "3000"})
+    # small blocks here are 2-4 KB (index trailer with COLUMN_STATS, a directory growing
+    # with the slice), the large one ~27 KB
+    t = _create(path, 9, options={"morlog.log.compaction.max.block.bytes": "6000"})
     t.upsert(_batch([0, 2], 1))
     for ts in range(2, 7):
         t.upsert(_batch([0, 2, 4], ts))

@@ -48,6 +48,7 @@ from morlog.logformat.avroschema import (
     arrow_to_avro_schema,
 )
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
+from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
@@ -221,6 +222,10 @@ class MorTable:
         #: (write option over table property; Hudi's default snappy), checked here
         self.log_parquet_codec = str(parquet_write_options(
             {**self.props, **self.config.hoodie_options})["compression"])
+        #: which columns every data block keeps statistics of (COLUMN_STATS, spec/index.md
+        #: §4.11): Hudi's column-stats settings, write options over table properties
+        self.stats_columns = StatsColumns.from_props({**self.props,
+                                                      **self.config.hoodie_options})
         #: what every commit does with the metadata table (refused here if it cannot)
         self.metadata_plan = plan_metadata(table, self.store, self.config.hoodie_options)
 
@@ -651,11 +656,12 @@ class MorTable:
                                     write_token=WRITE_TOKEN, mode="rollover",
                                     key_field=self._key_field(), fsync=self.config.fsync,
                                     store=self.store, scope=base_instant,
-                                    slice_log_files=slice_logs)
+                                    slice_log_files=slice_logs,
+                                    column_stats=self.stats_columns)
         return IndexedLogWriter(self._dir(partition), fid, base_instant,
                                 write_token=WRITE_TOKEN, mode=self.mode,
                                 key_field=self._key_field(), fsync=self.config.fsync,
-                                store=self.store)
+                                store=self.store, column_stats=self.stats_columns)
 
     def _key_field(self) -> KeyField:
         """How the table's blocks are keyed: the meta column, or the key fields."""

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_block
+from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord
 from morlog.logformat.errors import MorlogError, UsageError
@@ -71,6 +72,8 @@ from .logwriter import LogFileWriter, Mode, WriteResult
 from .store import WriteStore
 
 DEFAULT_CHECKPOINT_EVERY = 8
+#: Hudi's default choice of columns (``getColumnsToIndex`` without a column list)
+DEFAULT_STATS_COLUMNS = StatsColumns()
 DEFAULT_DELTA_MAX_KEYS = 16_384
 
 
@@ -191,7 +194,8 @@ class IndexedLogWriter:
                  scope: str | None = None, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                  delta_max_keys: int = DEFAULT_DELTA_MAX_KEYS, fsync: bool = True,
                  slice_log_files: Sequence[str] = (), store: WriteStore | None = None,
-                 state: SliceIndexState | None = None) -> None:
+                 state: SliceIndexState | None = None,
+                 column_stats: StatsColumns | None = DEFAULT_STATS_COLUMNS) -> None:
         if checkpoint_every < 1 or delta_max_keys < 1:
             raise UsageError("checkpoint_every and delta_max_keys must be >= 1")
         self.log = LogFileWriter(directory, file_id, instant, write_token=write_token,
@@ -208,6 +212,9 @@ class IndexedLogWriter:
         #: compaction's exact state, :func:`load_slice_state` with ``keep``); else read
         #: from the slice's logs on first use
         self._state: SliceIndexState | None = state
+        #: which columns every data block keeps statistics of (its COLUMN_STATS section,
+        #: spec/index.md §4.11); None: no section
+        self.column_stats = column_stats
 
     @property
     def state(self) -> SliceIndexState:
@@ -225,7 +232,8 @@ class IndexedLogWriter:
                     instant: str, *, extra_header: Mapping[HeaderKey, str] | None = None,
                     sync: bool | None = None) -> WriteResult:
         prepared = prepare_avro(records, schema, instant, key_field=self._key_column(None),
-                                fpp=self.fpp, extra_header=extra_header)
+                                fpp=self.fpp, extra_header=extra_header,
+                                column_stats=self.column_stats)
         return self._append_indexed(prepared, sync)
 
     def append_avro_arrow(self, table: pa.Table | pa.RecordBatch, schema: str | dict[str, Any],
@@ -235,7 +243,8 @@ class IndexedLogWriter:
         """:meth:`append_avro` of an Arrow table's rows (the same bytes, built column-wise);
         ``keys``: the rows' record keys when they carry none (virtual keys)."""
         prepared = prepare_avro_arrow(table, schema, instant, key_field=self._key_column(keys),
-                                      fpp=self.fpp, extra_header=extra_header, keys=keys)
+                                      fpp=self.fpp, extra_header=extra_header, keys=keys,
+                                      column_stats=self.column_stats)
         return self._append_indexed(prepared, sync)
 
     def append_parquet(self, table: pa.Table, instant: str, *,
@@ -249,7 +258,8 @@ class IndexedLogWriter:
         ``keys``: the rows' record keys when they carry none (virtual keys)."""
         prepared = prepare_parquet(table, instant, key_field=self._key_column(keys),
                                    schema=schema, fpp=self.fpp, compression=compression,
-                                   keys=keys, extra_header=extra_header)
+                                   keys=keys, extra_header=extra_header,
+                                   column_stats=self.column_stats)
         return self._append_indexed(prepared, sync)
 
     def _key_column(self, keys: pa.Array | None) -> str:

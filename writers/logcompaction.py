@@ -445,7 +445,8 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     name_instant = instant if mt.version >= 8 else base
     w = IndexedLogWriter(directory, op.file_id, name_instant, write_token=WRITE_TOKEN,
                          mode="rollover", key_field=_key_field(mt), fsync=mt.config.fsync,
-                         store=mt.store, scope=base, state=state)
+                         store=mt.store, scope=base, state=state,
+                         column_stats=mt.stats_columns)
     written: dict[str, int] = {}
 
     def wrote(r: Any) -> None:

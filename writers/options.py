@@ -41,6 +41,8 @@ hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.wri
 each metadata-table partition
 hoodie.write.table.version                      ``hoodie_options``: a new table's version
 hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base files)
+hoodie.metadata.index.column.stats.column.list  ``hoodie_options``: the columns of every
+and ...max.columns.to.index                     block's COLUMN_STATS (spec/index.md §4.11.5)
 hoodie.compact.*, hoodie.compaction.strategy,   ``hoodie_options``: compaction
 .logfile.size.threshold, .target.io             (``morlog.writers.compaction``)
 hoodie.log.compaction.*, hoodie.logfile.data    ``hoodie_options``: log compaction
@@ -69,6 +71,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from morlog.logformat.column_stats_section import COLUMN_LIST_KEY, MAX_COLUMNS_KEY
 from morlog.logformat.errors import UsageError
 
 from .base_file import (
@@ -109,6 +112,8 @@ KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
 KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
 BLOCK_FORMAT = "hoodie.logfile.data.block.format"
 METADATA_ENABLE = "hoodie.metadata.enable"
+STATS_COLUMN_LIST = COLUMN_LIST_KEY
+STATS_MAX_COLUMNS = MAX_COLUMNS_KEY
 
 #: the write operations (Hudi's names) and what morlog runs for each
 OPERATIONS = {"upsert": "upsert", "insert": "insert", "bulk_insert": "insert",
@@ -150,7 +155,7 @@ _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
                    "hoodie.orc.compression.codec", *CLEAN_OPTIONS, *COMPACTION_OPTIONS,
-                   *LOG_COMPACTION_OPTIONS}
+                   *LOG_COMPACTION_OPTIONS, STATS_COLUMN_LIST, STATS_MAX_COLUMNS}
 _BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS,
                     *COMPACTION_BOOLEANS, LOG_COMPACTION_INLINE}
 _INTS = {"hoodie.parquet.max.file.size": "max_file_size",

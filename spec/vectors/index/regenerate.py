@@ -36,9 +36,9 @@ SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
         0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 MAGIC = b"MORLIDX1"
 VERSION = 1
-KEYS, BLOOM, RANGE, CUMULATIVE, DIRECTORY = 1, 2, 3, 4, 5
+KEYS, BLOOM, RANGE, CUMULATIVE, DIRECTORY, COLUMN_STATS = 1, 2, 3, 4, 5, 6
 SECTION_NAMES = {KEYS: "KEYS", BLOOM: "BLOOM", RANGE: "RANGE", CUMULATIVE: "CUMULATIVE",
-                 DIRECTORY: "DIRECTORY"}
+                 DIRECTORY: "DIRECTORY", COLUMN_STATS: "COLUMN_STATS"}
 CARRIERS = {0: "NONE", 1: "AVRO", 2: "PARQUET"}
 FULL, DELTA = 0, 1
 FILTER_SBBF_XXH64 = 1
@@ -875,6 +875,286 @@ def _serr_carrier() -> Case:
     return _section_error("carrier-unknown", "DIRECTORY", "DIRECTORY entry with carrier 3 "
                           "(known: 0 NONE, 1 AVRO, 2 PARQUET): ContentError.", h,
                           "ContentError")
+
+
+# COLUMN_STATS (§4.11): type tags, value encodings, the writer's bound rules
+
+STATS_TAGS = {"OTHER": 0, "BOOLEAN": 1, "INT32": 2, "INT64": 3, "FLOAT32": 4, "FLOAT64": 5,
+              "STRING": 6, "BYTES": 7, "FIXED": 8, "DECIMAL": 9, "DATE": 10, "TIME_MILLIS": 11,
+              "TIME_MICROS": 12, "TIME_NANOS": 13, "TIMESTAMP_MILLIS": 14,
+              "TIMESTAMP_MICROS": 15, "TIMESTAMP_NANOS": 16, "LOCAL_TIMESTAMP_MILLIS": 17,
+              "LOCAL_TIMESTAMP_MICROS": 18, "LOCAL_TIMESTAMP_NANOS": 19, "NULL": 20}
+_I32_TAGS = {"INT32", "DATE", "TIME_MILLIS"}
+_I64_TAGS = {"INT64", "TIME_MICROS", "TIME_NANOS", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS",
+             "TIMESTAMP_NANOS", "LOCAL_TIMESTAMP_MILLIS", "LOCAL_TIMESTAMP_MICROS",
+             "LOCAL_TIMESTAMP_NANOS"}
+MAX_BOUND_BYTES = 256
+
+
+def shortest_twos_complement(n: int) -> bytes:
+    """Java's BigInteger.toByteArray: the shortest big-endian two's complement."""
+    length = (n.bit_length() if n >= 0 else (~n).bit_length()) // 8 + 1
+    return n.to_bytes(length, "big", signed=True)
+
+
+def stats_value(h: Hex, tag: str, v: Any, what: str, scale: int = 0) -> None:
+    """One bound, as §4.11.2 encodes it (``v`` as in case.json: hex for bytes, a string for
+    decimals)."""
+    if tag == "BOOLEAN":
+        h.add(u8(1 if v else 0), f"{what}: {str(v).lower()}")
+    elif tag in _I32_TAGS:
+        h.add(struct.pack("<i", v), f"{what}: i32 {v}")
+    elif tag in _I64_TAGS:
+        h.add(struct.pack("<q", v), f"{what}: i64 {v}")
+    elif tag == "FLOAT32":
+        h.add(struct.pack("<f", float(v)), f"{what}: f32 {float(v)!r}")
+    elif tag == "FLOAT64":
+        h.add(struct.pack("<d", float(v)), f"{what}: f64 {float(v)!r}")
+    elif tag == "STRING":
+        add_str(h, v, what)
+    elif tag == "BYTES":
+        raw = bytes.fromhex(v)
+        h.add(u32(len(raw)), f"{what}: length {len(raw)}")
+        h.add(raw, f"{what}: bytes {v}")
+    elif tag == "FIXED":
+        h.add(bytes.fromhex(v), f"{what}: fixed bytes {v}")
+    elif tag == "DECIMAL":
+        digits, _, frac = v.lstrip("-").partition(".")
+        assert len(frac) == scale, (v, scale)
+        unscaled = int(digits + frac) * (-1 if v.startswith("-") else 1)
+        raw = shortest_twos_complement(unscaled)
+        h.add(u8(len(raw)), f"{what}: {len(raw)} bytes of unscaled value")
+        h.add(raw, f"{what}: unscaled {unscaled} = {v} at scale {scale} (big-endian)")
+    else:
+        raise ValueError(tag)
+
+
+def stats_entry(h: Hex, e: dict[str, Any], *, tag_override: int | None = None,
+                payload_override: bytes | None = None, flags: int | None = None,
+                payload_length: int | None = None,
+                payload_note: str = "payload of a type this version does not know") -> None:
+    tag = e["type"]
+    code = STATS_TAGS.get(tag, tag_override)
+    assert code is not None
+    bounds = e.get("min") is not None
+    payload = Hex([])
+    if tag == "FIXED":
+        payload.add(u32(e["width"]), f"{e['name']}: parameter width {e['width']}")
+    elif tag == "DECIMAL":
+        payload.add(u8(e["precision"]), f"{e['name']}: parameter precision {e['precision']}")
+        payload.add(u8(e["scale"]), f"{e['name']}: parameter scale {e['scale']}")
+    if bounds:
+        stats_value(payload, tag, e["min"], f"{e['name']}: min", e.get("scale", 0))
+        stats_value(payload, tag, e["max"], f"{e['name']}: max", e.get("scale", 0))
+    if payload_override is not None:
+        payload = Hex([])
+        payload.add(payload_override, f"{e['name']}: {payload_note}")
+    data = payload.data()
+    h.note(f"column {e['name']!r}")
+    add_str(h, e["name"], "name")
+    h.add(u8(code), f"type tag {code} = {tag}")
+    fl = (1 if bounds else 0) if flags is None else flags
+    h.add(u8(fl), f"flags 0x{fl:02x}" + (" (HAS_BOUNDS)" if fl & 1 else " (no bounds)"))
+    h.add(u64(e["null_count"]), f"null count {e['null_count']}")
+    h.add(u64(e["value_count"]), f"value count {e['value_count']}")
+    ln = len(data) if payload_length is None else payload_length
+    h.add(u32(ln), f"payload length {ln}")
+    h.extend(payload)
+
+
+def stats_section(rows: int, entries: list[dict[str, Any]], **overrides: Any) -> Hex:
+    h = Hex([])
+    h.add(u64(rows), f"rows {rows}")
+    h.add(u32(len(entries)), f"column count {len(entries)}")
+    for i, e in enumerate(entries):
+        stats_entry(h, e, **(overrides if i == len(entries) - 1 else {}))
+    return h
+
+
+def _utf8_key(v: Any) -> Any:
+    return v.encode("utf-8") if isinstance(v, str) else v
+
+
+def stats_of_values(name: str, tag: str, values: list[Any], **params: Any) -> dict[str, Any]:
+    """The entry §4.11.3 prescribes for a column of ``values`` (None = null; floats may be
+    "NaN"; bytes as hex; decimals as strings at the column's scale)."""
+    present = [v for v in values if v is not None]
+    e: dict[str, Any] = {"name": name, "type": tag, "null_count": len(values) - len(present),
+                         "value_count": len(values), "min": None, "max": None, **params}
+    if tag in ("OTHER", "NULL") or not present:
+        return e
+    if tag in ("FLOAT32", "FLOAT64"):
+        if any(v == "NaN" for v in present):
+            return e
+        nums = [float(v) for v in present]
+        lo, hi = min(nums), max(nums)
+        e["min"], e["max"] = (-0.0 if lo == 0 else lo), (0.0 if hi == 0 else hi)
+        return e
+    if tag == "DECIMAL":
+        from decimal import Decimal
+
+        lo_d, hi_d = min(map(Decimal, present)), max(map(Decimal, present))
+        e["min"], e["max"] = str(lo_d), str(hi_d)
+        return e
+    if tag in ("BYTES", "FIXED"):
+        raws = sorted(bytes.fromhex(v) for v in present)
+        if len(raws[0]) > MAX_BOUND_BYTES or len(raws[-1]) > MAX_BOUND_BYTES:
+            return e
+        e["min"], e["max"] = raws[0].hex(), raws[-1].hex()
+        return e
+    ordered = sorted(present, key=_utf8_key)  # strings by UTF-8 bytes; numbers, booleans
+    lo, hi = ordered[0], ordered[-1]
+    if tag == "STRING" and max(len(lo.encode()), len(hi.encode())) > MAX_BOUND_BYTES:
+        return e
+    e["min"], e["max"] = lo, hi
+    return e
+
+
+LONG_TEXT = "x" * 300  # longer than MAX_BOUND_BYTES: the bounds are dropped, not truncated
+STATS_COLUMNS = [  # name, tag, Arrow type (for the writer-side check), 4 values, parameters
+    ("_hoodie_record_key", "STRING", "string", ["k1", "k10", "k2", "k3"], {}),
+    ("id", "INT64", "int64", [42, None, -5, 7], {}),
+    ("n", "INT32", "int32", [3, 0, 7, None], {}),
+    ("flag", "BOOLEAN", "bool", [True, False, None, True], {}),
+    ("price", "FLOAT64", "double", [2.5, 0.0, None, -0.0], {}),
+    ("ratio", "FLOAT32", "float", [1.5, "NaN", 0.25, None], {}),
+    ("name", "STRING", "string", ["\U0001f600", "\uff21", "a", None], {}),
+    ("blob", "BYTES", "binary", ["8001", "", "7f", None], {}),
+    ("code", "FIXED", "fixed_size_binary[2]", ["ff00", "0001", None, "8000"], {"width": 2}),
+    ("amount", "DECIMAL", "decimal128(10, 2)", ["123.45", "-1.50", None, "0.00"],
+     {"precision": 10, "scale": 2}),
+    ("day", "DATE", "date32", [19000, 19500, None, 19001], {}),
+    ("t", "TIME_MILLIS", "time32[ms]", [1000, 86399000, None, 5], {}),
+    ("ts", "TIMESTAMP_MICROS", "timestamp[us, tz=UTC]",
+     [1700000000000000, -1, None, 1700000000000001], {}),
+    ("lts", "LOCAL_TIMESTAMP_MILLIS", "timestamp[ms]", [0, None, None, 86400000], {}),
+    ("long_text", "STRING", "string", [LONG_TEXT, "b", None, "a"], {}),
+    ("empty", "STRING", "string", [None, None, None, None], {}),
+    ("nested", "OTHER", "struct<a: int32>", [{"a": 1}, None, {"a": 2}, {"a": 3}], {}),
+    ("nothing", "NULL", "null", [None, None, None, None], {}),
+]
+
+
+def _stats_entries() -> list[dict[str, Any]]:
+    return [stats_of_values(n, tag, vals, **params) for n, tag, _, vals, params in STATS_COLUMNS]
+
+
+@case("column-stats-section")
+def _column_stats() -> Case:
+    entries = _stats_entries()
+    body = stats_section(4, entries)
+    return _section_case(
+        "column-stats-section", "§4.11", "COLUMN_STATS of a 4-row block with a column of "
+        "every tag kind: bounds in filter order (strings by UTF-8 bytes: U+FF21 before "
+        "U+1F600; bytes unsigned; a zero float min written -0.0 and max +0.0; decimals as "
+        "the shortest two's complement of the unscaled value); no bounds for a float column "
+        "holding NaN, a string longer than 256 bytes, a column of nulls, OTHER and NULL. "
+        "'records' are the column values a writer computes this section from (§4.11.3).",
+        body, "COLUMN_STATS section (id 6).", rows=4, columns=entries,
+        records=[{"name": n, "arrow_type": at, "values": vals}
+                 for n, _, at, vals, _p in STATS_COLUMNS])
+
+
+@case("column-stats-unknown-tag")
+def _column_stats_unknown() -> Case:
+    known = stats_of_values("id", "INT64", [1, 2, None], )
+    future = {"name": "future", "type": "tag 99", "null_count": 0, "value_count": 3,
+              "min": None, "max": None}
+    body = stats_section(3, [known, future], tag_override=99,
+                         payload_override=b"\x05\x00\x00\x00hello", flags=1)
+    return _section_case(
+        "column-stats-section", "§4.11.4", "COLUMN_STATS with an entry of type tag 99 (a "
+        "type of a later version) with HAS_BOUNDS and a 9-byte payload: a reader skips the "
+        "payload, keeps the counts and has no bounds for that column; the other entry "
+        "decodes as usual. Writers of this version never write such an entry.", body,
+        "COLUMN_STATS section (id 6) with an unknown type tag.", rows=3,
+        columns=[known, {**future, "type": 99}], unknown_tags=[99])
+
+
+@case("trailer-with-column-stats")
+def _trailer_stats() -> Case:
+    entry = stats_of_values("_hoodie_record_key", "STRING", KEYS3)
+    return _trailer_case("BLOOM + RANGE + KEYS + COLUMN_STATS", "The minimal trailer plus "
+                         "a COLUMN_STATS section (id 6) after KEYS, the last section before "
+                         "the table as writers place it (§4.3): statistics of the key "
+                         "column of the 3 records.",
+                         _region(KEYS3, "k1", "k2") + [(COLUMN_STATS, stats_section(3, [entry]))],
+                         keys=KEYS3, range=[3, "k1", "k2"], flags=0,
+                         column_stats={"rows": 3, "columns": [entry]})
+
+
+def _stats_error(name: str, description: str, rows: int, entries: list[dict[str, Any]],
+                 error: str, **overrides: Any) -> Case:
+    return _section_error(name, "COLUMN_STATS", description,
+                          stats_section(rows, entries, **overrides), error)
+
+
+@case("section-error-column-stats-nan-bound")
+def _serr_stats_nan() -> Case:
+    e = {"name": "x", "type": "FLOAT64", "null_count": 0, "value_count": 1, "min": "nan",
+         "max": 1.0}
+    return _stats_error("column-stats-nan-bound", "A FLOAT64 entry whose min is NaN: NaN "
+                        "is never a bound. ContentError.", 1, [e], "ContentError")
+
+
+@case("section-error-column-stats-min-above-max")
+def _serr_stats_order() -> Case:
+    e = {"name": "x", "type": "STRING", "null_count": 0, "value_count": 2,
+         "min": "\U0001f600", "max": "\uff21"}
+    return _stats_error("column-stats-min-above-max", "A STRING entry whose min (U+1F600, "
+                        "F0 9F 98 80) is above its max (U+FF21, EF BC A1) in UTF-8 byte order "
+                        "(although below it in UTF-16 order). ContentError.", 2, [e],
+                        "ContentError")
+
+
+@case("section-error-column-stats-counts")
+def _serr_stats_counts() -> Case:
+    e = {"name": "x", "type": "INT32", "null_count": 5, "value_count": 4, "min": None,
+         "max": None}
+    return _stats_error("column-stats-counts", "Null count 5 above the value count 4. "
+                        "ContentError.", 4, [e], "ContentError")
+
+
+@case("section-error-column-stats-bounds-of-nulls")
+def _serr_stats_null_bounds() -> Case:
+    e = {"name": "x", "type": "INT32", "null_count": 4, "value_count": 4, "min": 1,
+         "max": 2}
+    return _stats_error("column-stats-bounds-of-nulls", "HAS_BOUNDS on a column whose "
+                        "every value is null. ContentError.", 4, [e], "ContentError")
+
+
+@case("section-error-column-stats-duplicate-name")
+def _serr_stats_dup() -> Case:
+    e = {"name": "x", "type": "INT32", "null_count": 0, "value_count": 1, "min": 1, "max": 1}
+    return _stats_error("column-stats-duplicate-name", "Two entries named 'x'. "
+                        "ContentError.", 1, [e, e], "ContentError")
+
+
+@case("section-error-column-stats-payload-cut-off")
+def _serr_stats_cut() -> Case:
+    e = {"name": "x", "type": "INT64", "null_count": 0, "value_count": 1, "min": 1, "max": 1}
+    return _stats_error("column-stats-payload-cut-off", "The payload length says 100 "
+                        "bytes, 16 follow. LengthError.", 1, [e], "LengthError",
+                        payload_length=100)
+
+
+@case("section-error-column-stats-payload-trailing")
+def _serr_stats_trailing() -> Case:
+    e = {"name": "x", "type": "INT32", "null_count": 0, "value_count": 1, "min": 1, "max": 1}
+    return _stats_error("column-stats-payload-trailing", "An INT32 entry whose payload "
+                        "length is 9: one byte after min and max. ContentError (the payload "
+                        "of a known tag holds exactly its fields).", 1, [e], "ContentError",
+                        payload_override=struct.pack("<ii", 1, 1) + b"\x00",
+                        payload_note="min 1, max 1 (i32), then a stray byte 00")
+
+
+@case("section-error-column-stats-decimal-precision")
+def _serr_stats_decimal() -> Case:
+    e = {"name": "x", "type": "DECIMAL", "null_count": 0, "value_count": 1, "min": "1.00",
+         "max": "10.00", "precision": 3, "scale": 2}
+    return _stats_error("column-stats-decimal-precision", "A DECIMAL(3, 2) entry whose max "
+                        "10.00 (unscaled 1000) needs 4 digits. ContentError.", 1, [e],
+                        "ContentError")
 
 
 # Hudi filters (facts file §8)
