@@ -292,15 +292,49 @@ class Table:
             cached = self.__dict__["_pcols"] = PartitionColumns.of(self)
         return cached
 
-    def snapshot(self, as_of: str | None = None, columns: list[str] | None = None
-                 ) -> Iterator[pa.Table]:
+    def snapshot(self, as_of: str | None = None, columns: list[str] | None = None,
+                 where: Any = None) -> Iterator[pa.Table]:
         """The table as of ``as_of`` (default: latest), one merged file slice at a time.
-        An instant a clean has given up (:meth:`check_time_travel`) is refused."""
+        An instant a clean has given up (:meth:`check_time_travel`) is refused.
+
+        ``where``: a predicate (text or a ``morlog.readers.predicate`` tree, bound to
+        :func:`morlog.readers.prune.predicate_schema`): only the file slices
+        :func:`morlog.readers.prune.prune` keeps are read, and only the merged rows for
+        which the predicate is TRUE are returned."""
         as_of = self.resolve_instant(as_of)
         if as_of is not None:
             self.check_time_travel(as_of)
-        for s in self.file_slices(as_of):
-            t = self.read_slice(s, as_of, columns)
+        slices = self.file_slices(as_of)
+        if where is None:
+            for s in slices:
+                t = self.read_slice(s, as_of, columns)
+                if t.num_rows:
+                    yield t
+            return
+        from . import predicate as pr
+        from .prune import Pruner, bind_where, predicate_schema
+
+        expr = bind_where(self, where)
+        pruner = Pruner(self, expr, as_of, "morlog")
+        schema = predicate_schema(self)
+        need = sorted(pr.columns(expr))
+        read_cols = None if columns is None else list(dict.fromkeys([*columns, *need]))
+        row_filter = pr.to_arrow(expr)
+        for s in slices:
+            if not pruner.decide(s).kept:
+                continue
+            t = self.read_slice(s, as_of, read_cols)
+            if not t.num_rows:
+                continue
+            added = [c for c in need if c not in t.column_names]
+            for c in added:  # a column no file of this slice holds: null in its rows
+                t = t.append_column(schema.field(c), pa.nulls(t.num_rows,
+                                                               schema.field(c).type))
+            t = t.filter(row_filter)
+            if columns is not None:
+                t = t.select([c for c in columns if c in t.column_names])
+            elif added:
+                t = t.drop_columns(added)
             if t.num_rows:
                 yield t
 
@@ -334,9 +368,11 @@ class Table:
                 f"timeline, and clean {last.requested} retains file versions, not commits",
                 path=self.path, expected=f">= {first}", actual=as_of)
 
-    def read(self, as_of: str | None = None, columns: list[str] | None = None) -> pa.Table:
-        """The whole snapshot in memory (small tables; prefer :meth:`snapshot`)."""
-        parts = list(self.snapshot(as_of, columns))
+    def read(self, as_of: str | None = None, columns: list[str] | None = None,
+             where: Any = None) -> pa.Table:
+        """The whole snapshot in memory (small tables; prefer :meth:`snapshot`); ``where``:
+        only the rows for which that predicate is TRUE (see :meth:`snapshot`)."""
+        parts = list(self.snapshot(as_of, columns, where))
         if not parts:
             return pa.table({})
         try:

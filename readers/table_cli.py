@@ -1,4 +1,4 @@
-"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot`` and ``tag``
+"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot``, ``prune`` and ``tag``
 (``morlog.readers.table_cli``; errors through ``morlog.readers.command.run_guarded``, results
 through ``morlog.readers.command.emit``).
 
@@ -7,6 +7,11 @@ through ``morlog.readers.command.emit``).
 block instant of its logs). ``morlog snapshot TABLE [--as-of I] [--columns a,b]
 --format jsonl|parquet [--out FILE]``: the merged snapshot, Hudi meta columns included.
 ``morlog tag TABLE --keys FILE --json``: key -> ``{"partition", "file_id"}`` or null.
+``morlog prune TABLE --where EXPR [--as-of I] [--rule morlog|hudi] --json``: one object
+``{"kept": [...], "pruned": [...]}`` whose items are ``{"partition", "file_id", "reason"}``
+(``morlog.readers.prune``); ``morlog snapshot ... --where EXPR``: only the rows for which the
+predicate is TRUE, read from the slices pruning keeps. A bad expression exits 2 with the
+typed error.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from morlog.logformat.errors import UsageError
 from .command import EXIT_OK, add_output_options, emit_for, read_keys_file
 from .logfile import LogFileReader
 from .lookup import KeyTagger, TagResult
+from .prune import RULES, PruneResult, prune
 from .table import Table
 
 
@@ -82,7 +88,7 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     table = Table(args.table)
     columns = [c for c in args.columns.split(",") if c] if args.columns else None
-    parts = table.snapshot(args.as_of, columns)
+    parts = table.snapshot(args.as_of, columns, args.where)
     if args.format == "parquet":
         if not args.out:
             raise UsageError("--format parquet needs --out FILE")
@@ -105,6 +111,23 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     finally:
         if sink is not out:
             sink.close()
+    return EXIT_OK
+
+
+def _print_pruned(result: PruneResult, out: TextIO, rule: str) -> None:
+    n = len(result.kept) + len(result.pruned)
+    print(f"{len(result.kept)} of {n} file slices kept, {len(result.pruned)} pruned "
+          f"(rule {rule})", file=out)
+    for word, items in (("keep ", result.kept), ("prune", result.pruned)):
+        for d in items:
+            print(f"{word} {d.partition or '.'} {d.file_id}: {d.reason}", file=out)
+
+
+def cmd_prune(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    table = Table(args.table)
+    result = prune(table, args.where, args.as_of, rule=args.rule)
+    emit_for(args, result, lambda r, o: _print_pruned(r, o, args.rule), out,
+             to_json=PruneResult.to_json)
     return EXIT_OK
 
 
@@ -151,7 +174,32 @@ def add_table_commands(sub: Any) -> None:
                    help="output format (default jsonl: one JSON object per row)")
     s.add_argument("--out", metavar="FILE",
                    help="output file (required for parquet; default stdout)")
+    s.add_argument("--where", metavar="EXPR",
+                   help="only rows for which this predicate is TRUE (comparisons, IN, IS "
+                   "[NOT] NULL, AND, OR, NOT on data and partition columns); file slices "
+                   "that cannot hold such a row are not read (see 'morlog prune')")
     s.set_defaults(func=cmd_snapshot)
+
+    pr = sub.add_parser("prune", help="which file slices a predicate needs",
+                        description="Decide, for every latest file slice, whether it may "
+                        "hold a row of the merged snapshot for which the predicate is TRUE, "
+                        "from partition values and column statistics (base files: the "
+                        "metadata table's column_stats or the file's footer; logs: each "
+                        "valid data block's statistics; blocks of failed or rolled-back "
+                        "commits, delete and command blocks never keep a slice). Prints a "
+                        "summary and one line per slice with the reason; with --json one "
+                        "object {\"kept\": [...], \"pruned\": [...]} whose items are "
+                        "{\"partition\", \"file_id\", \"reason\"}. A bad expression exits 2.")
+    pr.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    pr.add_argument("--where", required=True, metavar="EXPR",
+                    help="the predicate, e.g. \"fare > 40 AND city IN ('chennai', 'sao_paulo')\"")
+    pr.add_argument("--as-of", metavar="INSTANT",
+                    help="instant to read the table at (time travel; default: latest)")
+    pr.add_argument("--rule", choices=list(RULES), default="morlog",
+                    help="morlog's rule (default), or Hudi's rule on the same statistics "
+                    "(a file without statistics keeps its slice), for comparison")
+    add_output_options(pr, "print one JSON object {kept, pruned}")
+    pr.set_defaults(func=cmd_prune)
 
     t = sub.add_parser("tag", help="find the file group of keys",
                        description="For each key (one per line in FILE): its partition and "
