@@ -264,7 +264,7 @@ def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
         last = np.ones(o.size, dtype=bool)
         last[:-1] = go[:-1] != go[1:]
         win[idx[o[last]]] = True
-    return win
+    return np.asarray(win, dtype=bool)
 
 
 def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
