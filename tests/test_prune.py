@@ -45,6 +45,7 @@ from morlog.readers.table import FileSlice, Table
 
 from .hudi_fixtures import requires_fixtures, tables
 from .table_builder import Put, TableBuilder, instant
+from .test_table_model import _inject_failure
 
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 EXAMPLES = int(os.environ.get("MORLOG_PRUNE_EXAMPLES") or {
@@ -539,46 +540,6 @@ client_ops = st.lists(st.one_of(
 ), min_size=1, max_size=8)
 
 
-def _inject(mp: pytest.MonkeyPatch, where: str, persistent: bool) -> None:
-    """The next write fails after its first byte (once, or every time: its rollback fails
-    too and the instant stays pending), as in tests/test_table_model.py."""
-    from morlog.writers import store as store_mod
-    from morlog.writers.commit import TimelineWriter
-
-    shots = {"left": 10**9 if persistent else 1}
-
-    def fire() -> bool:
-        shots["left"] -= 1
-        return shots["left"] >= 0
-
-    if where == "inflight":
-        real_w = TimelineWriter.write
-
-        def w(self: Any, inst: str, state: str, meta: Any, action: str = "deltacommit") -> Any:
-            out = real_w(self, inst, state, meta, action)
-            if state == "inflight" and action == "deltacommit" and fire():
-                raise OSError(5, "I/O error")
-            return out
-        mp.setattr(TimelineWriter, "write", w)
-        return
-    real_c, real_a = store_mod.LocalStore.create, store_mod.LocalStore.append
-    suffix = ".parquet" if where == "parquet" else ".log"
-
-    def create(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
-        if suffix in path and fire():
-            raise OSError(28, "No space left on device")
-        return real_c(self, path, data, sync=sync)
-
-    def append(self: Any, path: str, produce: Any, *, sync: bool = True) -> int:
-        out = real_a(self, path, produce, sync=sync)
-        if fire():
-            raise OSError(28, "No space left on device")
-        return out
-    mp.setattr(store_mod.LocalStore, "create", create)
-    if where == "log":
-        mp.setattr(store_mod.LocalStore, "append", append)
-
-
 def _rows(keys: list[tuple[int, int, int, bool]], n: int, home: dict[str, str]
           ) -> pa.Table:
     rows = {}
@@ -630,7 +591,7 @@ def test_soundness_on_write_client_tables(tmp_path_factory: pytest.TempPathFacto
         elif kind == "fail":
             batch = _rows([(k, 9, 3, False) for k in op[1]], 20, home)
             mp = pytest.MonkeyPatch()
-            _inject(mp, op[2], op[3])
+            _inject_failure(mp, op[2], op[3])
             try:
                 t.upsert(batch)
                 for r in batch.to_pylist():
@@ -832,7 +793,7 @@ def test_soundness_on_a_hudi_table_with_mdt_column_stats(
                 t.delete(batch([(k, 0, 0) for k in keys], n).select(["uuid", "city"]))
         elif op[0] == "fail":
             mp = pytest.MonkeyPatch()
-            _inject(mp, "log", op[2])
+            _inject_failure(mp, "log", op[2])
             try:
                 t.upsert(batch([(k, 0, 77) for k in op[1]], 9))
                 written |= set(op[1])

@@ -35,11 +35,11 @@ import pyarrow as pa
 
 from morlog.logformat.blocks import delete_block, hfile_data_block
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.delete_content import DeleteRecord, OrderingValue, decode_delete_content
+from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import decode_blocks
 from morlog.logformat.hfile import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
-from morlog.logformat.hfile_content import decode_hfile_records, encode_hfile_records
+from morlog.logformat.hfile_content import encode_hfile_records
 from morlog.logformat.hudi_bloom import DynamicBloomV0
 from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
@@ -61,6 +61,7 @@ from morlog.logformat.table_files import (
 )
 from morlog.logformat.timeline_meta import write_stat
 from morlog.readers.base_files import BaseFormat
+from morlog.readers.mdt_read import partition_records as mdt_partition_records
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
@@ -497,55 +498,12 @@ class MetadataTable:
 
     def partition_records(self, partition: str) -> list[dict[str, Any]]:
         """The records and deletes of MDT partition ``partition`` a reader merges, oldest
-        first per file group: the latest committed base file's records, then the HFILE and
-        delete blocks of committed delta commits in its slice (rolled-back instants
-        dropped). A delete is ``{"deleted": key}``."""
-        tl = self.timeline()
-        d = self.partition_dir(partition)
-        names = self.store.listdir(d)
-        out: list[dict[str, Any]] = []
-        for fid in self.file_groups(partition):
-            bases = sorted((BaseFileName.parse(n) for n in names if BaseFileName.matches(n)
-                            and BaseFileName.parse(n).file_id == fid
-                            and tl.is_committed(BaseFileName.parse(n).instant)),
-                           key=lambda b: b.instant)
-            base = bases[-1] if bases else None
-            if base is not None:
-                data = self.store.read(self.store.join(d, str(base)))
-                hf = decode_hfile(data)
-                out += decode_hfile_records(data, hf.file_info[b"schema"].decode("utf-8"))
-            logs = []
-            for n in names:
-                if not LogFileName.matches(n):
-                    continue
-                ln = LogFileName.parse(n)
-                if ln.file_id != fid:
-                    continue
-                if self.layout == 2:
-                    done = tl.completion_time(ln.instant)
-                    if done is None or (base is not None and done < base.instant):
-                        continue
-                elif base is not None and ln.instant != base.instant:
-                    continue
-                logs.append(ln)
-            logs.sort(key=lambda x: (x.instant, x.version, x.write_token or ""))
-            blocks: list[tuple[str, list[dict[str, Any]]]] = []
-            rolled: set[str] = set()
-            for ln in logs:
-                for fr in decode_blocks(self.store.read(self.store.join(d, str(ln)))):
-                    inst = fr.header.get(HeaderKey.INSTANT_TIME) or ""
-                    if fr.block_type == BlockType.COMMAND:
-                        rolled.add(fr.header.get(HeaderKey.TARGET_INSTANT_TIME) or "")
-                    elif not tl.is_committed(inst):
-                        continue
-                    elif fr.block_type == BlockType.HFILE_DATA:
-                        schema = fr.header.get(HeaderKey.SCHEMA) or ""
-                        blocks.append((inst, decode_hfile_records(fr.content, schema)))
-                    elif fr.block_type == BlockType.DELETE:
-                        blocks.append((inst, [{"deleted": r.record_key} for r in
-                                              decode_delete_content(fr.content).records]))
-            out += [r for inst, recs in blocks if inst not in rolled for r in recs]
-        return out
+        first per file group (``morlog.readers.mdt_read.partition_records``: the latest
+        committed base file's records, then the HFILE and delete blocks of committed delta
+        commits in its slice, rolled-back instants dropped). A delete is
+        ``{"deleted": key}``."""
+        return mdt_partition_records(self.data_location.storage, self.data_location.path,
+                                     partition)
 
     def record_index(self) -> pa.Table:
         """The ``record_index`` partition merged as Hudi's readers merge it: the latest
