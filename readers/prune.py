@@ -121,6 +121,38 @@ def bind_where(table: Table, where: pr.Expr | str) -> pr.Expr:
     return pr.bind(expr, predicate_schema(table))
 
 
+class SliceFilter:
+    """The merged rows of one file slice for which a bound predicate is TRUE, projected to
+    ``columns`` (None: all): reads the predicate's columns too, gives a column no file of the
+    slice holds NULL in every row (spec/prune.md §5), then filters with
+    :func:`~morlog.readers.predicate.to_arrow`. Picklable (Spark ships it to read tasks)."""
+
+    def __init__(self, schema: pa.Schema, expr: pr.Expr, columns: list[str] | None) -> None:
+        self.need = sorted(pr.columns(expr))
+        self.fields = {c: schema.field(c) for c in self.need}
+        self.expr = expr
+        self.columns = columns
+        self.read_columns = (None if columns is None
+                             else list(dict.fromkeys([*columns, *self.need])))
+
+    @classmethod
+    def of(cls, table: Table, expr: pr.Expr, columns: list[str] | None) -> SliceFilter:
+        return cls(predicate_schema(table), expr, columns)
+
+    def read(self, table: Table, s: FileSlice, as_of: str | None) -> pa.Table:
+        t = table.read_slice(s, as_of, self.read_columns)
+        if not t.num_rows:
+            return t
+        added = [c for c in self.need if c not in t.column_names]
+        for c in added:
+            f = self.fields[c]
+            t = t.append_column(f, pa.nulls(t.num_rows, f.type))
+        t = t.filter(pr.to_arrow(self.expr))
+        if self.columns is not None:
+            return t.select([c for c in self.columns if c in t.column_names])
+        return t.drop_columns(added) if added else t
+
+
 # --- partition values -----------------------------------------------------------------------
 
 
@@ -476,5 +508,6 @@ def prune(table: Table, where: pr.Expr | str, as_of: str | None = None, *,
 
 
 __all__ = ["DATA_BLOCKS", "RULES", "PartitionValues", "PruneResult", "Pruner", "SliceDecision",
+           "SliceFilter",
            "bind_where", "predicate_schema", "prune", "rows_of", "union_ranges",
            "whole_record_merges"]

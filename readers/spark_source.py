@@ -3,11 +3,25 @@
 Spark 4's Python Data Source API. Reading gives the merged snapshot with one Spark partition
 per file slice (each task merges its slice's base file and logs and yields Arrow batches);
 columns are pruned to the schema the reader is given (``.schema(...)``) or to the ``columns``
-option. (Filter pushdown is not used: Spark 4 disables it for Python sources by default.)
+option.
+
+Filters are pushed down (``DataSourceReader.pushFilters``, Spark 4.1+) when the read option
+``filter.pushdown`` says so; its default is on for the source ``morlog.writers.spark.register``
+installs (which also sets the session's ``spark.sql.python.filterPushdown.enabled``, without
+which Spark refuses a reader that takes filters) and off for the one Spark finds by itself
+(``pyspark_morlog``: turn the setting on, then pass ``filter.pushdown=true``). Every filter
+with a morlog predicate form (comparisons, IN, IS [NOT] NULL, NOT of those; spec/prune.md §8.1)
+prunes file slices on the driver
+(:class:`~morlog.readers.prune.Pruner`), and the read tasks filter the merged rows with it
+(:class:`~morlog.readers.prune.SliceFilter`). Such a filter is reported fully handled (not
+returned to Spark) unless its column is a float or double one: Spark orders NaN above every
+number and equal to itself, the predicate follows IEEE, so those filters prune only and Spark
+evaluates them again. Filters on nested fields, string matching (``StartsWith`` ...), NaN
+literals and literals that do not fit the column are left to Spark.
 
 Read options use Hudi's names (short aliases in brackets); any other option is an error naming
 it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
-and ``yyyy-MM-dd``), ``columns``.
+and ``yyyy-MM-dd``), ``columns``, ``filter.pushdown`` [``pushdown``] (``true``/``false``).
 
 :class:`MorlogReadSource` reads only; ``morlog.writers.spark.MorlogDataSource`` extends it
 with the writer (``df.write.format("morlog")``) and is what ``register`` installs. The table's
@@ -24,17 +38,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import datasource as sds
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from morlog.logformat.errors import UsageError
 
+from . import predicate as pr
+from .prune import Pruner, SliceFilter, predicate_schema
 from .storage import TableLocation
 from .table import FileSlice, Table, query_instant
 
+#: Spark's comparison filters -> the predicate's operators
+_COMPARE = {sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
+            sds.LessThan: "<", sds.LessThanOrEqual: "<="}
+
 READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
-                "columns": "columns"}
+                "columns": "columns", "filter.pushdown": "pushdown", "pushdown": "pushdown"}
 
 
 def parse_options(options: dict[str, str], known: dict[str, str],
@@ -48,6 +69,43 @@ def parse_options(options: dict[str, str], known: dict[str, str],
             raise UsageError(f"unknown {what} option {k!r}", expected=sorted(known), actual=k)
         out[name] = v
     return out
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def filter_expr(f: sds.Filter) -> pr.Expr | None:
+    """The predicate tree of one pushed Spark filter (unbound), or None when it has no exact
+    form: a nested column, string matching, a NULL or NaN literal."""
+    attr = getattr(f, "attribute", None)
+    if attr is not None and len(attr) != 1:
+        return None
+    col = attr[0] if attr is not None else ""
+    if type(f) in _COMPARE:
+        v = f.value  # type: ignore[attr-defined]
+        return None if v is None or _is_nan(v) else pr.Compare(col, _COMPARE[type(f)], v)
+    if isinstance(f, sds.EqualNullSafe):  # a <=> v: TRUE or FALSE, never NULL
+        if f.value is None:
+            return pr.IsNull(col)
+        return None if _is_nan(f.value) else pr.Compare(col, "=", f.value)
+    if isinstance(f, sds.In):
+        vals = tuple(f.value)
+        if not vals or any(v is None or _is_nan(v) for v in vals):
+            return None  # NULL in an IN list makes NOT IN never TRUE: Spark decides it
+        return pr.In(col, vals)
+    if isinstance(f, sds.IsNull):
+        return pr.IsNull(col)
+    if isinstance(f, sds.IsNotNull):
+        return pr.Not(pr.IsNull(col))
+    if isinstance(f, sds.Not):
+        inner = filter_expr(f.child)
+        return None if inner is None else pr.Not(inner)
+    return None
+
+
+def _float_column(schema: pa.Schema, expr: pr.Expr) -> bool:
+    return any(pa.types.is_floating(schema.field(c).type) for c in pr.columns(expr))
 
 
 @dataclass
@@ -77,6 +135,9 @@ class MorlogReader(DataSourceReader):
         # Hudi's time formats resolved once, here: planning and the read tasks see one instant
         self.as_of = None if as_of is None else query_instant(as_of)
         self.columns = columns or list(schema.fieldNames())
+        #: the pushed filters: all of them prune, the exact ones filter rows in the tasks
+        self.prune_expr: pr.Expr | None = None
+        self.rows: SliceFilter | None = None
 
     @property
     def path(self) -> str:
@@ -84,7 +145,11 @@ class MorlogReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         table = Table(self.location)
-        slices = table.file_slices(table.resolve_instant(self.as_of))
+        as_of = table.resolve_instant(self.as_of)
+        slices = table.file_slices(as_of)
+        if self.prune_expr is not None:
+            pruner = Pruner(table, self.prune_expr, as_of, "morlog")
+            slices = [s for s in slices if pruner.decide(s).kept]
         return [SlicePartition(s) for s in slices] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -94,7 +159,8 @@ class MorlogReader(DataSourceReader):
         table = Table(self.location)
         s = FileSlice(partition.partition, partition.file_id, partition.base_instant,
                       partition.base_file, partition.log_files)
-        data = table.read_slice(s, self.as_of, list(self.columns))
+        data = (table.read_slice(s, self.as_of, list(self.columns)) if self.rows is None
+                else self.rows.read(table, s, self.as_of))
         if data.num_rows == 0:
             return iter(())
         cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
@@ -102,8 +168,55 @@ class MorlogReader(DataSourceReader):
         return iter(pa.Table.from_arrays(cols, schema=target).to_batches())
 
 
+class MorlogFilteringReader(MorlogReader):
+    """:class:`MorlogReader` that takes Spark's filters (module docstring). A separate class:
+    Spark refuses any reader that implements ``pushFilters`` while its pushdown setting is
+    off."""
+
+    def pushFilters(self, filters: list[sds.Filter]) -> list[sds.Filter]:  # noqa: N802
+        """Take every filter with an exact predicate form (module docstring); return those
+        Spark must still evaluate."""
+        schema = predicate_schema(Table(self.location))
+        pushed: list[pr.Expr] = []
+        exact: list[pr.Expr] = []
+        left: list[sds.Filter] = []
+        for f in filters:
+            expr = filter_expr(f)
+            if expr is not None:
+                try:
+                    expr = pr.bind(expr, schema)
+                except UsageError:  # a literal that does not fit, an unknown column
+                    expr = None
+            if expr is None:
+                left.append(f)
+                continue
+            pushed.append(expr)
+            if _float_column(schema, expr):
+                left.append(f)
+            else:
+                exact.append(expr)
+        if pushed:
+            self.prune_expr = pr.And(tuple(pushed))
+        if exact:
+            self.rows = SliceFilter(schema, pr.And(tuple(exact)), list(self.columns))
+        return left
+
+
+def _flag(value: str | None, default: bool, option: str) -> bool:
+    if value is None:
+        return default
+    v = value.strip().lower()
+    if v not in ("true", "false"):
+        raise UsageError(f"read option {option} is true or false", expected=["true", "false"],
+                         actual=value)
+    return v == "true"
+
+
 class MorlogReadSource(DataSource):
     """``format("morlog")`` for reading: Hudi merge-on-read tables with indexable logs."""
+
+    #: filter pushdown when the ``filter.pushdown`` read option is not given
+    PUSHDOWN = False
 
     @classmethod
     def name(cls) -> str:
@@ -132,7 +245,9 @@ class MorlogReadSource(DataSource):
     def reader(self, schema: StructType) -> MorlogReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
-        return MorlogReader(self.location(), schema, opts.get("as_of"), columns)
+        pushdown = _flag(opts.get("pushdown"), self.PUSHDOWN, "filter.pushdown")
+        cls = MorlogFilteringReader if pushdown else MorlogReader
+        return cls(self.location(), schema, opts.get("as_of"), columns)
 
 
 def register_reader(spark: Any) -> None:
@@ -141,5 +256,5 @@ def register_reader(spark: Any) -> None:
     spark.dataSource.register(MorlogReadSource)
 
 
-__all__ = ["READ_OPTIONS", "MorlogReadSource", "MorlogReader", "SlicePartition",
-           "parse_options", "register_reader"]
+__all__ = ["READ_OPTIONS", "MorlogFilteringReader", "MorlogReadSource", "MorlogReader",
+           "SlicePartition", "filter_expr", "parse_options", "register_reader"]

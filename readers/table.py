@@ -311,32 +311,16 @@ class Table:
                 if t.num_rows:
                     yield t
             return
-        from . import predicate as pr
-        from .prune import Pruner, bind_where, predicate_schema
+        from .prune import Pruner, SliceFilter, bind_where
 
         expr = bind_where(self, where)
         pruner = Pruner(self, expr, as_of, "morlog")
-        schema = predicate_schema(self)
-        need = sorted(pr.columns(expr))
-        read_cols = None if columns is None else list(dict.fromkeys([*columns, *need]))
-        row_filter = pr.to_arrow(expr)
+        rows = SliceFilter.of(self, expr, columns)
         for s in slices:
-            if not pruner.decide(s).kept:
-                continue
-            t = self.read_slice(s, as_of, read_cols)
-            if not t.num_rows:
-                continue
-            added = [c for c in need if c not in t.column_names]
-            for c in added:  # a column no file of this slice holds: null in its rows
-                t = t.append_column(schema.field(c), pa.nulls(t.num_rows,
-                                                               schema.field(c).type))
-            t = t.filter(row_filter)
-            if columns is not None:
-                t = t.select([c for c in columns if c in t.column_names])
-            elif added:
-                t = t.drop_columns(added)
-            if t.num_rows:
-                yield t
+            if pruner.decide(s).kept:
+                t = rows.read(self, s, as_of)
+                if t.num_rows:
+                    yield t
 
     def check_time_travel(self, as_of: str) -> None:
         """A :class:`UsageError` naming ``as_of`` and the clean when the last completed

@@ -221,10 +221,26 @@ class MorlogDataSource(MorlogReadSource):
         return MorlogWriter(self.location(), opts, schema, overwrite)
 
 
-def register(spark: Any) -> None:
+class MorlogPushdownDataSource(MorlogDataSource):
+    """:class:`MorlogDataSource` that pushes filters down unless the read says
+    ``filter.pushdown=false`` (what :func:`register` installs)."""
+
+    PUSHDOWN = True
+
+
+#: the Spark SQL setting that lets Python data sources take filters (Spark 4.1+, off by default)
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any, *, pushdown: bool = True) -> None:
     """Make ``format("morlog")`` available in a Spark session (an installed morlog is found
-    by Spark without it; see the module's docstring)."""
-    spark.dataSource.register(MorlogDataSource)
+    by Spark without it, with filter pushdown off; see the module's docstring).
+    ``pushdown``: reads push filters down (morlog prunes file slices with them and filters
+    rows in the read tasks, ``morlog.readers.spark_source``); this turns on
+    :data:`PUSHDOWN_CONF` for the session, which sources that take no filters ignore."""
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(MorlogPushdownDataSource if pushdown else MorlogDataSource)
 
 
 def save(df: Any, path: str, mode: str = "errorifexists",
@@ -672,6 +688,7 @@ def session(master: str, app: str) -> tuple[Any, bool]:
     return spark, existing is None
 
 
-__all__ = ["READ_OPTIONS", "SAVE_MODES", "MorlogDataSource", "MorlogReader", "MorlogWriter",
-           "SlicePartition", "clean", "compact", "log_compact", "register", "save", "session",
-           "table_exists", "upsert"]
+__all__ = ["PUSHDOWN_CONF", "READ_OPTIONS", "SAVE_MODES", "MorlogDataSource",
+           "MorlogPushdownDataSource", "MorlogReader", "MorlogWriter", "SlicePartition",
+           "clean", "compact", "log_compact", "register", "save", "session", "table_exists",
+           "upsert"]
