@@ -68,7 +68,7 @@ from morlog.readers.timeline import Instant
 
 from .client import MorTable
 from .commit import TimelineWriter, latest_time, new_instant, timeline_utc
-from .mdt_writer import MetadataWriter
+from .mdt_writer import MetadataTable
 from .metadata import apply_drops, metadata_hooks
 from .services import service_lock
 
@@ -735,7 +735,7 @@ def _run_locked(mt: MorTable, table: Table, instant: str,
                               last_completed_commit=str(plan.get("lastCompletedCommitTimestamp")
                                                         or ""),
                               extra_metadata=plan.get("extraMetadata") or {})
-        if isinstance(hooks, MetadataWriter):
+        if isinstance(getattr(hooks, "mdt", None), MetadataTable):
             hooks.cleaned(instant, {p: list(m["deletePathPatterns"])
                                     for p, m in partitions.items()},
                           [p for p in partitions if p in gone])

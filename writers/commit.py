@@ -474,8 +474,12 @@ class Commit:
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
                  operation: str, schema: dict[str, Any], fsync: bool = True,
-                 action: str = "deltacommit", hooks: CommitHooks | None = None) -> None:
+                 action: str = "deltacommit", hooks: CommitHooks | None = None,
+                 instant: str | None = None) -> None:
         self.store = store
+        #: the instant to use (default: a new one); a table that mirrors another's instants
+        #: (the record index) passes the data instant, later than every instant it holds
+        self._given_instant = instant
         self.action = action
         self.location = location
         self.mode: Mode = mode
@@ -510,7 +514,14 @@ class Commit:
                                                 hooks=self.hooks)
             view = self.view = Table(self.location) if self.rolled_back else first
             last = latest_time(view)
-            self.instant = new_instant(last, utc=self.timeline.utc)
+            if self._given_instant is None:
+                self.instant = new_instant(last, utc=self.timeline.utc)
+            elif last is not None and self._given_instant <= last:
+                raise UsageError("a mirrored instant must be later than every instant of "
+                                 "the table", path=self.location.uri, expected=f"> {last}",
+                                 actual=self._given_instant)
+            else:
+                self.instant = self._given_instant
             if isinstance(self.store, LocalStore):
                 # only local writes stage temporary files (S3 publishes by conditional PUT)
                 root = self.location.path
@@ -635,6 +646,40 @@ class CommitHooks(RollbackHooks):
         commit created or appended to; ``changes``: computes the commit's
         :class:`RecordChanges` (None: the writer does not know them); ``rewrite``: the
         commit rewrote rows without changing any (a compaction)."""
+
+
+class HookChain(CommitHooks):
+    """Several hooks as one (the metadata table, then the record index), called in order;
+    other attributes (``mdt``, ``cleaned``) are the first hook's that has them."""
+
+    def __init__(self, hooks: list[CommitHooks]) -> None:
+        self.hooks = hooks
+
+    def committing(self, instant: str, written: dict[str, dict[str, int]],
+                   changes: Callable[[], RecordChanges] | None = None, *,
+                   rewrite: bool = False) -> None:
+        memo: list[RecordChanges] = []
+
+        def once() -> RecordChanges:  # the changes are computed once for every hook
+            if not memo:
+                assert changes is not None
+                memo.append(changes())
+            return memo[0]
+
+        for h in self.hooks:
+            h.committing(instant, written, None if changes is None else once,
+                         rewrite=rewrite)
+
+    def rolled_back(self, failed: str, rollback_instant: str,
+                    deleted: dict[str, list[str]]) -> None:
+        for h in self.hooks:
+            h.rolled_back(failed, rollback_instant, deleted)
+
+    def __getattr__(self, name: str) -> Any:
+        for h in self.__dict__.get("hooks", ()):
+            if hasattr(h, name):
+                return getattr(h, name)
+        raise AttributeError(name)
 
 
 def _written_files(store: WriteStore, location: TableLocation,

@@ -43,7 +43,7 @@ from morlog.logformat.table_files import PROPERTIES_FILE, format_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
-from .commit import CommitHooks
+from .commit import CommitHooks, HookChain
 from .logwriter import Mode
 from .mdt_writer import FILES, KEEPERS, METADATA_DIR, MetadataWriter, keeper_for
 from .store import WriteStore
@@ -173,14 +173,37 @@ def _check_keepable(table: Table, store: WriteStore, mdt_dir: str, partition: st
 def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
                    fsync: bool = True, mode: Mode | None = None) -> CommitHooks | None:
     """What keeps the kept MDT partitions true in a commit (None: nothing kept): the
-    :class:`~morlog.writers.mdt_writer.MetadataWriter` of ``files`` (and ``record_index``).
+    :class:`~morlog.writers.mdt_writer.MetadataWriter` of ``files`` (and ``record_index``),
+    and morlog's record index when the table enables it
+    (:class:`~morlog.writers.record_index.RecordIndexWriter`).
     ``mode``: how a table version 6 MDT log is written (default: append where the storage
     can)."""
-    if FILES not in plan.keep:
-        return None
-    return MetadataWriter(store, location, fsync=fsync,
-                          mode=mode or ("append" if store.can_append else "rollover"),
-                          partitions=plan.keep)
+    mode = mode or ("append" if store.can_append else "rollover")
+    hooks: list[CommitHooks] = []
+    if FILES in plan.keep:
+        hooks.append(MetadataWriter(store, location, fsync=fsync, mode=mode,
+                                    partitions=plan.keep))
+    if record_index_enabled(store, location):
+        from .record_index import RecordIndexWriter
+
+        hooks.append(RecordIndexWriter(store, location, fsync=fsync, mode=mode))
+    if len(hooks) > 1:
+        return HookChain(hooks)
+    return hooks[0] if hooks else None
+
+
+def record_index_enabled(store: WriteStore, location: TableLocation) -> bool:
+    """Whether the data table's ``hoodie.properties`` enables morlog's record index
+    (``morlog.readers.record_index``)."""
+    from morlog.logformat.table_files import parse_properties
+    from morlog.readers.record_index import ENABLE_PROPERTY
+
+    path = store.join(location.path, ".hoodie", PROPERTIES_FILE)
+    try:
+        props = parse_properties(store.read(path).decode("utf-8", errors="replace"), path)
+    except FileNotFoundError:
+        return False
+    return (props.get(ENABLE_PROPERTY) or "").strip().lower() == "true"
 
 
 def apply_drops(store: WriteStore, location: TableLocation, table: Table,

@@ -1,0 +1,344 @@
+"""morlog's record-level index (issue 15, spec/rli.md): building it and keeping it true.
+
+- :func:`build` (``morlog rli build``): under the data table's writer lock, reads the key of
+  every live record (one file slice at a time, in threads), writes the index table afresh
+  (one base file per shard, keys sorted) and enables it in the data table's
+  ``hoodie.properties`` (``morlog.record.index.enable=true``).
+- :class:`RecordIndexWriter` (a :class:`~morlog.writers.commit.CommitHooks`): in every commit
+  of a morlog writer (write client, Spark, replace operations), the commit's key changes
+  (:class:`~morlog.writers.commit.RecordChanges`) go into the index in a delta commit of the
+  same instant, completed before the data instant: inserts add entries (one indexed Parquet
+  block per touched shard), deletes remove them (a delete block), updates in place write
+  nothing. Compaction and log compaction change no key: they leave an empty index instant,
+  so the index still covers the data timeline. A rollback of a data instant rolls back the
+  index's instant of the same time.
+- :func:`verify` (``morlog rli verify``): the index against the table's live keys.
+
+The reading side (shard hash, which instants count, lookups): ``morlog.readers.record_index``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from morlog.logformat.errors import UsageError
+from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED
+from morlog.logformat.virtual_keys import key_array, key_columns
+from morlog.readers.record_index import (
+    BUILT_AS_OF_PROPERTY,
+    ENABLE_PROPERTY,
+    HASH,
+    HASH_PROPERTY,
+    MAX_SHARDS,
+    SCHEMA,
+    SHARDS_PROPERTY,
+    RecordIndex,
+    index_location,
+    shard_file_id,
+    shards_of,
+)
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import FileSlice, Table
+
+from .commit import Commit, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
+from .logwriter import Mode
+from .store import WriteStore
+
+DEFAULT_SHARDS = 16
+#: the index table's settings: no meta fields (the key column is the record key), no
+#: metadata table of its own, Parquet blocks and base files, table version 6 (one log file
+#: per shard slice, appended to)
+INDEX_OPTIONS = {"hoodie.metadata.enable": "false", "hoodie.clean.automatic": "false"}
+INDEX_VERSION = 6
+
+Progress = Callable[[int, int], None]
+
+
+def _index_table(store: WriteStore, data: TableLocation, fsync: bool) -> Any:
+    from .client import MorTable, WriteConfig
+
+    return MorTable(index_location(data), WriteConfig(
+        fsync=fsync, carrier="parquet", new_groups="base", route_inserts=False,
+        hoodie_options=dict(INDEX_OPTIONS)))
+
+
+def _entries(keys: pa.Array, parts: pa.Array, fids: pa.Array, instants: pa.Array
+             ) -> pa.Table:
+    return pa.Table.from_arrays([keys.cast(pa.string()), parts.cast(pa.string()),
+                                 fids.cast(pa.string()), instants.cast(pa.string())],
+                                schema=SCHEMA)
+
+
+def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
+    """``t``'s rows per shard of their ``key``, each sorted by key."""
+    if t.num_rows == 0:
+        return {}
+    s = shards_of(t.column("key"), shards)
+    t = t.append_column("__shard", pa.array(s, pa.int64())).sort_by(
+        [("__shard", "ascending"), ("key", "ascending")])
+    s = t.column("__shard").to_numpy()
+    t = t.drop_columns(["__shard"])
+    bounds = np.flatnonzero(np.diff(s)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(s)]])
+    return {int(s[a]): t.slice(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)}
+
+
+class RecordIndexWriter(CommitHooks):
+    """Keeps the record index true in every commit and rollback (module docstring)."""
+
+    def __init__(self, store: WriteStore, location: TableLocation, *, fsync: bool = True,
+                 mode: Mode | None = None) -> None:
+        self.store = store
+        self.data_location = location
+        self.location = index_location(location)
+        self.fsync = fsync
+        self.mode: Mode = mode or ("append" if store.can_append else "rollover")
+
+    def _timeline(self) -> TimelineWriter:
+        return TimelineWriter(self.store, self.location, fsync=self.fsync)
+
+    def committing(self, instant: str, written: dict[str, dict[str, int]],
+                   changes: Callable[[], RecordChanges] | None = None, *,
+                   rewrite: bool = False) -> None:
+        if rewrite:
+            self._empty_instant(instant)
+            return
+        if changes is None:
+            raise UsageError("this write cannot tell the record index its key changes; "
+                             f"disable the index ({ENABLE_PROPERTY}=false) to write this way",
+                             path=self.data_location.uri)
+        ch = changes()
+        mt = _index_table(self.store, self.data_location, self.fsync)
+        shards = RecordIndex(Table(self.data_location)).shards
+        ins = _entries(*(pa.array(list(c), pa.string()) for c in zip(*ch.inserted, strict=True)),
+                       pa.repeat(pa.scalar(instant, pa.string()), len(ch.inserted))
+                       ) if ch.inserted else SCHEMA.empty_table()
+        dels = pa.array([k for k, _ in ch.deleted], pa.string())
+        if len(dels) and ins.num_rows:  # a key deleted and placed again: its new place wins
+            dels = dels.filter(pc.invert(pc.is_in(dels, value_set=ins.column("key"))))
+        dels = pc.unique(dels) if len(dels) else dels
+        ins_by = _by_shard(ins, shards)
+        del_by = _by_shard(pa.table({"key": dels}), shards) if len(dels) else {}
+        work = sorted(set(ins_by) | set(del_by))
+        with Commit(self.store, self.location, mode=self.mode, operation="upsert",
+                    schema=mt.commit_schema(), fsync=self.fsync, instant=instant) as c:
+            slices = {s.file_id: s for s in c.table().file_slices()}
+            c.start([("", shard_file_id(k)) for k in work])
+            stats: dict[str, list[dict[str, Any]]] = {}
+            for k in work:
+                fid = shard_file_id(k)
+                s = slices.get(fid)
+                recs = ins_by.get(k)
+                gone = del_by.get(k)
+                if s is None and recs is None:
+                    continue  # deletes of keys in a shard that holds nothing
+                for w in mt.write_group(instant, "", fid, None if s is None else s.base_instant,
+                                        recs, gone, slice_logs=s.log_files if s else ()):
+                    stats.setdefault("", []).append(w.stat(self.store, self.location.path))
+            c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
+                               "morlog.rli.deleted": str(len(dels))})
+
+    def _empty_instant(self, instant: str) -> None:
+        """A completed index instant without blocks (a data commit that moved no key)."""
+        tw = self._timeline()
+        t = Table(self.location)
+        i = t.timeline.get(instant)
+        if i is not None and i.is_completed:
+            return
+        meta = {"partitionToWriteStats": {}, "compacted": False,
+                "extraMetadata": {}, "operationType": "UPSERT"}
+        for state in (REQUESTED, INFLIGHT):
+            tw.write(instant, state, {} if state == REQUESTED else meta, "deltacommit")
+        tw.write(instant, COMPLETED, meta, "deltacommit")
+
+    def rolled_back(self, failed: str, rollback_instant_time: str,
+                    deleted: dict[str, list[str]]) -> None:
+        """The data table rolled back ``failed``: so does the index (any state)."""
+        t = Table(self.location)
+        inst = t.timeline.get(failed)
+        if inst is None or inst.action != "deltacommit":
+            return
+        if inst.is_completed:
+            # back to pending first: a crash from here leaves a pending index instant that
+            # the next index commit rolls back (readers hide it already: the data instant
+            # is not committed)
+            self.store.delete(self.store.join(t.timeline.directory, inst.file_name))
+            t = Table(self.location)
+        rollback_instant(self.store, self.location, self._timeline(), t, failed, self.mode,
+                         self.fsync)
+
+
+@dataclass
+class BuildResult:
+    """What :func:`build` did."""
+
+    shards: int
+    entries: int
+    slices: int
+    built_as_of: str
+    instant: str
+    bytes: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shards": self.shards, "entries": self.entries, "slices": self.slices,
+                "built_as_of": self.built_as_of, "instant": self.instant,
+                "bytes": self.bytes,
+                "bytes_per_entry": round(self.bytes / self.entries, 2) if self.entries else None,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+
+def slice_entries(table: Table, s: FileSlice, as_of: str | None = None) -> pa.Table:
+    """The index entries of one data file slice's live records: key, partition, file id,
+    and the slice's base instant."""
+    kf = table.key_field
+    t = table.read_slice(s, as_of, list(key_columns(kf)))
+    n = t.num_rows
+    if n == 0:
+        return SCHEMA.empty_table()
+    keys = key_array(t, kf, path=table.path)
+    return _entries(keys, pa.repeat(pa.scalar(s.partition, pa.string()), n),
+                    pa.repeat(pa.scalar(s.file_id, pa.string()), n),
+                    pa.repeat(pa.scalar(s.base_instant, pa.string()), n))
+
+
+def table_entries(table: Table, as_of: str | None = None, *, threads: int | None = None,
+                  progress: Progress | None = None) -> tuple[pa.Table, int]:
+    """Every live key of ``table`` with its file group (and the number of slices read)."""
+    from .client import run_all
+
+    slices = table.file_slices(as_of)
+    done = [0]
+
+    def one(s: FileSlice) -> pa.Table:
+        out = slice_entries(table, s, as_of)
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(slices))
+        return out
+
+    n = threads if threads is not None else 2
+    parts = run_all(one, slices, n)
+    return pa.concat_tables([SCHEMA.empty_table(), *parts]), len(slices)
+
+
+def build(mt: Any, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
+          progress: Progress | None = None) -> BuildResult:
+    """Build (or rebuild) the record index of the table ``mt`` (a
+    :class:`~morlog.writers.client.MorTable`) and enable it (module docstring)."""
+    from .client import MorTable, WriteConfig, run_all
+    from .metadata import update_properties
+    from .services import service_lock
+
+    if not isinstance(shards, int) or not 0 < shards <= MAX_SHARDS:
+        raise UsageError("the record index's shard count", expected=f"1..{MAX_SHARDS}",
+                         actual=shards)
+    t0 = time.perf_counter()
+    with service_lock(mt) as table:
+        store, loc = mt.store, mt.location
+        props = dict(table.config.props)
+        if props.get(ENABLE_PROPERTY) is not None:  # off while it is rebuilt
+            props.pop(ENABLE_PROPERTY)
+            update_properties(store, loc, props, fsync=mt.config.fsync)
+        root = index_location(loc)
+        store.remove_tree(root.path)
+        table = Table(loc)
+        done = table.timeline.completed()
+        as_of = done[-1].requested if done else ""
+        entries, nslices = table_entries(table, as_of or None, threads=threads,
+                                         progress=progress)
+        dup = pc.count_distinct(entries.column("key")).as_py() if entries.num_rows else 0
+        if dup != entries.num_rows:
+            raise UsageError("the record index needs unique keys across the table (a global "
+                             f"index): {entries.num_rows - dup} key(s) live in more than one "
+                             "file group", path=loc.uri)
+        t1 = time.perf_counter()
+        idx = MorTable.create(root, SCHEMA, key_field="key", name="morlog_record_index",
+                              config=WriteConfig(fsync=mt.config.fsync,
+                                                 hoodie_options=dict(INDEX_OPTIONS)),
+                              table_version=INDEX_VERSION,
+                              table_properties={
+                                  "hoodie.populate.meta.fields": "false",
+                                  SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
+                                  BUILT_AS_OF_PROPERTY: as_of})
+        idx = _index_table(store, loc, mt.config.fsync)
+        by = _by_shard(entries, shards)
+        with idx.commit("bulk_insert") as c:
+            c.start([("", shard_file_id(k)) for k in sorted(by)])
+
+            def write(k: int) -> list[Any]:
+                return idx.write_group(c.instant, "", shard_file_id(k), None, by[k], None)
+
+            stats: dict[str, list[dict[str, Any]]] = {}
+            for ws in run_all(write, sorted(by), idx.thread_count()):
+                for w in ws:
+                    stats.setdefault("", []).append(w.stat(store, root.path))
+            c.complete(stats, {"morlog.rli.inserted": str(entries.num_rows)})
+            instant = c.instant
+        t2 = time.perf_counter()
+        props = dict(Table(loc).config.props)
+        props[ENABLE_PROPERTY] = "true"
+        update_properties(store, loc, props, fsync=mt.config.fsync)
+    size = sum(store.size(store.join(root.path, w["path"]))
+               for ws in stats.values() for w in ws)
+    return BuildResult(shards, entries.num_rows, nslices, as_of, instant, size,
+                       {"read": t1 - t0, "write": t2 - t1, "total": time.perf_counter() - t0})
+
+
+@dataclass
+class VerifyResult:
+    """The index against the table: keys the index lacks, keys it holds that the table
+    does not, keys it places in the wrong file group."""
+
+    entries: int
+    keys: int
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    misplaced: list[dict[str, Any]] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.misplaced or self.stale)
+
+    def as_dict(self, limit: int = 100) -> dict[str, Any]:
+        return {"ok": self.ok, "entries": self.entries, "keys": self.keys,
+                "missing": len(self.missing), "extra": len(self.extra),
+                "misplaced": len(self.misplaced), "stale_instants": self.stale[:limit],
+                "examples": {"missing": self.missing[:limit], "extra": self.extra[:limit],
+                             "misplaced": self.misplaced[:limit]}}
+
+
+def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
+    """Compare the index of ``table`` with the table's live keys (as of the latest
+    instant)."""
+    index = RecordIndex(table)
+    have = index.entries(threads)
+    want, _ = table_entries(table, threads=threads)
+    j = want.select(["key", "partition", "file_id"]).join(
+        have.select(["key", "partition", "file_id"]).rename_columns(
+            ["key", "i_partition", "i_file_id"]), "key", join_type="full outer")
+    missing = j.filter(pc.is_null(j.column("i_file_id")))
+    extra = j.filter(pc.is_null(j.column("file_id")))
+    both = j.filter(pc.and_(pc.is_valid(j.column("file_id")),
+                            pc.is_valid(j.column("i_file_id"))))
+    wrong = both.filter(pc.or_(pc.not_equal(both.column("partition"),
+                                            both.column("i_partition")),
+                               pc.not_equal(both.column("file_id"),
+                                            both.column("i_file_id"))))
+    return VerifyResult(
+        have.num_rows, want.num_rows,
+        sorted(missing.column("key").to_pylist()), sorted(extra.column("key").to_pylist()),
+        sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
+
+
+__all__ = ["DEFAULT_SHARDS", "BuildResult", "RecordIndexWriter", "VerifyResult", "build",
+           "slice_entries", "table_entries", "verify"]
