@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     from morlog.writers.services_cli import add_service_commands
 
     add_service_commands(sub)
+    from morlog.writers.rli_cli import add_rli_commands
+
+    add_rli_commands(sub)
     add_bench_command(sub)
     return parser
 

@@ -15,6 +15,7 @@ resolved on the driver.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +37,10 @@ from .storage import RangedSource, Storage, TableLocation, decoder_errors
 from .table import FileSlice, Table
 
 
+class StaleIndexWarning(UserWarning):
+    """morlog's record index does not cover the table; tagging read the files instead."""
+
+
 @dataclass
 class TagStats:
     slices: int = 0
@@ -44,6 +49,8 @@ class TagStats:
     log_probes: int = 0
     reads: int = 0
     bytes_read: int = 0
+    #: shards of morlog's record index read (the index answered: no data file opened)
+    morlog_index_shards: int = 0
 
 
 @dataclass
@@ -93,10 +100,14 @@ class _CountingOpener:
 class KeyTagger:
     """Finds the file group of keys across a table, as of an instant."""
 
-    def __init__(self, table: Table | TableLocation | str, as_of: str | None = None) -> None:
-        """``table``: an open table, or its location or path (opened here)."""
+    def __init__(self, table: Table | TableLocation | str, as_of: str | None = None, *,
+                 use_morlog_index: bool = True) -> None:
+        """``table``: an open table, or its location or path (opened here).
+        ``use_morlog_index``: tag through morlog's record index when the table enables it
+        and it covers the table (latest instant only; ``morlog.readers.record_index``)."""
         table = table if isinstance(table, Table) else Table(table)
         self.table = table
+        self.use_morlog_index = use_morlog_index and as_of is None
         self.as_of = table.resolve_instant(as_of)
         self.slices = table.file_slices(self.as_of)
         self.rolled_back = table.timeline.rolled_back_instants()
@@ -112,6 +123,10 @@ class KeyTagger:
         arr = arr.cast(pa.string())
         if arr.null_count:
             raise UsageError("record keys must not be null")
+        if self.use_morlog_index:
+            by_index = self._tag_by_index(arr, partitions)
+            if by_index is not None:
+                return by_index
         n = len(arr)
         groups: dict[str, npt.NDArray[np.int64]] = {}
         if partitions is not None:
@@ -170,6 +185,43 @@ class KeyTagger:
                     if found[i] != code:
                         also.setdefault(i, []).append((s.partition, s.file_id))
         return TagResult(arr, found, groups_hit, stats, also)
+
+    def _tag_by_index(self, arr: pa.Array, partitions: Sequence[str] | pa.Array | None
+                      ) -> TagResult | None:
+        """The tags morlog's record index gives (None: the table has no index, or it does
+        not cover the table: a warning, and the file probes answer). The index is global:
+        a key it places in another partition than ``partitions`` gives is a
+        :class:`UsageError` (moving a record between partitions is not supported with it)."""
+        from .record_index import RecordIndex
+
+        index = RecordIndex.open(self.table)
+        if index is None:
+            return None
+        missing = index.missing_instants()
+        if missing:
+            warnings.warn(f"morlog's record index of {self.table.location} misses "
+                          f"{len(missing)} data commit(s) (first {missing[0]}); tagging "
+                          "reads the table's files instead: rebuild it with "
+                          "'morlog rli build'", StaleIndexWarning, stacklevel=3)
+            return None
+        lk = index.lookup(arr, check=False)
+        if partitions is not None and lk.groups:
+            parts = (partitions if isinstance(partitions, pa.Array) else pa.array(
+                list(partitions), type=pa.string())).cast(pa.string())
+            have = pa.array([g[0] for g in lk.groups], pa.string())
+            found = lk.codes >= 0
+            at = pa.array(np.where(found, lk.codes, 0))
+            moved = found & ~np.asarray(pc.equal(have.take(at), parts).fill_null(False)
+                                        .to_numpy(zero_copy_only=False))
+            if moved.any():
+                i = int(np.flatnonzero(moved)[0])
+                raise UsageError(
+                    "morlog's record index is global: a key lives in one partition, and the "
+                    f"batch moves {int(moved.sum())} key(s) to another (first "
+                    f"{arr[i].as_py()!r}: in {lk.groups[lk.codes[i]][0]!r}, now "
+                    f"{parts[i].as_py()!r})", path=self.table.location.uri)
+        return TagResult(arr, lk.codes, lk.groups,
+                         TagStats(morlog_index_shards=lk.shards_read))
 
     def _slice_hits(self, s: FileSlice, keys: PreparedKeys, stats: TagStats,
                     sources: list[RangedSource]

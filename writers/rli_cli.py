@@ -1,0 +1,127 @@
+"""``morlog rli build|lookup|verify TABLE``: morlog's record-level index from the command
+line (spec/rli.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
+from morlog.readers.record_index import IndexLookup, RecordIndex
+from morlog.readers.table import Table
+
+from .record_index import DEFAULT_SHARDS, BuildResult, VerifyResult, build, verify
+from .services_cli import _progress, _table
+
+
+def _build_text(r: BuildResult, out: TextIO) -> None:
+    per = f" ({r.bytes / r.entries:.1f} bytes per entry)" if r.entries else ""
+    print(f"record index built as of {r.built_as_of or '(empty table)'}: {r.entries} keys of "
+          f"{r.slices} file slice(s) in {r.shards} shards, {r.bytes} bytes{per}, "
+          f"{r.seconds['total']:.2f} s; every morlog writer now maintains it", file=out)
+
+
+def cmd_build(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    args.dry_run = False
+    with _progress(args, "reading keys") as progress:
+        r = build(_table(args), args.shards, progress=progress)
+    emit_for(args, r, _build_text, out, to_json=lambda x: x.as_dict())
+    return EXIT_OK
+
+
+def _lookup_text(r: IndexLookup, out: TextIO) -> None:
+    for k, loc in r.as_dict().items():
+        where = "new" if loc is None else f"{loc['partition'] or '.'}/{loc['file_id']} " \
+                                          f"({loc['instant']})"
+        print(f"{k}\t{where}", file=out)
+
+
+def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    index = _open(args.table)
+    r = index.lookup(args.keys)
+    emit_for(args, r, _lookup_text, out, to_json=lambda x: x.as_dict())
+    return EXIT_OK
+
+
+def _open(path: str) -> RecordIndex:
+    from morlog.logformat.errors import UsageError
+
+    t = Table(path)
+    index = RecordIndex.open(t)
+    if index is None:
+        raise UsageError("the table has no morlog record index (build it with "
+                         "'morlog rli build TABLE')", path=t.location.uri)
+    return index
+
+
+def _verify_text(r: VerifyResult, out: TextIO) -> None:
+    if r.ok:
+        print(f"ok: the record index holds exactly the table's {r.keys} keys", file=out)
+        return
+    print(f"DIFFERENT: index {r.entries} entries, table {r.keys} keys; {len(r.missing)} "
+          f"missing, {len(r.extra)} extra, {len(r.misplaced)} in the wrong file group"
+          + (f"; misses {len(r.stale)} data commit(s)" if r.stale else ""), file=out)
+    for k in r.missing[:20]:
+        print(f"  missing {k}", file=out)
+    for k in r.extra[:20]:
+        print(f"  extra   {k}", file=out)
+    for m in r.misplaced[:20]:
+        print(f"  moved   {m['key']}: index {m['i_partition'] or '.'}/{m['i_file_id']}, "
+              f"table {m['partition'] or '.'}/{m['file_id']}", file=out)
+    for i in r.stale[:20]:
+        print(f"  not indexed: data commit {i}", file=out)
+
+
+def cmd_verify(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    t = Table(args.table)
+    _open(args.table)
+    r = verify(t)
+    emit_for(args, r, _verify_text, out, to_json=lambda x: x.as_dict())
+    return EXIT_OK if r.ok else EXIT_PROBLEMS
+
+
+def add_rli_commands(sub: Any) -> None:
+    rli = sub.add_parser(
+        "rli", help="morlog's record-level index: build, lookup, verify",
+        description="A key -> file group index of the whole table (RFC-8's mapping in "
+        "morlog's indexed log format: shards of sorted keys with blooms), kept true by "
+        "every morlog writer once built (spec/rli.md).",
+        epilog="Exit status: 0 ok, 1 verify found differences, 2 error.")
+    cmds = rli.add_subparsers(dest="rli_command", metavar="COMMAND", required=True)
+    p = cmds.add_parser(
+        "build", help="build (or rebuild) the index and enable it",
+        description="Read every live key of the table (one file slice at a time), write "
+        "the index table under .hoodie/morlog/record_index with one base file per shard, "
+        "and set morlog.record.index.enable=true in hoodie.properties: from then on every "
+        "morlog writer (client, Spark, services) keeps it true in the same instant as its "
+        "data. Holds the table's writer lock. The keys must be unique across the table.",
+        epilog="Exit status: 0 ok, 2 error.")
+    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    p.add_argument("--shards", type=int, default=DEFAULT_SHARDS,
+                   help=f"number of shards (file groups; default {DEFAULT_SHARDS}); fixed "
+                   "until the next build")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                   help="a Hudi write option (hoodie.*), repeatable")
+    add_output_options(p, "print what was built as one JSON object")
+    p.set_defaults(func=cmd_build)
+    p = cmds.add_parser(
+        "lookup", help="where keys live, by the index",
+        description="For each KEY: the partition, file group and instant of its entry, or "
+        "'new'. Refuses an index that misses data commits (written by a writer that does "
+        "not maintain it).", epilog="Exit status: 0 ok, 2 error.")
+    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    p.add_argument("keys", metavar="KEY", nargs="+", help="record keys")
+    add_output_options(p, "print one JSON object: key -> {partition, file_id, instant} "
+                       "or null")
+    p.set_defaults(func=cmd_lookup)
+    p = cmds.add_parser(
+        "verify", help="compare the index with the table",
+        description="Read the table's live keys and the index and report keys the index "
+        "misses, holds in excess or places in the wrong file group, and data commits it "
+        "does not cover.", epilog="Exit status: 0 equal, 1 different, 2 error.")
+    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    add_output_options(p, "print the comparison as one JSON object")
+    p.set_defaults(func=cmd_verify)
+
+
+__all__ = ["add_rli_commands"]
