@@ -560,13 +560,17 @@ def _snapshot_files(root: Path) -> dict[str, bytes]:
 
 @settings(max_examples=max(10, EXAMPLES // 5), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(history=write_ops, new_groups=st.sampled_from(["base", "log"]))
+@given(history=write_ops, new_groups=st.sampled_from(["base", "log"]),
+       record_index=st.booleans())
 def test_refused_and_failed_batches_leave_the_table_as_before(
         tmp_path_factory: pytest.TempPathFactory, history: list[tuple[Any, ...]],
-        new_groups: str) -> None:
+        new_groups: str, record_index: bool) -> None:
     """Rules: a refused batch leaves every table file byte-identical; a write that fails
     after its first byte is rolled back by the same call (no pending instant, the lock
-    free, the rows as before); good batches keep matching the dict model."""
+    free, the rows as before); good batches keep matching the dict model. With morlog's
+    record index built on the new table, after every step (services and failures
+    included) the index equals the table (``verify``) and tagging through it places every
+    live key in its partition and says "new" for the others."""
     from morlog.logformat.errors import MorlogError
     from morlog.writers.client import MorTable, WriteConfig
 
@@ -575,6 +579,10 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
     t = MorTable.create(str(root), _WSCHEMA, key_field="id", partition_field="p",
                         ordering_field="ts", config=cfg)
     model: dict[str, tuple[str, int, int]] = {}
+    if record_index:
+        from morlog.writers.record_index import build
+
+        build(t, 3)
     for n, op in enumerate(history):
         if op[0] == "good":
             rows = {f"k{k:02d}": ts for k, ts in op[1]}
@@ -631,3 +639,20 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
             t.store.lock(str(root)).release()  # the lock is free
         got = {r["id"]: (r["p"], r["ts"], r["v"]) for r in Table(str(root)).read().to_pylist()}
         assert got == model, op
+        if record_index:
+            _check_record_index(str(root), {k: v[0] for k, v in model.items()})
+
+
+def _check_record_index(root: str, live: dict[str, str]) -> None:
+    """The index equals the table, and tags through it (no data file) agree with ``live``
+    (key -> partition)."""
+    from morlog.writers.record_index import verify
+
+    v = verify(Table(root))
+    assert v.ok, v.as_dict(5)
+    keys = sorted(live) + ["never-written"]
+    tagged = KeyTagger(Table(root)).tag(keys)
+    assert tagged.stats.morlog_index_shards > 0 or not live
+    tags = tagged.as_dict()
+    assert {k: (x or {}).get("partition") for k, x in tags.items()} == {
+        **live, "never-written": None}

@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.errors import UsageError
-from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED
 from morlog.logformat.virtual_keys import key_array, key_columns
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
@@ -155,9 +154,9 @@ class RecordIndexWriter(CommitHooks):
             return
         meta = {"partitionToWriteStats": {}, "compacted": False,
                 "extraMetadata": {}, "operationType": "UPSERT"}
-        for state in (REQUESTED, INFLIGHT):
-            tw.write(instant, state, {} if state == REQUESTED else meta, "deltacommit")
-        tw.write(instant, COMPLETED, meta, "deltacommit")
+        tw.write(instant, "requested", {}, "deltacommit")
+        tw.write(instant, "inflight", meta, "deltacommit")
+        tw.write(instant, "completed", meta, "deltacommit")
 
     def rolled_back(self, failed: str, rollback_instant_time: str,
                     deleted: dict[str, list[str]]) -> None:

@@ -1,0 +1,298 @@
+"""morlog's record-level index (``morlog.readers.record_index``, ``morlog.writers.record_index``,
+spec/rli.md): build, lookup, maintenance by every write, crash windows, staleness, the CLI,
+and real Hudi tables. The oracle test with the index on: ``tests/test_table_model.py``
+(``test_refused_and_failed_batches_leave_the_table_as_before``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from morlog.cli import main
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.readers.lookup import KeyTagger, StaleIndexWarning
+from morlog.readers.record_index import (
+    ENABLE_PROPERTY,
+    RecordIndex,
+    StaleIndexError,
+    index_location,
+    shard_file_id,
+    shards_of,
+)
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.record_index import build, table_entries, verify
+
+from .hudi_fixtures import requires_fixtures, tables
+from .test_table_model import _inject_failure
+
+SCHEMA = pa.schema([("id", pa.string()), ("v", pa.int64()), ("p", pa.string())])
+
+
+def _batch(ids: Any, v: int) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": [f"k{i:05d}" for i in ids], "v": [v] * len(ids),
+                     "p": [f"p{i % 3}" for i in ids]}, schema=SCHEMA)
+
+
+def _table(root: Path, **cfg: Any) -> MorTable:
+    return MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                           ordering_field="v", config=WriteConfig(fsync=False, **cfg))
+
+
+def _agree(root: Path, probe: list[str]) -> None:
+    """Index equals the table; tags through it place every live key where the merged
+    snapshot has it and say "new" for the rest (the file probes may also name the group
+    of a deleted key: its base file still holds it), and agree with the file probes on
+    the live keys."""
+    v = verify(Table(str(root)))
+    assert v.ok, v.as_dict(5)
+    live, _ = table_entries(Table(str(root)))
+    where = {r["key"]: {"partition": r["partition"], "file_id": r["file_id"]}
+             for r in live.to_pylist()}
+    by_index = KeyTagger(Table(str(root))).tag(probe)
+    by_files = KeyTagger(Table(str(root)), use_morlog_index=False).tag(probe).as_dict()
+    assert by_index.stats.morlog_index_shards > 0
+    assert by_index.as_dict() == {k: where.get(k) for k in probe}
+    assert {k: by_files[k] for k in probe if k in where} == {
+        k: where[k] for k in probe if k in where}
+
+
+def test_build_lookup_and_shards(tmp_path: Path) -> None:
+    t = _table(tmp_path / "t")
+    t.upsert(_batch(range(2000), 1))
+    r = build(t, 5)
+    assert (r.entries, r.shards) == (2000, 5) and r.bytes > 0
+    table = Table(str(tmp_path / "t"))
+    assert table.config.get(ENABLE_PROPERTY) == "true"
+    index = RecordIndex(table)
+    keys = [f"k{i:05d}" for i in (0, 7, 1999, 2000, 12345)]
+    got = index.lookup(keys).as_dict()
+    want = KeyTagger(table, use_morlog_index=False).tag(keys).as_dict()
+    assert {k: None if x is None else {"partition": x["partition"], "file_id": x["file_id"]}
+            for k, x in got.items()} == want
+    assert got["k02000"] is None and got["k00007"]["instant"] == r.built_as_of
+    # every entry sits in the shard its key hashes to
+    for k, s in index.slices().items():
+        keys_k = index.read_shard(s).column("key")
+        assert s.file_id == shard_file_id(k)
+        assert set(shards_of(keys_k, 5).tolist()) <= {k}
+    _agree(tmp_path / "t", keys)
+
+
+def test_every_write_keeps_it_true(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(300), 1))
+    build(t, 4)
+    probe = [f"k{i:05d}" for i in range(0, 1200, 7)]
+    t.upsert(_batch(range(250, 600), 2))  # updates and inserts (routed into small groups)
+    _agree(root, probe)
+    t.delete(_batch(range(0, 40), 3).select(["id", "p"]))
+    _agree(root, probe)
+    t.insert(_batch(range(600, 700), 4))
+    _agree(root, probe)
+    t.insert_overwrite(_batch([i for i in range(1000, 1030) if i % 3 == 1], 5))  # p1 replaced
+    _agree(root, probe + [f"k{i:05d}" for i in range(1000, 1030)])
+    t.delete_partitions(["p2"])
+    _agree(root, probe)
+    t.upsert(_batch(range(40, 50), 6))  # deleted keys come back
+    _agree(root, probe)
+
+
+def test_services_on_the_data_table_leave_it_true(tmp_path: Path) -> None:
+    from morlog.writers.cleaning import clean
+    from morlog.writers.compaction import compact
+    from morlog.writers.logcompaction import log_compact
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="v", config=WriteConfig(fsync=False, hoodie_options={
+                            "hoodie.log.compaction.blocks.threshold": "2",
+                            "hoodie.cleaner.commits.retained": "1"}))
+    t.upsert(_batch(range(200), 1))
+    build(t, 3)
+    for v in range(2, 5):
+        t.upsert(_batch(range(v * 10, v * 10 + 50), v))
+    probe = [f"k{i:05d}" for i in range(0, 260, 3)]
+    assert log_compact(t).results
+    _agree(root, probe)
+    assert compact(t).results
+    _agree(root, probe)
+    clean(t)
+    _agree(root, probe)
+    t.upsert(_batch(range(500, 520), 9))
+    _agree(root, probe + ["k00510"])
+
+
+@pytest.mark.parametrize("where", ["log", "parquet", "inflight"])
+def test_a_failed_write_leaves_it_equal_to_the_table(tmp_path: Path, where: str) -> None:
+    root = tmp_path / "t"
+    t = _table(root, route_inserts=False)  # inserts make base files, updates logs
+    t.upsert(_batch(range(100), 1))
+    build(t, 2)
+    mp = pytest.MonkeyPatch()
+    _inject_failure(mp, where, persistent=False)
+    try:
+        with pytest.raises(MorlogError):
+            t.upsert(_batch(range(50, 400), 2))
+    finally:
+        mp.undo()
+    _agree(root, [f"k{i:05d}" for i in range(0, 400, 5)])
+    t.upsert(_batch(range(390, 410), 3))
+    _agree(root, [f"k{i:05d}" for i in range(0, 420, 5)])
+
+
+def test_index_ahead_of_the_data_is_hidden_until_the_rollback(tmp_path: Path) -> None:
+    """A writer dies after the index instant completed and before the data instant did:
+    readers must not see the index entries; the next writer rolls both back."""
+    from morlog.writers import commit as commit_mod
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(50), 1))
+    build(t, 2)
+    real = commit_mod.TimelineWriter.write
+
+    def die(self: Any, instant: str, state: str, meta: Any, action: str = "deltacommit"
+            ) -> Any:
+        if state == "completed" and action == "deltacommit" and ".hoodie/morlog" not in \
+                self.location.path:
+            raise KeyboardInterrupt  # the data instant never completes
+        return real(self, instant, state, meta, action)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(commit_mod.TimelineWriter, "write", die)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            t.upsert(_batch(range(40, 90), 2))
+    finally:
+        mp.undo()
+    index = RecordIndex(Table(str(root)))
+    raw = {i.requested: i.is_completed for i in index.raw_timeline.instants}
+    assert any(raw.values())  # the index instant completed ...
+    got = index.lookup([f"k{i:05d}" for i in (45, 60, 89)]).as_dict()
+    assert got["k00060"] is None and got["k00089"] is None  # ... and stays hidden
+    assert got["k00045"] is not None
+    # the next writer rolls back the data instant and the index's
+    t.store.lock(str(root)).release()
+    t.upsert(_batch(range(95, 99), 3))
+    _agree(root, [f"k{i:05d}" for i in range(0, 100)])
+
+
+def test_a_writer_that_does_not_maintain_it_makes_it_stale(tmp_path: Path) -> None:
+    from morlog.writers.metadata import update_properties
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(60), 1))
+    build(t, 2)
+    props = dict(Table(str(root)).config.props)
+    update_properties(t.store, t.location, {**props, ENABLE_PROPERTY: "false"})
+    t.upsert(_batch(range(100, 120), 2))  # as Hudi's own writer would: index not told
+    update_properties(t.store, t.location, props)
+    table = Table(str(root))
+    with pytest.raises(StaleIndexError):
+        RecordIndex(table).lookup(["k00001"])
+    v = verify(table)
+    assert not v.ok and len(v.missing) == 20 and len(v.stale) == 1
+    with pytest.warns(StaleIndexWarning):
+        tags = KeyTagger(table).tag(["k00110"])
+    assert tags.stats.morlog_index_shards == 0 and tags.as_dict()["k00110"] is not None
+    assert main(["rli", "verify", str(root)]) == 1
+    build(t, 2)  # a rebuild makes it current
+    _agree(root, ["k00110", "k00001"])
+
+
+def test_a_partition_move_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(10), 1))
+    build(t, 2)
+    moved = pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA)
+    with pytest.raises(UsageError, match="global"):
+        t.upsert(moved)
+    _agree(root, ["k00001"])
+
+
+def test_build_refuses_keys_in_two_groups(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(10), 1))
+    t.upsert(pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA))
+    with pytest.raises(UsageError, match="unique keys"):
+        build(t, 2)
+    assert Table(str(root)).config.get(ENABLE_PROPERTY) is None
+
+
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(30), 1))
+    assert main(["rli", "lookup", str(root), "k00001"]) == 2  # not built
+    capsys.readouterr()
+    assert main(["rli", "build", str(root), "--shards", "3", "--json"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert built["entries"] == 30 and built["shards"] == 3
+    assert main(["rli", "lookup", str(root), "k00001", "nope", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["nope"] is None and got["k00001"]["partition"] == "p1"
+    assert main(["rli", "verify", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    assert main(["rli", "build", str(root), "--shards", "0"]) == 2
+
+
+def test_the_index_table_reads_as_a_hudi_table(tmp_path: Path) -> None:
+    """The index is a Hudi merge-on-read table (version 6, no meta fields): hudi-rs reads
+    the same entries."""
+    hudi = pytest.importorskip("hudi", reason="hudi-rs is not installed (pip install .[bench])")
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(100), 1))
+    build(t, 2)
+    t.upsert(_batch(range(90, 130), 2))
+    t.delete(_batch(range(0, 5), 3).select(["id", "p"]))
+    loc = index_location(t.location)
+    got = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(loc.path).build().read())
+    assert sorted(got.column("key").to_pylist()) == sorted(
+        RecordIndex(Table(str(root))).entries().column("key").to_pylist())
+
+
+@requires_fixtures
+@pytest.mark.parametrize("src", tables(), ids=lambda p: p.name)
+def test_on_hudi_tables(tmp_path: Path, src: Path) -> None:
+    root = tmp_path / "t"
+    shutil.copytree(src, root)
+    t = MorTable(str(root), WriteConfig(fsync=False))
+    before = Table(str(root))
+    try:
+        build(t, 4)
+    except UsageError as exc:
+        assert "unique keys" in exc.message  # a table Hudi's insert wrote a key twice into
+        return
+    keys = KeyTagger(before, use_morlog_index=False)
+    rows = Table(str(root)).read()
+    kf = Table(str(root)).key_field
+    from morlog.logformat.virtual_keys import key_array
+
+    live = key_array(rows, kf).to_pylist() if rows.num_rows else []
+    probe = live[:50] + ["no-such-key"]
+    assert keys is not None
+    _agree(root, probe)
+
+
+@settings(max_examples=10, deadline=None)
+@given(keys=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=50),
+       shards=st.integers(1, 40))
+def test_shard_hash_is_xxh64_of_utf8_modulo_shards(keys: list[str], shards: int) -> None:
+    import xxhash
+
+    got = shards_of(pa.array(keys, pa.string()), shards).tolist()
+    assert got == [xxhash.xxh64_intdigest(k.encode("utf-8"), seed=0) % shards for k in keys]
