@@ -514,6 +514,9 @@ class Commit:
                                                 hooks=self.hooks)
             view = self.view = Table(self.location) if self.rolled_back else first
             last = latest_time(view)
+            floor = self.hooks.latest_instant() if self.hooks is not None else None
+            if floor is not None and (last is None or floor > last):
+                last = floor
             if self._given_instant is None:
                 self.instant = new_instant(last, utc=self.timeline.utc)
             elif last is not None and self._given_instant <= last:
@@ -618,6 +621,8 @@ class Commit:
             **({} if replaced is None else {"partitionToReplaceFileIds": replaced})},
             self.action)
         self._completed = True
+        if self.hooks is not None:
+            self.hooks.committed(self.instant)
 
 
 @dataclass(frozen=True)
@@ -647,6 +652,15 @@ class CommitHooks(RollbackHooks):
         :class:`RecordChanges` (None: the writer does not know them); ``rewrite``: the
         commit rewrote rows without changing any (a compaction)."""
 
+    def committed(self, instant: str) -> None:
+        """``instant`` is completed on the data timeline; the writer lock is still held
+        (the record index runs its inline services here)."""
+
+    def latest_instant(self) -> str | None:
+        """The latest time on the timelines the hooks keep (a new data instant must come
+        after it: the record index mirrors data instants); None: none."""
+        return None
+
 
 class HookChain(CommitHooks):
     """Several hooks as one (the metadata table, then the record index), called in order;
@@ -674,6 +688,14 @@ class HookChain(CommitHooks):
                     deleted: dict[str, list[str]]) -> None:
         for h in self.hooks:
             h.rolled_back(failed, rollback_instant, deleted)
+
+    def committed(self, instant: str) -> None:
+        for h in self.hooks:
+            h.committed(instant)
+
+    def latest_instant(self) -> str | None:
+        times = [t for h in self.hooks if (t := h.latest_instant()) is not None]
+        return max(times) if times else None
 
     def __getattr__(self, name: str) -> Any:
         for h in self.__dict__.get("hooks", ()):

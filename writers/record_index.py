@@ -20,6 +20,7 @@ The reading side (shard hash, which instants count, lookups): ``morlog.readers.r
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.virtual_keys import key_array, key_columns
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
@@ -51,10 +52,20 @@ from .logwriter import Mode
 from .store import WriteStore
 
 DEFAULT_SHARDS = 16
-#: the index table's settings: no meta fields (the key column is the record key), no
-#: metadata table of its own, Parquet blocks and base files, table version 6 (one log file
-#: per shard slice, appended to)
-INDEX_OPTIONS = {"hoodie.metadata.enable": "false", "hoodie.clean.automatic": "false"}
+#: the index table's write settings: no metadata table of its own; its services run inline
+#: after every data commit (:meth:`RecordIndexWriter.committed`): log compaction of a shard
+#: with 5 log blocks or more, compaction of every shard with logs after 10 delta commits,
+#: and a clean keeping the two latest file slices of each shard
+INDEX_OPTIONS = {
+    "hoodie.metadata.enable": "false",
+    "hoodie.log.compaction.inline": "true",
+    "hoodie.log.compaction.blocks.threshold": "5",
+    "hoodie.compact.inline": "true",
+    "hoodie.compact.inline.max.delta.commits": "10",
+    "hoodie.clean.automatic": "true",
+    "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+    "hoodie.cleaner.fileversions.retained": "2",
+}
 INDEX_VERSION = 6
 
 Progress = Callable[[int, int], None]
@@ -88,6 +99,10 @@ def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [len(s)]])
     return {int(s[a]): t.slice(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)}
+
+
+class IndexServiceWarning(UserWarning):
+    """An inline service of the record index failed after a data commit."""
 
 
 class RecordIndexWriter(CommitHooks):
@@ -144,6 +159,24 @@ class RecordIndexWriter(CommitHooks):
                     stats.setdefault("", []).append(w.stat(self.store, self.location.path))
             c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
                                "morlog.rli.deleted": str(len(dels))})
+
+    def committed(self, instant: str) -> None:
+        """The data instant completed (the data table's lock is held, no index instant is
+        ahead of the data): the index's inline services (:data:`INDEX_OPTIONS`). A failure
+        is a warning: the data commit stands and the next commit tries again."""
+        try:
+            _index_table(self.store, self.data_location, self.fsync).table_services()
+        except MorlogError as exc:
+            warnings.warn(f"record index services after {instant} failed: {exc.message}",
+                          IndexServiceWarning, stacklevel=2)
+
+    def latest_instant(self) -> str | None:
+        from .commit import latest_time
+
+        try:
+            return latest_time(Table(self.location))
+        except UsageError:  # no index table (yet): nothing to come after
+            return None
 
     def _empty_instant(self, instant: str) -> None:
         """A completed index instant without blocks (a data commit that moved no key)."""
@@ -339,5 +372,6 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
         sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
 
 
-__all__ = ["DEFAULT_SHARDS", "BuildResult", "RecordIndexWriter", "VerifyResult", "build",
-           "slice_entries", "table_entries", "verify"]
+__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "BuildResult", "IndexServiceWarning",
+           "RecordIndexWriter", "VerifyResult", "build", "slice_entries", "table_entries",
+           "verify"]
