@@ -24,13 +24,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.errors import ContentError, UnsupportedVersionError, UsageError
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .base_files import BaseFileReader
+from .hudi_record_index import HudiRecordIndex, record_index_listed
 from .probe import RangeTester, SliceProbe
 from .slice_blocks import instant_counts
 from .storage import RangedSource, Storage, TableLocation, decoder_errors
@@ -51,6 +52,11 @@ class TagStats:
     bytes_read: int = 0
     #: shards of morlog's record index read (the index answered: no data file opened)
     morlog_index_shards: int = 0
+    #: record_index shards (metadata-table file groups) read when Hudi's record index
+    #: tagged the batch (0: the bloom and range path); ``slices`` is 0 then
+    record_index_shards: int = 0
+    #: metadata-table log blocks merged by the record index lookup
+    record_index_blocks: int = 0
 
 
 @dataclass
@@ -101,14 +107,26 @@ class KeyTagger:
     """Finds the file group of keys across a table, as of an instant."""
 
     def __init__(self, table: Table | TableLocation | str, as_of: str | None = None, *,
-                 use_morlog_index: bool = True) -> None:
+                 use_record_index: bool = True, use_morlog_index: bool = True) -> None:
         """``table``: an open table, or its location or path (opened here).
         ``use_morlog_index``: tag through morlog's record index when the table enables it
-        and it covers the table (latest instant only; ``morlog.readers.record_index``)."""
+        and it covers the table (latest instant only; ``morlog.readers.record_index``).
+        ``use_record_index``: tag through Hudi's own record index (the metadata table's
+        ``record_index`` partition, ``morlog.readers.hudi_record_index``) when the table
+        lists one and the tagger is at the latest instant; False (both) forces the bloom and
+        range path (verification, tests). A partitioned record index (Hudi 1.1) is not read:
+        the bloom and range path tags then."""
         table = table if isinstance(table, Table) else Table(table)
         self.table = table
         self.use_morlog_index = use_morlog_index and as_of is None
         self.as_of = table.resolve_instant(as_of)
+        #: Hudi's record index when it tags this tagger's batches, else None
+        self.record_index: HudiRecordIndex | None = None
+        if use_record_index and self.as_of is None and record_index_listed(table):
+            try:
+                self.record_index = HudiRecordIndex(table)
+            except UnsupportedVersionError:
+                self.record_index = None  # a layout morlog does not read: the normal path
         self.slices = table.file_slices(self.as_of)
         self.rolled_back = table.timeline.rolled_back_instants()
         self._rules = table.merge_spec(self.as_of)
@@ -124,7 +142,7 @@ class KeyTagger:
         if arr.null_count:
             raise UsageError("record keys must not be null")
         if self.use_morlog_index:
-            by_index = self._tag_by_index(arr, partitions)
+            by_index = self._tag_by_morlog_index(arr, partitions)
             if by_index is not None:
                 return by_index
         n = len(arr)
@@ -134,6 +152,9 @@ class KeyTagger:
                 list(partitions), type=pa.string())).cast(pa.string())
             if len(parts) != n:
                 raise UsageError("one partition per key", expected=n, actual=len(parts))
+        if self.record_index is not None:
+            return self._tag_by_hudi_index(arr, parts if partitions is not None else None)
+        if partitions is not None:
             enc = parts.dictionary_encode()
             codes = enc.indices.to_numpy(zero_copy_only=False)
             order = np.argsort(codes, kind="stable")
@@ -186,7 +207,7 @@ class KeyTagger:
                         also.setdefault(i, []).append((s.partition, s.file_id))
         return TagResult(arr, found, groups_hit, stats, also)
 
-    def _tag_by_index(self, arr: pa.Array, partitions: Sequence[str] | pa.Array | None
+    def _tag_by_morlog_index(self, arr: pa.Array, partitions: Sequence[str] | pa.Array | None
                       ) -> TagResult | None:
         """The tags morlog's record index gives (None: the table has no index, or it does
         not cover the table: a warning, and the file probes answer). The index is global:
@@ -222,6 +243,27 @@ class KeyTagger:
                     f"{parts[i].as_py()!r})", path=self.table.location.uri)
         return TagResult(arr, lk.codes, lk.groups,
                          TagStats(morlog_index_shards=lk.shards_read))
+
+    def _tag_by_hudi_index(self, arr: pa.Array, parts: pa.Array | None) -> TagResult:
+        """Tag through Hudi's record index: no data file is opened. The index is global (a
+        key lives in one partition); with ``parts`` given, a key the index places in another
+        partition than its own is new there, as the bloom and range path finds it."""
+        assert self.record_index is not None
+        found = self.record_index.lookup(arr)
+        codes, groups = found.codes, found.groups
+        if parts is not None and len(groups):
+            where = pa.array([g[0] for g in groups], pa.string())
+            at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
+            same = pc.equal(at, parts).to_numpy(zero_copy_only=False)
+            codes = np.where((codes >= 0) & same, codes, -1).astype(np.int32)
+            used = np.unique(codes[codes >= 0])
+            remap = np.full(len(groups), -1, dtype=np.int32)
+            remap[used] = np.arange(used.size, dtype=np.int32)
+            groups = [groups[i] for i in used.tolist()]
+            codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
+        stats = TagStats(reads=found.files, bytes_read=found.bytes_read,
+                         record_index_shards=found.shards, record_index_blocks=found.blocks)
+        return TagResult(arr, codes, groups, stats)
 
     def _slice_hits(self, s: FileSlice, keys: PreparedKeys, stats: TagStats,
                     sources: list[RangedSource]

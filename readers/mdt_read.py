@@ -19,7 +19,8 @@ reason to fail a read. Writers keep the MDT true with ``morlog.writers.mdt_write
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from morlog.logformat.constants import BlockType
@@ -47,36 +48,61 @@ def listed_partitions(props: Mapping[str, str]) -> set[str]:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
-def partition_records(storage: Storage, table_path: str, partition: str
-                      ) -> list[dict[str, Any]]:
-    """The records and deletes (``{"deleted": key}``) of MDT partition ``partition``, oldest
-    first per file group, as a reader of the MDT merges them."""
+@dataclass(frozen=True)
+class MdtView:
+    """A data table's metadata table opened for reading: where it is, its table version and
+    its timeline."""
+
+    storage: Storage
+    path: str
+    version: int
+    timeline: Timeline
+
+
+@dataclass(frozen=True)
+class MdtSlice:
+    """The latest file slice of one MDT file group: its base HFile (committed on the MDT
+    timeline; None without one) and the log files of the slice, in log order."""
+
+    file_id: str
+    directory: str
+    base: str | None
+    logs: tuple[str, ...]
+
+
+def open_mdt(storage: Storage, table_path: str) -> MdtView:
+    """The metadata table of the data table at ``table_path``."""
     mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
     props_path = storage.join(mdt, ".hoodie", PROPERTIES_FILE)
     props = parse_properties(storage.read(props_path).decode("utf-8", errors="replace"),
                              props_path)
     version = int((props.get("hoodie.table.version") or "6").strip() or "6")
-    tl = Timeline.load(mdt, version, storage)
-    d = storage.join(mdt, partition)
+    return MdtView(storage, mdt, version, Timeline.load(mdt, version, storage))
+
+
+def partition_slices(view: MdtView, partition: str) -> list[MdtSlice]:
+    """The latest slice of every file group of MDT partition ``partition`` holding any file
+    (committed or not), sorted by file id as Hudi sorts them
+    (``HoodieTableMetadataUtil.getPartitionLatestMergedFileSlices``)."""
+    storage, tl, version = view.storage, view.timeline, view.version
+    d = storage.join(view.path, partition)
     names = storage.listdir(d)
+    ids: set[str] = set()
     bases: dict[str, list[BaseFileName]] = {}
     logs: dict[str, list[LogFileName]] = {}
     for n in names:
         if LogFileName.matches(n):
             ln = LogFileName.parse(n)
+            ids.add(ln.file_id)
             logs.setdefault(ln.file_id, []).append(ln)
         elif BaseFileName.matches(n):
             bn = BaseFileName.parse(n)
+            ids.add(bn.file_id)
             if tl.is_committed(bn.instant):
                 bases.setdefault(bn.file_id, []).append(bn)
-    out: list[dict[str, Any]] = []
-    for fid in sorted(set(bases) | set(logs)):
+    out: list[MdtSlice] = []
+    for fid in sorted(ids):
         base = max(bases[fid], key=lambda b: b.instant) if fid in bases else None
-        if base is not None:
-            data = storage.read(storage.join(d, str(base)))
-            hf = decode_hfile(data, path=storage.join(d, str(base)))
-            schema = hf.file_info.get(b"schema", b"").decode("utf-8")
-            out += decode_hfile_records(data, schema, path=storage.join(d, str(base)))
         mine = []
         for ln in logs.get(fid, []):
             if version >= 8:
@@ -87,23 +113,65 @@ def partition_records(storage: Storage, table_path: str, partition: str
                 continue
             mine.append(ln)
         mine.sort(key=LogFileName.sort_key)
-        blocks: list[tuple[str, list[dict[str, Any]]]] = []
-        rolled: set[str] = set()
-        for ln in mine:
-            with LogFileReader(storage.source(storage.join(d, str(ln)))) as r:
-                for b in r.blocks():
-                    inst = b.instant or ""
-                    if b.block_type == BlockType.COMMAND:
-                        rolled.add(b.target_instant or "")
-                    elif b.is_corrupt or not tl.is_committed(inst):
-                        continue
-                    elif b.block_type == BlockType.HFILE_DATA:
-                        blocks.append((inst, decode_hfile_records(
-                            b.content(), b.schema or "", path=b.path)))
-                    elif b.block_type == BlockType.DELETE:
-                        blocks.append((inst, [{"deleted": x.record_key} for x in
-                                              decode_delete_content(b.content()).records]))
-        out += [rec for inst, recs in blocks if inst not in rolled for rec in recs]
+        out.append(MdtSlice(fid, d, storage.join(d, str(base)) if base is not None else None,
+                            tuple(storage.join(d, str(ln)) for ln in mine)))
+    return out
+
+
+@dataclass(frozen=True)
+class MdtBlock:
+    """A data or delete block of an MDT slice's logs that a reader merges."""
+
+    instant: str
+    block_type: BlockType
+    content: bytes
+    schema: str
+    path: str | None
+
+
+def slice_blocks(view: MdtView, s: MdtSlice, counts: Callable[[str], bool] | None = None
+                 ) -> list[MdtBlock]:
+    """The HFILE data and DELETE blocks of slice ``s`` a reader merges, oldest first:
+    written by instants committed on the MDT timeline (and, with ``counts``, for which
+    ``counts(instant)`` holds), without those of the instants ROLLBACK command blocks of the
+    slice target; CORRUPT blocks are skipped (Hudi's log reader skips them too)."""
+    tl = view.timeline
+    blocks: list[MdtBlock] = []
+    rolled: set[str] = set()
+    for path in s.logs:
+        with LogFileReader(view.storage.source(path)) as r:
+            for b in r.blocks():
+                inst = b.instant or ""
+                if b.block_type == BlockType.COMMAND:
+                    rolled.add(b.target_instant or "")
+                elif b.is_corrupt or not tl.is_committed(inst):
+                    continue
+                elif counts is not None and not counts(inst):
+                    continue
+                elif b.block_type in (BlockType.HFILE_DATA, BlockType.DELETE):
+                    blocks.append(MdtBlock(inst, b.block_type, b.content(), b.schema or "",
+                                           b.path))
+    return [b for b in blocks if b.instant not in rolled]
+
+
+def partition_records(storage: Storage, table_path: str, partition: str
+                      ) -> list[dict[str, Any]]:
+    """The records and deletes (``{"deleted": key}``) of MDT partition ``partition``, oldest
+    first per file group, as a reader of the MDT merges them."""
+    view = open_mdt(storage, table_path)
+    out: list[dict[str, Any]] = []
+    for s in partition_slices(view, partition):
+        if s.base is not None:
+            data = storage.read(s.base)
+            hf = decode_hfile(data, path=s.base)
+            schema = hf.file_info.get(b"schema", b"").decode("utf-8")
+            out += decode_hfile_records(data, schema, path=s.base)
+        for b in slice_blocks(view, s):
+            if b.block_type == BlockType.HFILE_DATA:
+                out += decode_hfile_records(b.content, b.schema, path=b.path)
+            else:
+                out += [{"deleted": x.record_key} for x in
+                        decode_delete_content(b.content, path=b.path).records]
     return out
 
 
@@ -121,4 +189,6 @@ def column_stats_index(storage: Storage, table_path: str, props: Mapping[str, st
         return None
 
 
-__all__ = ["COLUMN_STATS", "column_stats_index", "listed_partitions", "partition_records"]
+__all__ = ["COLUMN_STATS", "MdtBlock", "MdtSlice", "MdtView", "column_stats_index",
+           "listed_partitions", "open_mdt", "partition_records", "partition_slices",
+           "slice_blocks"]

@@ -135,6 +135,11 @@ def _print_tags(result: TagResult, out: TextIO) -> None:
     for k, loc in zip(result.keys, result.locations, strict=True):
         print(f"{k}\t{'new' if loc is None else (loc[0] or '.') + '/' + loc[1]}", file=out)
     st = result.stats
+    if st.record_index_shards:
+        print(f"Hudi record index: {st.record_index_shards} shards, "
+              f"{st.record_index_blocks} log blocks, {st.reads} files, {st.bytes_read} bytes",
+              file=sys.stderr)
+        return
     print(f"{st.slices} slices, {st.base_footers} base footers, {st.log_probes} log "
           f"probes, {st.reads} ranged reads, {st.bytes_read} bytes", file=sys.stderr)
 

@@ -1,0 +1,306 @@
+"""Tagging through Hudi's own record index: the ``record_index`` partition of a data table's
+metadata table (MDT), read for a batch of keys without opening any data file
+(spec/mdt.md §14).
+
+Hudi's record index (RFC-8) maps every record key of the table to its location
+(``HoodieRecordIndexInfo``: partition, file id, instant) in N HFile shards, the file groups
+``record-index-NNNN-0`` of the MDT partition ``record_index``. A lookup, as Hudi's
+``HoodieBackedTableMetadata.readRecordIndex`` / ``getRecordsByKeys`` does it:
+
+1. **Shard** of each key: ``HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex(key, N)``
+   (Java's ``String.hashCode`` over UTF-16 code units, ``abs(abs(h) % N)``), N the number of
+   the partition's file groups sorted by file id (``getPartitionLatestMergedFileSlices``);
+   computed with numpy for the whole batch (``morlog.logformat.java_hash``).
+2. Per shard holding keys of the batch (and only those): the latest base HFile committed on
+   the MDT timeline, then the HFILE data and DELETE blocks of the slice's logs
+   (``morlog.readers.mdt_read``), oldest first; the newest valid record of a key wins, a
+   delete removes it, a ROLLBACK command block voids its target's blocks.
+3. **Which blocks count** (``HoodieTableMetadataUtil.getValidInstantTimestamps``, applied as an
+   EXACT_MATCH ``InstantRange`` to every log block): completed on the MDT timeline, and its
+   instant one of: completed on the data timeline; an MDT delta commit whose instant is not
+   pending (requested / inflight) on the data timeline (Hudi: "filter out any MDT instant
+   that has pending corespondent dataset instant, this comes from a case that one instant
+   fails to commit after MDT had been committed"); an instant a completed data-table rollback
+   or restore rolled back; a completed MDT rollback or restore; an MDT delta commit of the
+   initialisation instants (``00000000000000…``).
+
+The index is global: a key lives in one (partition, file group). The lookup is as of the
+latest instant only (time travel uses the bloom and range tagger, ``morlog.readers.lookup``).
+A Hudi 1.1 *partitioned* record index (index definition ``record_index`` with
+``isPartitioned`` true) and file groups not named ``record-index-NNNN[-0]`` are refused with
+:class:`UnsupportedVersionError`; a shard missing from the sequence, or a shard that does not
+decode, is a :class:`ContentError` naming the file or directory (Hudi fails the lookup too).
+
+Cost: the HFile decoder (``morlog.logformat.hfile``) walks cells one by one in Python; the
+keys are then matched column-wise (``pyarrow.compute.index_in``) and only the matched values
+are Avro-decoded.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from morlog.logformat.avro_content import parse_schema
+from morlog.logformat.constants import BlockType
+from morlog.logformat.delete_content import decode_delete_content
+from morlog.logformat.errors import (
+    ContentError,
+    MorlogError,
+    UnsupportedVersionError,
+    UsageError,
+)
+from morlog.logformat.hfile import FI_SCHEMA, HFile, decode_hfile
+from morlog.logformat.java_hash import file_group_indexes
+from morlog.logformat.mdt_records import record_index_file_id
+
+from .mdt_read import MdtSlice, MdtView, listed_partitions, open_mdt, partition_slices, slice_blocks
+from .storage import decoder_errors
+from .table import Table
+from .timeline import Timeline
+
+#: ``HoodieTableMetadataUtil.PARTITION_NAME_RECORD_INDEX``
+RECORD_INDEX = "record_index"
+#: ``MetadataPartitionType.RECORD_INDEX.getFileIdPrefix()`` + index (+ ``-0``,
+#: ``HoodieTableMetadataUtil.getFileIDForFileGroup``)
+_SHARD_ID = re.compile(r"record-index-(\d+)(?:-0)?")
+#: ``HoodieTimeline.INIT_INSTANT_TS`` prefix of the MDT's own initialisation instants
+#: (``SOLO_COMMIT_TIMESTAMP``)
+SOLO_COMMIT_TIMESTAMP = "00000000000000"
+#: ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH``
+INDEX_DEFS_PROPERTY = "hoodie.table.index.defs.path"
+
+
+@dataclass
+class IndexLookup:
+    """Where each key of a batch lives according to the record index: ``codes[i]`` indexes
+    ``groups`` ((partition, file id)), -1 for a key the index does not hold."""
+
+    codes: npt.NDArray[np.int32]
+    groups: list[tuple[str, str]]
+    #: shards (MDT file groups) read, files read, bytes read, log blocks merged
+    shards: int = 0
+    files: int = 0
+    bytes_read: int = 0
+    blocks: int = 0
+    #: per shard read: its file id
+    shard_ids: list[str] = field(default_factory=list)
+
+
+def record_index_listed(table: Table) -> bool:
+    """Whether the table lists ``record_index`` among its ready MDT partitions."""
+    return RECORD_INDEX in listed_partitions(table.config.props)
+
+
+def _index_definition(table: Table) -> dict[str, Any] | None:
+    """The ``record_index`` entry of the table's index definitions file, if any."""
+    rel = table.config.get(INDEX_DEFS_PROPERTY)
+    if not rel:
+        return None
+    st = table.storage
+    path = st.join(table.path, *[p for p in rel.strip().split("/") if p])
+    if not st.isfile(path):
+        return None
+    try:
+        defs = json.loads(st.read(path))
+    except (ValueError, RecursionError) as exc:
+        raise ContentError(f"index definitions are not JSON: {exc}", path=path) from None
+    entry = defs.get("indexDefinitions", {}).get(RECORD_INDEX) if isinstance(defs, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def valid_instants(data: Timeline, mdt: Timeline) -> set[str]:
+    """``HoodieTableMetadataUtil.getValidInstantTimestamps``: the instants whose MDT log
+    blocks a reader of the MDT merges (besides being completed on the MDT timeline)."""
+    pending = {i.requested for i in data.instants if not i.is_completed}
+    valid = {i.requested for i in data.instants if i.is_completed}
+    valid |= {i.requested for i in mdt.instants
+              if i.is_completed and i.action == "deltacommit" and i.requested not in pending}
+    # instants rolled back by completed data-table rollbacks and restores (Hudi: those later
+    # than the earliest valid instant; a rollback older than every valid instant undid no
+    # instant with a block here)
+    valid |= data.rolled_back_instants()
+    valid |= {i.requested for i in mdt.instants
+              if i.is_completed and i.action in ("rollback", "restore")}
+    valid |= {i.requested for i in mdt.instants if i.is_completed
+              and i.action == "deltacommit" and i.requested.startswith(SOLO_COMMIT_TIMESTAMP)}
+    return valid
+
+
+@lru_cache(maxsize=16)
+def _parsed(schema: str) -> Any:
+    return parse_schema(schema)
+
+
+class HudiRecordIndex:
+    """Hudi's record index of a data table, as of the table's latest instant."""
+
+    def __init__(self, table: Table) -> None:
+        if not record_index_listed(table):
+            raise UsageError("the table lists no record_index metadata partition "
+                             "(hoodie.table.metadata.partitions)", path=table.config.path)
+        definition = _index_definition(table)
+        options = (definition or {}).get("indexOptions") or {}
+        if str(options.get("isPartitioned", "false")).strip().lower() == "true":
+            raise UnsupportedVersionError(
+                "a partitioned record index (Hudi 1.1 index option isPartitioned) is not "
+                "read by morlog", path=table.config.get(INDEX_DEFS_PROPERTY),
+                expected="isPartitioned=false", actual="true")
+        self.table = table
+        self.view: MdtView = open_mdt(table.storage, table.path)
+        self.shards: list[MdtSlice] = partition_slices(self.view, RECORD_INDEX)
+        directory = table.storage.join(self.view.path, RECORD_INDEX)
+        if not self.shards:
+            raise ContentError("the record_index partition has no file group", path=directory)
+        numbers = []
+        for s in self.shards:
+            m = _SHARD_ID.fullmatch(s.file_id)
+            if m is None:
+                raise UnsupportedVersionError("a record_index file group morlog does not know",
+                                              path=directory, expected="record-index-NNNN-0",
+                                              actual=s.file_id)
+            numbers.append(int(m.group(1)))
+        if numbers != list(range(len(numbers))):
+            missing = sorted(set(range(max(numbers) + 1)) - set(numbers))
+            raise ContentError("a record_index shard is missing: keys would hash to the wrong "
+                               "file group", path=directory,
+                               expected=f"record-index-{missing[0]:04d}-0" if missing
+                               else list(range(len(numbers))), actual=numbers)
+        self._valid = valid_instants(table.timeline, self.view.timeline)
+
+    @property
+    def shard_count(self) -> int:
+        return len(self.shards)
+
+    def counts(self, instant: str) -> bool:
+        """Whether an MDT log block of ``instant`` counts (besides being completed on the
+        MDT timeline)."""
+        return instant in self._valid
+
+    def shard_of(self, keys: pa.Array) -> npt.NDArray[np.int64]:
+        """The shard (file group position) of each key."""
+        return file_group_indexes(keys, len(self.shards))
+
+    def lookup(self, keys: Sequence[str] | pa.Array) -> IndexLookup:
+        arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
+        arr = arr.cast(pa.string())
+        if arr.null_count:
+            raise UsageError("record keys must not be null")
+        n = len(arr)
+        codes = np.full(n, -1, dtype=np.int32)
+        groups: list[tuple[str, str]] = []
+        code_of: dict[tuple[str, str], int] = {}
+        out = IndexLookup(codes, groups)
+        if n == 0:
+            return out
+        shard = self.shard_of(arr)
+        order = np.argsort(shard, kind="stable")
+        bounds = np.flatnonzero(np.diff(shard[order])) + 1
+        for chunk in np.split(order, bounds):
+            s = self.shards[int(shard[chunk[0]])]
+            found = self._lookup_shard(s, arr.take(pa.array(chunk)).cast(pa.binary()), out)
+            hit = np.flatnonzero([f is not None for f in found])
+            for j in hit.tolist():
+                loc = found[j]
+                assert loc is not None
+                c = code_of.get(loc)
+                if c is None:
+                    c = code_of[loc] = len(groups)
+                    groups.append(loc)
+                codes[chunk[j]] = c
+        return out
+
+    def _lookup_shard(self, s: MdtSlice, keys: pa.Array, out: IndexLookup
+                      ) -> list[tuple[str, str] | None]:
+        """The location of each of ``keys`` (binary) the shard holds, None for the others."""
+        out.shards += 1
+        out.shard_ids.append(s.file_id)
+        state: list[tuple[str, str] | None] = [None] * len(keys)
+        st = self.view.storage
+        if s.base is not None:
+            try:
+                data = st.read(s.base)
+            except FileNotFoundError:
+                raise ContentError("a record_index base file is missing", path=s.base) from None
+            out.files += 1
+            out.bytes_read += len(data)
+            with decoder_errors(s.base, "record_index base file does not decode"):
+                hf = decode_hfile(data, path=s.base)
+            self._apply_hfile(hf, hf.file_info.get(FI_SCHEMA, b"").decode("utf-8", "replace"),
+                              keys, state, s.base)
+        try:
+            blocks = slice_blocks(self.view, s, self.counts)
+        except FileNotFoundError as exc:
+            raise ContentError("a record_index log file is missing",
+                               path=exc.filename or s.directory) from None
+        out.files += len(s.logs)
+        out.bytes_read += sum(len(b.content) for b in blocks)
+        for b in blocks:
+            out.blocks += 1
+            where = b.path or s.directory
+            if b.block_type == BlockType.HFILE_DATA:
+                with decoder_errors(where, "record_index log block does not decode"):
+                    hf = decode_hfile(b.content, path=where)
+                self._apply_hfile(hf, b.schema, keys, state, where)
+            else:
+                with decoder_errors(where, "record_index delete block does not decode"):
+                    gone = [r.record_key for r in decode_delete_content(
+                        b.content, path=where).records if r.record_key is not None]
+                if gone:
+                    hit = pc.is_in(keys, value_set=pa.array(gone, pa.string()).cast(
+                        pa.binary())).to_numpy(zero_copy_only=False)
+                    for j in np.flatnonzero(hit).tolist():
+                        state[j] = None
+        return state
+
+    @staticmethod
+    def _apply_hfile(hf: HFile, schema: str, keys: pa.Array,
+                     state: list[tuple[str, str] | None], where: str) -> None:
+        """Set the location of every key of ``keys`` the HFile holds (its cells' rows matched
+        column-wise; only the matched values are decoded)."""
+        if not hf.keys:
+            return
+        pos = pc.index_in(keys, value_set=pa.array(hf.keys, pa.binary())).to_numpy(
+            zero_copy_only=False)
+        hit = np.flatnonzero(~np.isnan(pos) if pos.dtype.kind == "f" else pos >= 0)
+        if hit.size == 0:
+            return
+        if not schema:
+            raise ContentError("record_index HFile has no schema", path=where)
+        try:
+            parsed = _parsed(schema)
+        except MorlogError as exc:
+            raise ContentError(f"record_index schema does not parse: {exc.message}",
+                               path=where) from None
+        for j in hit.tolist():
+            value = hf.values[int(pos[j])]
+            buf = io.BytesIO(value)
+            try:
+                rec = fastavro.schemaless_reader(buf, parsed, None)
+            except Exception as exc:  # fastavro raises many types on hostile bytes
+                raise ContentError(f"record_index record does not decode: {exc}",
+                                   path=where) from None
+            info = rec.get("recordIndexMetadata") if isinstance(rec, dict) else None
+            if not isinstance(info, dict):
+                raise ContentError("record_index record without recordIndexMetadata",
+                                   path=where, actual=keys[j].as_py())
+            try:
+                state[j] = (str(info["partitionName"]), record_index_file_id(info))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ContentError(f"record_index entry does not name a file: {exc}",
+                                   path=where) from None
+
+
+__all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "record_index_listed",
+           "valid_instants"]
