@@ -11,7 +11,7 @@ from morlog.readers.record_index import IndexLookup, RecordIndex
 from morlog.readers.table import Table
 
 from .record_index import DEFAULT_SHARDS, BuildResult, VerifyResult, build, verify
-from .services_cli import _progress, _table
+from .services_cli import progress_bar, table_of
 
 
 def _build_text(r: BuildResult, out: TextIO) -> None:
@@ -23,8 +23,8 @@ def _build_text(r: BuildResult, out: TextIO) -> None:
 
 def cmd_build(args: argparse.Namespace, out: TextIO | None = None) -> int:
     args.dry_run = False
-    with _progress(args, "reading keys") as progress:
-        r = build(_table(args), args.shards, progress=progress)
+    with progress_bar(args, "reading keys") as progress:
+        r = build(table_of(args), args.shards, progress=progress)
     emit_for(args, r, _build_text, out, to_json=lambda x: x.as_dict())
     return EXIT_OK
 

@@ -32,12 +32,12 @@ def _options(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _table(args: argparse.Namespace) -> MorTable:
+def table_of(args: argparse.Namespace) -> MorTable:
     return MorTable(args.table, WriteConfig.from_hoodie_options(_options(args.option)))
 
 
 @contextmanager
-def _progress(args: argparse.Namespace, what: str
+def progress_bar(args: argparse.Namespace, what: str
               ) -> Iterator[Callable[[int, int], None] | None]:
     """A tqdm bar on standard error (not with --json, not when stderr is no terminal)."""
     if args.json:
@@ -88,8 +88,8 @@ def _compact_text(report: CompactReport, out: TextIO) -> None:
 
 
 def cmd_compact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with _progress(args, "compacting") as progress:
-        report = compact(_table(args), dry_run=args.dry_run, progress=progress)
+    with progress_bar(args, "compacting") as progress:
+        report = compact(table_of(args), dry_run=args.dry_run, progress=progress)
     emit_for(args, report, _compact_text, out, to_json=lambda r: r.as_dict())
     return EXIT_OK
 
@@ -128,8 +128,8 @@ def _clean_text(report: CleanReport, out: TextIO) -> None:
 
 
 def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with _progress(args, "cleaning") as progress:
-        report = clean(_table(args), dry_run=args.dry_run, progress=progress)
+    with progress_bar(args, "cleaning") as progress:
+        report = clean(table_of(args), dry_run=args.dry_run, progress=progress)
     emit_for(args, report, _clean_text, out, to_json=lambda r: r.as_dict())
     return EXIT_OK
 
@@ -165,8 +165,8 @@ def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
 
 
 def cmd_logcompact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with _progress(args, "log-compacting") as progress:
-        report = log_compact(_table(args), dry_run=args.dry_run,
+    with progress_bar(args, "log-compacting") as progress:
+        report = log_compact(table_of(args), dry_run=args.dry_run,
                              progress=progress)
     emit_for(args, report, _logcompact_text, out, to_json=lambda r: r.as_dict())
     return EXIT_OK
