@@ -250,4 +250,5 @@ def add_service_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_clean)
 
 
-__all__ = ["add_service_commands", "cmd_clean", "cmd_compact", "cmd_logcompact"]
+__all__ = ["add_service_commands", "cmd_clean", "cmd_compact", "cmd_logcompact", "progress_bar",
+           "table_of"]
