@@ -296,3 +296,28 @@ def test_shard_hash_is_xxh64_of_utf8_modulo_shards(keys: list[str], shards: int)
 
     got = shards_of(pa.array(keys, pa.string()), shards).tolist()
     assert got == [xxhash.xxh64_intdigest(k.encode("utf-8"), seed=0) % shards for k in keys]
+
+
+def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: Path) -> None:
+    """The distributed build (a task per data slice, a task per shard; every shard task's
+    first attempt fails after writing its file) equals the table, and Spark upserts keep it
+    true (their tagging tasks read it)."""
+    from morlog.writers.spark import build_record_index, upsert
+
+    from .test_spark import _df, _fail_first_attempt
+
+    path = str(tmp_path / "s")
+    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                      record_size=100)
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(400), 1), path, **kw)
+    r = build_record_index(spark, path, 3, task_hook=_fail_first_attempt())
+    assert r.entries == 400
+    index_dir = index_location(Table(path).location).path
+    bases = [n for n in Path(index_dir).iterdir() if n.suffix == ".parquet"]
+    assert len(bases) == 3  # a retried shard task left no second file
+    _agree(Path(path), [f"k{i:04d}" for i in range(0, 700, 3)])
+    upsert(spark, _df(spark, range(300, 600), 2), path, **kw)
+    dels = spark.createDataFrame([("k0003", "eu"), ("k0004", "us")], "id string, region string")
+    upsert(spark, dels, path, operation="delete", **kw)
+    _agree(Path(path), [f"k{i:04d}" for i in range(0, 700, 3)])

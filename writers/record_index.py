@@ -71,7 +71,9 @@ INDEX_VERSION = 6
 Progress = Callable[[int, int], None]
 
 
-def _index_table(store: WriteStore, data: TableLocation, fsync: bool) -> Any:
+def index_table(data: TableLocation, fsync: bool = True) -> Any:
+    """The index table of the data table at ``data``, as a write client
+    (:class:`~morlog.writers.client.MorTable`) with the index's settings."""
     from .client import MorTable, WriteConfig
 
     return MorTable(index_location(data), WriteConfig(
@@ -84,6 +86,11 @@ def _entries(keys: pa.Array, parts: pa.Array, fids: pa.Array, instants: pa.Array
     return pa.Table.from_arrays([keys.cast(pa.string()), parts.cast(pa.string()),
                                  fids.cast(pa.string()), instants.cast(pa.string())],
                                 schema=SCHEMA)
+
+
+def shard_pieces(t: pa.Table, shards: int) -> list[tuple[int, pa.Table]]:
+    """(shard, its rows of ``t``) for every shard ``t`` has keys of."""
+    return list(_by_shard(t, shards).items())
 
 
 def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
@@ -130,7 +137,7 @@ class RecordIndexWriter(CommitHooks):
                              f"disable the index ({ENABLE_PROPERTY}=false) to write this way",
                              path=self.data_location.uri)
         ch = changes()
-        mt = _index_table(self.store, self.data_location, self.fsync)
+        mt = index_table(self.data_location, self.fsync)
         shards = RecordIndex(Table(self.data_location)).shards
         ins = _entries(*(pa.array(list(c), pa.string()) for c in zip(*ch.inserted, strict=True)),
                        pa.repeat(pa.scalar(instant, pa.string()), len(ch.inserted))
@@ -165,7 +172,7 @@ class RecordIndexWriter(CommitHooks):
         ahead of the data): the index's inline services (:data:`INDEX_OPTIONS`). A failure
         is a warning: the data commit stands and the next commit tries again."""
         try:
-            _index_table(self.store, self.data_location, self.fsync).table_services()
+            index_table(self.data_location, self.fsync).table_services()
         except MorlogError as exc:
             warnings.warn(f"record index services after {instant} failed: {exc.message}",
                           IndexServiceWarning, stacklevel=2)
@@ -262,17 +269,67 @@ def table_entries(table: Table, as_of: str | None = None, *, threads: int | None
     return pa.concat_tables([SCHEMA.empty_table(), *parts]), len(slices)
 
 
+#: what writes the shards of a build: (the data table, the instant it is read as of, the
+#: shard count, the index table, the build's index instant) -> (write stats of the shard
+#: files, entries, data file slices read); local threads by default, Spark tasks in
+#: ``morlog.writers.spark.build_record_index``
+BuildRunner = Callable[[Table, str | None, int, Any, str], tuple[list[dict[str, Any]], int, int]]
+
+
+def write_shard(idx: Any, instant: str, shard: int, pieces: list[pa.Table], *,
+                retry: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """Write shard ``shard`` of a build: ``pieces`` of its entries, sorted by key into one
+    base file of the index table ``idx`` at ``instant``; (its write stats, entries). A key
+    twice is a :class:`UsageError` (every copy of a key hashes to the same shard, so this
+    checks uniqueness across the table). ``retry``: first remove what an earlier attempt
+    of this shard left (files of this shard and instant: no reader counts them)."""
+    t = pa.concat_tables([SCHEMA.empty_table(), *pieces]).sort_by("key")
+    if t.num_rows == 0:
+        return [], 0
+    distinct = pc.count_distinct(t.column("key")).as_py()
+    if distinct != t.num_rows:
+        raise UsageError("the record index needs unique keys across the table (a global "
+                         f"index): {t.num_rows - distinct} key(s) live in more than one "
+                         "file group", path=idx.location.uri)
+    fid = shard_file_id(shard)
+    if retry:
+        from .commit import instant_files
+
+        d = idx.location.path
+        for name in instant_files(idx.store, d, instant):
+            if name.startswith(fid + "_") or name.startswith("." + fid + "_"):
+                idx.store.delete(idx.store.join(d, name))
+    writes = idx.write_group(instant, "", fid, None, t, None)
+    return [w.stat(idx.store, idx.location.path) for w in writes], t.num_rows
+
+
+def _local_runner(threads: int | None, progress: Progress | None) -> BuildRunner:
+    def run(table: Table, as_of: str | None, shards: int, idx: Any, instant: str
+            ) -> tuple[list[dict[str, Any]], int, int]:
+        from .client import run_all
+
+        entries, nslices = table_entries(table, as_of, threads=threads, progress=progress)
+        by = _by_shard(entries, shards)
+        out = run_all(lambda k: write_shard(idx, instant, k, [by[k]]), sorted(by),
+                      idx.thread_count())
+        return [w for ws, _ in out for w in ws], sum(n for _, n in out), nslices
+    return run
+
+
 def build(mt: Any, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
-          progress: Progress | None = None) -> BuildResult:
+          progress: Progress | None = None, runner: BuildRunner | None = None) -> BuildResult:
     """Build (or rebuild) the record index of the table ``mt`` (a
-    :class:`~morlog.writers.client.MorTable`) and enable it (module docstring)."""
-    from .client import MorTable, WriteConfig, run_all
+    :class:`~morlog.writers.client.MorTable`) and enable it (module docstring).
+    ``runner``: who reads the data slices and writes the shards (default: this process,
+    ``threads`` threads, ``progress(done, total)`` per data file slice)."""
+    from .client import MorTable, WriteConfig
     from .metadata import update_properties
     from .services import service_lock
 
     if not isinstance(shards, int) or not 0 < shards <= MAX_SHARDS:
         raise UsageError("the record index's shard count", expected=f"1..{MAX_SHARDS}",
                          actual=shards)
+    run = runner or _local_runner(threads, progress)
     t0 = time.perf_counter()
     with service_lock(mt) as table:
         store, loc = mt.store, mt.location
@@ -285,44 +342,27 @@ def build(mt: Any, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
         table = Table(loc)
         done = table.timeline.completed()
         as_of = done[-1].requested if done else ""
-        entries, nslices = table_entries(table, as_of or None, threads=threads,
-                                         progress=progress)
-        dup = pc.count_distinct(entries.column("key")).as_py() if entries.num_rows else 0
-        if dup != entries.num_rows:
-            raise UsageError("the record index needs unique keys across the table (a global "
-                             f"index): {entries.num_rows - dup} key(s) live in more than one "
-                             "file group", path=loc.uri)
-        t1 = time.perf_counter()
-        idx = MorTable.create(root, SCHEMA, key_field="key", name="morlog_record_index",
-                              config=WriteConfig(fsync=mt.config.fsync,
-                                                 hoodie_options=dict(INDEX_OPTIONS)),
-                              table_version=INDEX_VERSION,
-                              table_properties={
-                                  "hoodie.populate.meta.fields": "false",
-                                  SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
-                                  BUILT_AS_OF_PROPERTY: as_of})
-        idx = _index_table(store, loc, mt.config.fsync)
-        by = _by_shard(entries, shards)
+        MorTable.create(root, SCHEMA, key_field="key", name="morlog_record_index",
+                        config=WriteConfig(fsync=mt.config.fsync,
+                                           hoodie_options=dict(INDEX_OPTIONS)),
+                        table_version=INDEX_VERSION,
+                        table_properties={"hoodie.populate.meta.fields": "false",
+                                          SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
+                                          BUILT_AS_OF_PROPERTY: as_of})
+        idx = index_table(loc, mt.config.fsync)
         with idx.commit("bulk_insert") as c:
-            c.start([("", shard_file_id(k)) for k in sorted(by)])
-
-            def write(k: int) -> list[Any]:
-                return idx.write_group(c.instant, "", shard_file_id(k), None, by[k], None)
-
-            stats: dict[str, list[dict[str, Any]]] = {}
-            for ws in run_all(write, sorted(by), idx.thread_count()):
-                for w in ws:
-                    stats.setdefault("", []).append(w.stat(store, root.path))
-            c.complete(stats, {"morlog.rli.inserted": str(entries.num_rows)})
+            c.start([("", shard_file_id(k)) for k in range(shards)])
+            writes, entries, nslices = run(table, as_of or None, shards, idx, c.instant)
+            t1 = time.perf_counter()
+            c.complete({"": writes} if writes else {},
+                       {"morlog.rli.inserted": str(entries)})
             instant = c.instant
-        t2 = time.perf_counter()
         props = dict(Table(loc).config.props)
         props[ENABLE_PROPERTY] = "true"
         update_properties(store, loc, props, fsync=mt.config.fsync)
-    size = sum(store.size(store.join(root.path, w["path"]))
-               for ws in stats.values() for w in ws)
-    return BuildResult(shards, entries.num_rows, nslices, as_of, instant, size,
-                       {"read": t1 - t0, "write": t2 - t1, "total": time.perf_counter() - t0})
+    size = sum(store.size(store.join(root.path, w["path"])) for w in writes)
+    return BuildResult(shards, entries, nslices, as_of, instant, size,
+                       {"read_and_write": t1 - t0, "total": time.perf_counter() - t0})
 
 
 @dataclass
@@ -372,6 +412,7 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
         sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
 
 
-__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "BuildResult", "IndexServiceWarning",
-           "RecordIndexWriter", "VerifyResult", "build", "slice_entries", "table_entries",
-           "verify"]
+__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "BuildResult", "BuildRunner",
+           "IndexServiceWarning", "RecordIndexWriter", "VerifyResult", "build", "index_table",
+           "shard_pieces", "slice_entries",
+           "table_entries", "verify", "write_shard"]

@@ -664,6 +664,59 @@ def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) ->
     return run
 
 
+def build_record_index(spark: Any, path: str, shards: int = 16,
+                       options: dict[str, str] | None = None, *,
+                       task_hook: Callable[[int], None] | None = None) -> Any:
+    """``morlog rli build`` distributed (``morlog.writers.record_index.build``): the driver
+    takes the table's writer lock, creates the index table and commits; one Spark task per
+    data file slice reads its live keys and splits them by shard, one task per shard sorts
+    its entries into a base file (a retried task first removes its failed attempt's file).
+    Returns the :class:`~morlog.writers.record_index.BuildResult`. ``task_hook(shard)``
+    runs in a shard task after its file is written (tests inject failures with it)."""
+    from .record_index import build
+
+    table = MorTable(path, WriteConfig.from_hoodie_options(dict(options or {})))
+    location, cfg = table.location, table.config
+
+    def runner(data: Table, as_of: str | None, n: int, idx: MorTable, instant: str
+               ) -> tuple[list[dict[str, Any]], int, int]:
+        slices = data.file_slices(as_of)
+        if not slices:
+            return [], 0, 0
+        rdd = spark.sparkContext.parallelize(slices, len(slices))
+        out = (rdd.flatMap(_entries_task(location, as_of, n))
+               .partitionBy(n, lambda k: k)
+               .mapPartitionsWithIndex(_shard_task(location, cfg, instant, task_hook))
+               .collect())
+        return [w for ws, _ in out for w in ws], sum(c for _, c in out), len(slices)
+
+    return build(table, shards, runner=runner)
+
+
+def _entries_task(location: TableLocation, as_of: str | None, shards: int) -> Any:
+    def run(s: Any) -> list[tuple[int, pa.Table]]:
+        from .record_index import shard_pieces, slice_entries
+
+        return shard_pieces(slice_entries(Table(location), s, as_of), shards)
+    return run
+
+
+def _shard_task(location: TableLocation, cfg: WriteConfig, instant: str,
+                hook: Callable[[int], None] | None) -> Any:
+    def run(shard: int, items: Any) -> list[tuple[list[dict[str, Any]], int]]:
+        from .record_index import index_table, write_shard
+
+        pieces = [t for _, t in items]
+        if not pieces:
+            return []
+        out = write_shard(index_table(location, cfg.fsync), instant, shard, pieces,
+                          retry=True)
+        if hook is not None:
+            hook(shard)
+        return [out]
+    return run
+
+
 def pc_unique(col: pa.ChunkedArray) -> list[str]:
     return [v for v in pa.compute.unique(col).to_pylist() if v is not None]
 
@@ -690,5 +743,5 @@ def session(master: str, app: str) -> tuple[Any, bool]:
 
 __all__ = ["PUSHDOWN_CONF", "READ_OPTIONS", "SAVE_MODES", "MorlogDataSource",
            "MorlogPushdownDataSource", "MorlogReader", "MorlogWriter", "SlicePartition",
-           "clean", "compact", "log_compact", "register", "save", "session", "table_exists",
-           "upsert"]
+           "build_record_index", "clean", "compact", "log_compact", "register", "save",
+           "session", "table_exists", "upsert"]
