@@ -321,3 +321,27 @@ def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: 
     dels = spark.createDataFrame([("k0003", "eu"), ("k0004", "us")], "id string, region string")
     upsert(spark, dels, path, operation="delete", **kw)
     _agree(Path(path), [f"k{i:04d}" for i in range(0, 700, 3)])
+
+
+def test_services_on_the_index_shards(tmp_path: Path) -> None:
+    """After enough commits the index's shards are log-compacted, compacted and cleaned
+    inline (the index's own instants, which count once completed), and it stays exact."""
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(100), 1))
+    build(t, 2)
+    for n in range(2, 16):
+        t.upsert(_batch(range(n * 20, n * 20 + 30), n))
+        if n % 4 == 0:
+            t.delete(_batch(range(n, n + 3), n).select(["id", "p"]))
+    index = RecordIndex(Table(str(root)))
+    actions = {i.action for i in index.raw_timeline.instants if i.is_completed}
+    assert {"commit", "clean"} <= actions, actions  # compaction and clean ran
+    requested = {p.name.split(".")[1] for p in (Path(index.location.path) / ".hoodie").iterdir()
+                 if p.name.endswith(".requested")}
+    assert "logcompaction" in requested
+    for s in index.slices().values():  # the clean kept at most two slices per shard
+        files = [p.name for p in Path(index.location.path).iterdir()
+                 if p.name.lstrip(".").startswith(s.file_id) and p.suffix == ".parquet"]
+        assert len(files) <= 2
+    _agree(root, [f"k{i:05d}" for i in range(0, 360, 2)])
