@@ -31,7 +31,7 @@ GOALS = {
                    "table_log_compaction_bytes_vs_compaction",
                    "table_compaction_time_vs_base_file_write"},
 }
-OPS = {">=": operator.ge, "<=": operator.le}
+OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 def _check_report(report: dict[str, Any], scenario: str) -> None:
