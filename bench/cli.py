@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, emit
 
-from . import append, compaction, lookup, probe, scale, tag
+from . import append, compaction, lookup, probe, prune, scale, tag
 from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
@@ -36,7 +36,7 @@ Runner = Callable[..., dict[str, Any]]
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
 ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
-                                                      "compaction")))
+                                                      "compaction", "prune")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
@@ -49,6 +49,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "upsert": (upsert.run, upsert.plot),
     "scale": (scale.run, scale.plot),
     "compaction": (compaction.run, compaction.plot),
+    "prune": (prune.run, prune.plot),
 }
 
 
