@@ -124,8 +124,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup, append, tagging, Spark upsert, scale and compaction "
-        "performance",
+        help="measure filter, lookup, append, tagging, Spark upsert, scale, compaction and "
+        "pruning performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
@@ -140,7 +140,11 @@ def add_bench_command(sub: Any) -> None:
         "updates and deletes, and of a 4-partition table (--rows N, default 1,000,000, "
         "then 10 upserts): merged read time before and after log compaction, bytes each "
         "service writes, compaction time vs writing the same rows as new base files, the "
-        "slice's cumulative index false-positive rate for non-live keys), or 'all'. "
+        "slice's cumulative index false-positive rate for non-live keys), 'prune' "
+        "(column-statistics pruning of 200 file slices, a quarter with rollback, delete or "
+        "failed-commit blocks: slices pruned by morlog vs Hudi's rule, soundness against the "
+        "merged snapshot, hudi-rs's filtered read, Table and Spark query times with and "
+        "without pruning; needs hudi, Spark optional), or 'all'. "
         "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
         "DIR/<scenario>.png (the plot needs matplotlib).",
     )

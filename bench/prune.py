@@ -72,7 +72,8 @@ failed commits' rows would match it, and those are not part of the table).
 - ``read_time_ratio_minus_kept_fraction``: time proportional to the slices kept:
   (pruned read time / unpruned read time) minus (kept slices / all slices), averaged over the
   predicates; target ``<= 0.25`` (pruning itself reads every slice's base-file footer and
-  log block headers, so a read that keeps nothing still costs something).
+  log block headers, so a read that keeps nothing still costs something: the ratios split the
+  pruned read into ``prune()``'s own time and the rest, reading the kept slices).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ from morlog.writers.client import MorTable, WriteConfig
 
 from .common import BenchError, best_of, goal, make_report, num, progress, require
 from .common import ratio as div
+from .spark_prune import PUSHDOWN_CONF, spark_queries
 
 TABLE_VERSION = 6
 CITIES = ("amsterdam", "berlin", "chennai", "sao_paulo", "seattle", "tokyo", "lima", "oslo")
@@ -116,8 +118,6 @@ NO_MATCH_TS = "2090-01-01 00:00:00Z"
 #: kinds of slices: the special ones (a quarter), then the others
 SPECIAL = ("rollback", "delete", "failed")
 KINDS = (*SPECIAL, "update", "plain")
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-MASTER = "local[2]"
 GOAL_SUPERSET = 0.0
 GOAL_UNSOUND = 0.0
 GOAL_GAIN = 0.0
@@ -456,12 +456,19 @@ def read_times(path: str, per: dict[str, dict[str, Any]], repeats: int) -> dict[
         n = p["slices"]
         kept = p["kept"]["morlog"] / n
         ratio = pruned_s / unpruned_s if unpruned_s else 0.0
+        # what deciding costs (prune() alone, timed apart) and what is left: reading the
+        # kept slices and filtering their rows
+        deciding = min(p["prune_seconds"]["morlog"], pruned_s)
         out["predicates"][name] = {
             "pruned_seconds": num(pruned_s), "unpruned_seconds": num(unpruned_s),
             "filter_seconds": num(filter_s), "rows": got.num_rows,
             "time_ratio": num(ratio), "kept_fraction": num(kept),
             "ratio_minus_kept_fraction": num(ratio - kept),
-            "speedup": div(unpruned_s, pruned_s)}
+            "speedup": div(unpruned_s, pruned_s),
+            "prune_seconds": num(deciding),
+            "prune_share_of_pruned_read": div(deciding, pruned_s),
+            "reading_kept_ratio_minus_kept_fraction": num(
+                (pruned_s - deciding) / unpruned_s - kept if unpruned_s else 0.0)}
     return out
 
 
@@ -516,62 +523,6 @@ def hudi_rs_reads(hudi: Any, path: str, per: dict[str, dict[str, Any]], repeats:
     return out
 
 
-def spark_queries(path: str, per: dict[str, dict[str, Any]], names: Sequence[str], *,
-                  quick: bool = False) -> dict[str, Any]:
-    """``filter(EXPR).count()`` on ``format("morlog")`` with pushdown on and off (``quick``:
-    only in a Spark session that is running already)."""
-    from .spark_upsert import available
-
-    if not available():
-        return {"skipped": "pyspark is not installed"}
-    from pyspark.sql import SparkSession
-
-    from morlog.writers.spark import session
-
-    if quick and SparkSession.getActiveSession() is None:
-        return {"skipped": "--quick without a running Spark session (starting one takes "
-                           "longer than the rest of the quick run)"}
-
-    t0 = time.perf_counter()
-    spark, owned = session(MASTER, "morlog-bench-prune")
-    out: dict[str, Any] = {"version": spark.version, "master": MASTER,
-                           "session_start_seconds": num(time.perf_counter() - t0),
-                           "conf": PUSHDOWN_CONF, "predicates": {}}
-    before = spark.conf.get(PUSHDOWN_CONF, None)
-
-    def count(text: str, pushdown: str) -> tuple[float, int]:
-        spark.conf.set(PUSHDOWN_CONF, pushdown)
-        t = time.perf_counter()
-        got = spark.read.format("morlog").load(path).filter(text).count()
-        return time.perf_counter() - t, int(got)
-
-    try:
-        progress("prune: Spark warm-up query (untimed)")
-        out["warm_up_seconds"] = num(count(per[names[0]]["where"], "false")[0])
-        for name in names:
-            p = per[name]
-            entry: dict[str, Any] = {"where": p["where"]}
-            for label, conf in (("pushdown_off", "false"), ("pushdown_on", "true")):
-                progress(f"prune: Spark {name}, {PUSHDOWN_CONF}={conf}")
-                sec, got = count(p["where"], conf)
-                if got != p["matching_rows"]:
-                    raise BenchError(f"Spark ({PUSHDOWN_CONF}={conf}) counted {got} rows "
-                                     f"where {p['where']!r}, the snapshot has "
-                                     f"{p['matching_rows']}")
-                entry[f"{label}_seconds"] = num(sec)
-            entry["rows"] = p["matching_rows"]
-            entry["on_vs_off"] = div(entry["pushdown_on_seconds"], entry["pushdown_off_seconds"])
-            out["predicates"][name] = entry
-    finally:
-        if before is None:
-            spark.conf.unset(PUSHDOWN_CONF)
-        else:
-            spark.conf.set(PUSHDOWN_CONF, before)
-        if owned:
-            spark.stop()
-    return out
-
-
 # --- the scenario ---------------------------------------------------------------------------
 
 
@@ -623,6 +574,10 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
         "read_time_ratio_minus_kept_fraction": _mean([r["ratio_minus_kept_fraction"]
                                                       for r in rp.values()]),
         "read_speedup_mean": _mean([r["speedup"] for r in rp.values()]),
+        "prune_share_of_pruned_read_mean": _mean([r["prune_share_of_pruned_read"]
+                                                  for r in rp.values()]),
+        "reading_kept_ratio_minus_kept_fraction": _mean(
+            [r["reading_kept_ratio_minus_kept_fraction"] for r in rp.values()]),
     }
     hp = [h for h in hudi_rs.get("predicates", {}).values() if "seconds" in h]
     if hp:

@@ -1,0 +1,77 @@
+"""The Spark part of ``morlog bench prune`` (``morlog.bench.prune``): the same predicates as
+``spark.read.format("morlog").load(path).filter(EXPR).count()`` with the session conf
+``spark.sql.python.filterPushdown.enabled`` true and false, set per query (the conf that turns
+``MorlogReader.pushFilters`` on and off). pyspark is imported here only, when the scenario
+runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .common import BenchError, num, progress
+from .common import ratio as div
+from .spark_upsert import available
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+MASTER = "local[2]"
+
+
+def spark_queries(path: str, per: dict[str, dict[str, Any]], names: Sequence[str], *,
+                  quick: bool = False) -> dict[str, Any]:
+    """``filter(EXPR).count()`` on ``format("morlog")`` with pushdown off, then on, one run
+    each after an untimed warm-up query (``quick``: only in a Spark session that is running
+    already, and without the warm-up)."""
+    if not available():
+        return {"skipped": "pyspark is not installed"}
+    from pyspark.sql import SparkSession
+
+    from morlog.writers.spark import session
+
+    if quick and SparkSession.getActiveSession() is None:
+        return {"skipped": "--quick without a running Spark session (starting one takes "
+                           "longer than the rest of the quick run)"}
+
+    t0 = time.perf_counter()
+    spark, owned = session(MASTER, "morlog-bench-prune")
+    out: dict[str, Any] = {"version": spark.version, "master": MASTER,
+                           "session_start_seconds": num(time.perf_counter() - t0),
+                           "conf": PUSHDOWN_CONF, "predicates": {}}
+    before = spark.conf.get(PUSHDOWN_CONF, None)
+
+    def count(text: str, pushdown: str) -> tuple[float, int]:
+        spark.conf.set(PUSHDOWN_CONF, pushdown)
+        t = time.perf_counter()
+        got = spark.read.format("morlog").load(path).filter(text).count()
+        return time.perf_counter() - t, int(got)
+
+    try:
+        if not quick:  # a quick run's numbers are a smoke test: no warm-up
+            progress("prune: Spark warm-up query (untimed)")
+            out["warm_up_seconds"] = num(count(per[names[0]]["where"], "false")[0])
+        for name in names:
+            p = per[name]
+            entry: dict[str, Any] = {"where": p["where"]}
+            for label, conf in (("pushdown_off", "false"), ("pushdown_on", "true")):
+                progress(f"prune: Spark {name}, {PUSHDOWN_CONF}={conf}")
+                sec, got = count(p["where"], conf)
+                if got != p["matching_rows"]:
+                    raise BenchError(f"Spark ({PUSHDOWN_CONF}={conf}) counted {got} rows "
+                                     f"where {p['where']!r}, the snapshot has "
+                                     f"{p['matching_rows']}")
+                entry[f"{label}_seconds"] = num(sec)
+            entry["rows"] = p["matching_rows"]
+            entry["on_vs_off"] = div(entry["pushdown_on_seconds"], entry["pushdown_off_seconds"])
+            out["predicates"][name] = entry
+    finally:
+        if before is None:
+            spark.conf.unset(PUSHDOWN_CONF)
+        else:
+            spark.conf.set(PUSHDOWN_CONF, before)
+        if owned:
+            spark.stop()
+    return out
+
+
+__all__ = ["MASTER", "PUSHDOWN_CONF", "spark_queries"]
