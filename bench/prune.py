@@ -79,6 +79,7 @@ failed commits' rows would match it, and those are not part of the table).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import re
 import tempfile
@@ -377,7 +378,16 @@ def _sorted_ids(t: pa.Table) -> np.ndarray:
     return np.sort(t.column("id").to_numpy())
 
 
-def pruning(table: Table, snap: Snapshot, name: str, text: str, repeats: int
+def _prune_fresh(path: str, text: str, rule: str) -> PruneResult:
+    """``prune`` on a table opened here (timeline and listing inside the timed call)."""
+    return prune(Table(path), text, rule=rule)
+
+
+def _read_where(path: str, text: str) -> pa.Table:
+    return Table(path).read(where=text)
+
+
+def pruning(table: Table, snap: Snapshot, text: str, repeats: int
             ) -> dict[str, Any]:
     """Both rules' decisions on one predicate, checked against the snapshot."""
     expr = bind_where(table, text)
@@ -386,7 +396,7 @@ def pruning(table: Table, snap: Snapshot, name: str, text: str, repeats: int
     seconds: dict[str, float] = {}
     for rule in ("morlog", "hudi"):
         seconds[rule], runs[rule] = best_of(
-            repeats, lambda rule=rule: prune(Table(table.path), text, rule=rule))
+            repeats, functools.partial(_prune_fresh, table.path, text, rule))
     pruned = {rule: {order[(d.partition, d.file_id)] for d in r.pruned}
               for rule, r in runs.items()}
     is_match = _match_mask(snap.rows, expr)
@@ -445,8 +455,8 @@ def read_times(path: str, per: dict[str, dict[str, Any]], repeats: int) -> dict[
     for name, p in per.items():
         text = p["where"]
         arrow = pr.to_arrow(bind_where(Table(path), text))
-        filter_s, filtered = best_of(repeats, lambda arrow=arrow: full.filter(arrow))
-        pruned_s, got = best_of(repeats, lambda text=text: Table(path).read(where=text))
+        filter_s, filtered = best_of(repeats, functools.partial(full.filter, arrow))
+        pruned_s, got = best_of(repeats, functools.partial(_read_where, path, text))
         want = _sorted_ids(p["_matched"])
         for label, t in (("Table.read(where=...)", got), ("the filtered full read", filtered)):
             if not np.array_equal(_sorted_ids(t), want):
@@ -487,6 +497,9 @@ def hudi_rs_reads(hudi: Any, path: str, per: dict[str, dict[str, Any]], repeats:
         return pa.Table.from_batches(batches) if batches else pa.table({"id": pa.array(
             [], pa.int64())})
 
+    def read_with(opts: Any) -> pa.Table:
+        return rows(table().read(opts))
+
     out: dict[str, Any] = {"version": getattr(hudi, "__version__", None)}
     try:
         full_s, full = best_of(repeats, lambda: rows(table().read()))
@@ -505,7 +518,7 @@ def hudi_rs_reads(hudi: Any, path: str, per: dict[str, dict[str, Any]], repeats:
         entry: dict[str, Any] = {"filters": [list(f) for f in filters]}
         try:
             opts = hudi.HudiReadOptions(filters=filters)
-            sec, got = best_of(repeats, lambda opts=opts: rows(table().read(opts)))
+            sec, got = best_of(repeats, functools.partial(read_with, opts))
             planned = len(table().get_file_slices(opts))
         except BaseException as exc:
             if not _not_fatal(exc):
@@ -545,7 +558,7 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
         per: dict[str, dict[str, Any]] = {}
         for name, text in preds.items():
             progress(f"prune: {name}: {text} ({repeats}x per rule)")
-            per[name] = pruning(table, snap, name, text, repeats)
+            per[name] = pruning(table, snap, text, repeats)
             per[name]["slices"] = len(snap.slices)
         progress(f"prune: Table reads with and without pruning ({repeats}x)")
         reads = read_times(path, per, repeats)
