@@ -642,7 +642,9 @@ def _grouped(ax: Any, names: Sequence[str], series: dict[str, Sequence[float | N
     ax.set_xticklabels(list(names), rotation=30, ha="right", fontsize=7)
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    top = max((float(v) for vs in series.values() for v in vs if v is not None), default=1.0)
+    ax.set_ylim(0, 1.3 * top if top > 0 else 1.0)  # room for the legend above the bars
+    ax.legend(fontsize=7, loc="upper center", ncol=len(series))
 
 
 def plot(plt: Any, report: dict[str, Any]) -> Any:
@@ -664,6 +666,7 @@ def plot(plt: Any, report: dict[str, Any]) -> Any:
     rp = r["table_read"]["predicates"]
     _grouped(axes[1][0], names, {
         "Table.read(where=...)": [rp[n]["pruned_seconds"] for n in names],
+        "of which prune()": [rp[n]["prune_seconds"] for n in names],
         "full read + filter": [rp[n]["unpruned_seconds"] for n in names]},
         "Table query time (kept fraction: "
         + ", ".join(f"{rp[n]['kept_fraction']:.2g}" for n in names) + ")", "seconds",
