@@ -5,8 +5,9 @@ Each scenario prints one JSON object (``--json``) or a readable summary, and wri
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
 runs every scenario (writing their files too) and reports them as one object:
 ``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged (``upsert`` needs
-pyspark: without it ``all`` skips it with a warning; ``scale`` and ``compaction``'s table
-run at 200,000 rows there unless ``--rows`` says otherwise).
+pyspark: without it ``all`` skips it with a warning, and ``prune`` its Spark queries;
+``scale`` and ``compaction``'s table run at 200,000 rows there unless ``--rows`` says
+otherwise).
 """
 
 from __future__ import annotations
