@@ -56,9 +56,10 @@ failed commits' rows would match it, and those are not part of the table).
   ``spark.sql.python.filterPushdown.enabled`` true vs false (set per query), on the first
   predicates only (``spark_predicates`` in the params: a query reads every slice in a Python
   task without pushdown, about 0.1 s a slice on two cores), one run each after an untimed
-  warm-up query; ``local[2]``, UI off, workers on this interpreter. Without pyspark the Spark
-  part is skipped, saying so; with ``--quick`` it runs only in a Spark session that is
-  running already (a test's), as starting one takes longer than the rest of the quick run.
+  warm-up query, which setting runs first alternating from predicate to predicate;
+  ``local[2]``, UI off, workers on this interpreter. Without pyspark the Spark part is
+  skipped, saying so; with ``--quick`` it runs only in a Spark session that is running
+  already (a test's), as starting one takes longer than the rest of the quick run.
 
 **Goals**:
 
