@@ -5,8 +5,9 @@ Each scenario prints one JSON object (``--json``) or a readable summary, and wri
 ``DIR/<scenario>.json`` and, when matplotlib is installed, ``DIR/<scenario>.png``. ``all``
 runs every scenario (writing their files too) and reports them as one object:
 ``params``, ``results`` and ``ratios`` keyed by scenario, ``goals`` merged (``upsert`` needs
-pyspark: without it ``all`` skips it with a warning; ``scale`` and ``compaction``'s table
-run at 200,000 rows there unless ``--rows`` says otherwise).
+pyspark: without it ``all`` skips it with a warning, and ``prune`` its Spark queries;
+``scale`` and ``compaction``'s table run at 200,000 rows there unless ``--rows`` says
+otherwise).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, emit
 
-from . import append, compaction, lookup, probe, scale, tag
+from . import append, compaction, lookup, probe, prune, scale, tag
 from . import spark_upsert as upsert
 from .common import (
     DEFAULT_OUT,
@@ -36,7 +37,7 @@ Runner = Callable[..., dict[str, Any]]
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
 ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
-                                                      "compaction")))
+                                                      "compaction", "prune")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
@@ -49,6 +50,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "upsert": (upsert.run, upsert.plot),
     "scale": (scale.run, scale.plot),
     "compaction": (compaction.run, compaction.plot),
+    "prune": (prune.run, prune.plot),
 }
 
 
@@ -123,8 +125,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def add_bench_command(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure filter, lookup, append, tagging, Spark upsert, scale and compaction "
-        "performance",
+        help="measure filter, lookup, append, tagging, Spark upsert, scale, compaction and "
+        "pruning performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
@@ -139,7 +141,11 @@ def add_bench_command(sub: Any) -> None:
         "updates and deletes, and of a 4-partition table (--rows N, default 1,000,000, "
         "then 10 upserts): merged read time before and after log compaction, bytes each "
         "service writes, compaction time vs writing the same rows as new base files, the "
-        "slice's cumulative index false-positive rate for non-live keys), or 'all'. "
+        "slice's cumulative index false-positive rate for non-live keys), 'prune' "
+        "(column-statistics pruning of 200 file slices, a quarter with rollback, delete or "
+        "failed-commit blocks: slices pruned by morlog vs Hudi's rule, soundness against the "
+        "merged snapshot, hudi-rs's filtered read, Table and Spark query times with and "
+        "without pruning; needs hudi, Spark optional), or 'all'. "
         "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
         "DIR/<scenario>.png (the plot needs matplotlib).",
     )

@@ -292,12 +292,17 @@ def progress(msg: str) -> None:
 # --- the report -----------------------------------------------------------------------------
 
 
+#: how a goal's value compares with its target
+GOAL_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": lambda v, t: v >= t, "<=": lambda v, t: v <= t,
+    ">": lambda v, t: v > t, "<": lambda v, t: v < t}
+
+
 def goal(value: float, target: float, op: str) -> dict[str, Any]:
-    if op not in (">=", "<="):
-        raise ValueError(f"goal op must be '>=' or '<=', not {op!r}")
+    if op not in GOAL_OPS:
+        raise ValueError(f"goal op must be one of {', '.join(GOAL_OPS)}, not {op!r}")
     v = num(float(value))
-    met = v >= target if op == ">=" else v <= target
-    return {"value": v, "target": target, "op": op, "met": bool(met)}
+    return {"value": v, "target": target, "op": op, "met": bool(GOAL_OPS[op](v, target))}
 
 
 def _version(dist: str) -> str | None:
@@ -406,7 +411,10 @@ def plot_goals(plt: Any, report: dict[str, Any]) -> Any:
     for n in names:
         g = goals[n]
         v, t = float(g["value"]), float(g["target"])
-        s = (v / t if t else 0.0) if g["op"] == ">=" else (t / v if v else 10.0)
+        if g["op"] in (">=", ">"):
+            s = v / t if t else (10.0 if g["met"] else 0.0)
+        else:
+            s = t / v if v else (10.0 if g["met"] else 0.0)
         scores.append(s)
     colors = ["#6aa86a" if goals[n]["met"] else "#b05050" for n in names]
     scores = [min(max(x, 1e-3), 1e3) for x in scores]
@@ -417,7 +425,8 @@ def plot_goals(plt: Any, report: dict[str, Any]) -> Any:
         g = goals[n]
         ax.annotate(f"{g['value']:.4g} {g['op']} {g['target']:.4g}", (scores[i], i),
                     va="center", fontsize=8, xytext=(3, 0), textcoords="offset points")
-    ax.set_xlabel("goal score: value / target (>=), target / value (<=); >= 1 is met")
+    ax.set_xlabel("goal score: value / target (>=, >), target / value (<=, <); >= 1 is "
+                  "met (10: a met goal whose target or value is 0)")
     ax.set_title(f"morlog bench {report['scenario']}: goals", fontsize=10)
     return fig
 

@@ -30,8 +30,10 @@ GOALS = {
                    "table_read_speedup_after_log_compaction",
                    "table_log_compaction_bytes_vs_compaction",
                    "table_compaction_time_vs_base_file_write"},
+    "prune": {"pruned_superset_of_hudi", "unsound_prunes", "pruned_fraction_morlog_minus_hudi",
+              "read_time_ratio_minus_kept_fraction"},
 }
-OPS = {">=": operator.ge, "<=": operator.le}
+OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 def _check_report(report: dict[str, Any], scenario: str) -> None:
@@ -240,6 +242,82 @@ def test_bench_compaction_measures_both_services_on_the_same_table(
     t = r["table"]["build"]
     assert t["rows"] == 20_000 and t["file_groups"] == t["base_files"] == 4
     assert t["log_files"] == 40  # ten upserts into four file groups
+
+
+def _check_prune(report: dict[str, Any]) -> None:
+    _check_report(report, "prune")
+    p, r = report["params"], report["results"]
+    n = p["slices"]
+    assert n == p["partitions"] * p["groups_per_partition"] == 20
+    kinds = p["slices_by_kind"]
+    assert sum(kinds.values()) == n
+    assert kinds["rollback"] + kinds["delete"] + kinds["failed"] == p["special_slices"] == n // 4
+    assert all(kinds[k] for k in ("rollback", "delete", "failed", "update"))
+    # the logs hold what the history says: the rolled-back commit's block and the ROLLBACK
+    # command block, a delete block, a block of the commit left pending, an update block
+    assert p["logs_by_kind"] == {"rollback": {"data_of_pending": 1, "rollback": 1},
+                                 "delete": {"delete": 1}, "failed": {"data_of_pending": 1},
+                                 "update": {"data": 1}, "plain": {}}
+    assert set(r["predicates"]) == set(p["predicates"]) and len(p["predicates"]) == 8
+    for name, q in r["predicates"].items():
+        assert q["unsound_prunes"] == 0 and q["hudi_prunes_morlog_keeps"] == 0, name
+        # every slice holding a match is kept; morlog keeps no more than Hudi's rule
+        assert q["matching_slices"] <= q["kept"]["morlog"] <= q["kept"]["hudi"], name
+        assert sum(k["slices"] for k in q["by_kind"].values()) == n
+        assert q["by_kind"]["plain"]["pruned_morlog"] == q["by_kind"]["plain"]["pruned_hudi"]
+        if name != "partition_eq":  # Hudi's rule keeps every slice with such blocks
+            for kind in ("rollback", "delete", "failed"):
+                assert q["by_kind"][kind]["pruned_hudi"] == 0, (name, kind)
+        read = r["table_read"]["predicates"][name]
+        assert read["rows"] == q["matching_rows"]
+        assert read["kept_fraction"] == pytest.approx(q["kept"]["morlog"] / n)
+    # the predicates are selective, and only the failed commits' rows would match no_match
+    assert r["predicates"]["no_match"]["matching_rows"] == 0
+    assert r["predicates"]["no_match"]["kept"]["morlog"] == 0
+    assert r["predicates"]["no_match"]["kept"]["hudi"] == p["special_slices"]
+    assert r["predicates"]["fare_is_null"]["matching_rows"] > 0
+    assert report["goals"]["pruned_fraction_morlog_minus_hudi"]["met"] is True
+    hrs = r["hudi_rs"]["predicates"]
+    assert {n for n, h in hrs.items() if "skipped" in h} == {"fare_is_null", "id_or_ranges",
+                                                             "not_range"}
+    for name, h in hrs.items():
+        if "skipped" not in h:
+            assert h["rows_agree"] is True and h["rows"] == r["predicates"][name][
+                "matching_rows"], (name, h)
+
+
+def test_bench_prune_is_sound_and_prunes_what_hudi_cannot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("hudi")
+    rc, report, err = _run(capsys, "bench", "prune", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_prune(report)
+    on_disk = json.loads((tmp_path / "prune.json").read_text())
+    assert on_disk["goals"] == report["goals"]
+    png = tmp_path / "prune.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_prune_spark_queries_with_and_without_pushdown(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--quick runs the Spark queries in a running session (the tests' one)."""
+    from morlog.writers.spark import PUSHDOWN_CONF
+
+    pytest.importorskip("hudi")
+    rc, report, err = _run(capsys, "bench", "prune", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_prune(report)
+    sp = report["results"]["spark"]
+    assert list(sp["predicates"]) == report["params"]["spark_predicates"] == ["id_range"]
+    q = sp["predicates"]["id_range"]
+    assert q["rows"] == report["results"]["predicates"]["id_range"]["matching_rows"] > 0
+    assert q["pushdown_on_seconds"] > 0 and q["pushdown_off_seconds"] > 0
+    # the session's pushdown setting is left as it was (on: register sets it)
+    assert spark.conf.get(PUSHDOWN_CONF, None) == "true"
+    # with pushdown the read planned only the slices pruning keeps
+    assert sp["option"] == "filter.pushdown"
 
 
 def test_bench_all_merges_the_scenarios(tmp_path: Path,
