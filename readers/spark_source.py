@@ -37,7 +37,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import datasource as sds
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -250,11 +252,66 @@ class MorlogReadSource(DataSource):
         return cls(self.location(), schema, opts.get("as_of"), columns)
 
 
+#: the columns :func:`lookup_record_index` adds
+LOOKUP_COLUMNS = (("_rli_partition", pa.string()), ("_rli_file_id", pa.string()),
+                  ("_rli_instant", pa.string()))
+
+
+def lookup_record_index(df: Any, path: str | TableLocation, key: str = "key") -> Any:
+    """``df`` with where each of its ``key`` values lives by morlog's record index
+    (``morlog.readers.record_index``): columns ``_rli_partition``, ``_rli_file_id``,
+    ``_rli_instant`` (NULL for a key the table does not hold). The keys are split by shard
+    (a shuffle on the shard number) and each task looks up the shards of its keys, reading
+    each shard once. The index must cover the table (else a ``StaleIndexError``)."""
+    from pyspark.sql.types import StringType, StructField
+
+    from .record_index import RecordIndex, shards_of
+
+    location = TableLocation.of(path)
+    first = RecordIndex.open(Table(location))
+    if first is None:
+        raise UsageError("the table has no morlog record index (morlog rli build)",
+                         path=location.uri)
+    first.check_current()
+    n = first.shards
+    shard_col = "_rli_shard"
+    # new StructTypes: StructType.add changes its object (df.schema is cached)
+    base = list(df.schema.fields)
+    with_shard = StructType([*base, StructField(shard_col, StringType())])
+
+    def add_shard(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            s = shards_of(b.column(key), n) if b.num_rows else []
+            yield b.append_column(shard_col, pa.array([str(x) for x in s], pa.string()))
+
+    out_schema = StructType([*with_shard.fields,
+                             *(StructField(name, StringType()) for name, _ in LOOKUP_COLUMNS)])
+
+    def look(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        t = pa.Table.from_batches(parts)
+        index = RecordIndex(Table(location))
+        found = index.lookup(t.column(key).combine_chunks(), threads=1, check=False)
+        hit = pa.array(found.codes >= 0)
+        at = pa.array(np.maximum(found.codes, 0).astype(np.int64))
+        for name, i in (("_rli_partition", 0), ("_rli_file_id", 1)):
+            values = pa.array([g[i] for g in found.groups] or [""], pa.string())
+            t = t.append_column(name, pc.if_else(hit, values.take(at), None))
+        t = t.append_column("_rli_instant", pc.if_else(hit, found.instants, None))
+        yield from t.to_batches()
+
+    return (df.mapInArrow(add_shard, with_shard).repartition(n, shard_col)
+            .mapInArrow(look, out_schema).drop(shard_col))
+
+
 def register_reader(spark: Any) -> None:
     """Make ``spark.read.format("morlog")`` available (reading only; the writing source is
     ``morlog.writers.spark.register``)."""
     spark.dataSource.register(MorlogReadSource)
 
 
-__all__ = ["READ_OPTIONS", "MorlogFilteringReader", "MorlogReadSource", "MorlogReader",
-           "SlicePartition", "filter_expr", "parse_options", "register_reader"]
+__all__ = ["LOOKUP_COLUMNS", "READ_OPTIONS", "MorlogFilteringReader", "MorlogReadSource",
+           "MorlogReader", "SlicePartition", "filter_expr", "lookup_record_index", "parse_options",
+           "register_reader"]

@@ -345,3 +345,22 @@ def test_services_on_the_index_shards(tmp_path: Path) -> None:
                  if p.name.lstrip(".").startswith(s.file_id) and p.suffix == ".parquet"]
         assert len(files) <= 2
     _agree(root, [f"k{i:05d}" for i in range(0, 360, 2)])
+
+
+def test_spark_lookup_by_shard(spark: Any, tmp_path: Path) -> None:
+    from morlog.readers.spark_source import lookup_record_index
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(500), 1))
+    build(t, 4)
+    t.delete(_batch(range(0, 10), 2).select(["id", "p"]))
+    keys = [f"k{i:05d}" for i in range(0, 600, 7)]
+    df = spark.createDataFrame([(k, n) for n, k in enumerate(keys)], "key string, n long")
+    out = lookup_record_index(df, str(root)).collect()
+    assert sorted(r.n for r in out) == list(range(len(keys)))
+    want = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    got = {r.key: None if r._rli_file_id is None else {
+        "partition": r._rli_partition, "file_id": r._rli_file_id, "instant": r._rli_instant}
+        for r in out}
+    assert got == want and got["k00007"] is None and got["k00014"] is not None
