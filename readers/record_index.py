@@ -29,17 +29,25 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
+from morlog.logformat.virtual_keys import VirtualKeys, key_array
 from morlog.logformat.xxh64 import xxh64_batch
 
-from .storage import TableLocation
+from .base_files import BaseFormat, format_of_path
+from .logfile import LogFileReader
+from .slice_blocks import effective_blocks
+from .storage import TableLocation, decoder_errors
 from .table import FileSlice, Table
 from .timeline import Timeline
 
@@ -193,11 +201,124 @@ class RecordIndex:
         return out
 
     def read_shard(self, s: FileSlice) -> pa.Table:
-        """The live entries of one shard (merged)."""
-        t = self.table.read_slice(s, None, list(SCHEMA.names))
+        """The live entries of one shard (merged). A slice that is only a Parquet base file
+        is read straight (its rows are the entries); one with logs through the general
+        merge (``Table.read_slice``)."""
+        if not s.log_files and s.base_file is not None and self._direct():
+            t = self._base_file(s).read(columns=list(SCHEMA.names), use_threads=False)
+        else:
+            t = self.table.read_slice(s, None, list(SCHEMA.names))
         if t.num_rows == 0:
             return SCHEMA.empty_table()
-        return t.select(list(SCHEMA.names))
+        t = t.select(list(SCHEMA.names))
+        return pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+
+    def _direct(self) -> bool:
+        """Whether the shards can be read without the general merge: the latest write of a
+        key wins (no ordering field), keys are the ``key`` column."""
+        spec = self.table.merge_spec(None)
+        return not spec.orderings and spec.key_field in ("key", VirtualKeys(("key",)))
+
+    def _base_file(self, s: FileSlice) -> pq.ParquetFile | None:
+        """The shard's base file opened with pyarrow (None: not Parquet)."""
+        assert s.base_file is not None
+        path = self.table.storage.join(self.table.slice_dir(s.partition), s.base_file)
+        if format_of_path(path) is not BaseFormat.PARQUET:
+            return None
+        return pq.ParquetFile(self.table.storage.open_input(path),
+                              read_dictionary=list(_LOCATION))
+
+    def probe_shard(self, s: FileSlice, keys: pa.Array
+                    ) -> tuple[npt.NDArray[np.int64], pa.Table]:
+        """Which of ``keys`` (distinct) shard slice ``s`` holds: their indices into ``keys``
+        and their (partition, file_id, instant) rows, in that order.
+
+        Only what the keys need is read: the base file's key column (its location columns,
+        dictionary encoded, are taken at the hits), every counting log block's keys (and
+        its location columns at the hits). The sources are applied oldest first, the latest
+        write of a key winning (a delete removes it), as the general merge does for a table
+        without an ordering field; otherwise (or a base file that is not Parquet) the shard
+        is merged in full (:meth:`read_shard`) and probed."""
+        base = self._base_file(s) if s.base_file is not None and self._direct() else None
+        if self._direct() and (s.base_file is None or base is not None):
+            return self._probe_direct(s, base, keys)
+        entries = self.read_shard(s)
+        pos = pc.index_in(keys, value_set=entries.column("key"))
+        hit = np.asarray(pos.is_valid().to_numpy(zero_copy_only=False))
+        at = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False))[hit]
+        return (np.flatnonzero(hit).astype(np.int64),
+                entries.select(list(_LOCATION)).take(pa.array(at)).cast(_LOCATION_SCHEMA))
+
+    def _probe_direct(self, s: FileSlice, base: pq.ParquetFile | None, keys: pa.Array
+                      ) -> tuple[npt.NDArray[np.int64], pa.Table]:
+        m = len(keys)
+        #: per key: the source (0: base file, i: the i-th applied block) of its latest write,
+        #: -1 none, -2 a delete; and its row there
+        src = np.full(m, -1, dtype=np.int64)
+        row = np.zeros(m, dtype=np.int64)
+        sources: list[Any] = []  # per source: a table with the location columns, or None
+
+        def apply(source: int, source_keys: pa.Array) -> None:
+            pos = pc.index_in(source_keys, value_set=keys)
+            rows = np.flatnonzero(np.asarray(pos.is_valid().to_numpy(zero_copy_only=False)))
+            if rows.size == 0:
+                return
+            at = np.asarray(pos.drop_null().to_numpy(), dtype=np.int64)
+            # a key twice in one source: its later row wins
+            last = rows.size - 1 - np.unique(at[::-1], return_index=True)[1]
+            src[at[last]] = source
+            row[at[last]] = rows[last]
+
+        if base is not None:
+            with decoder_errors(self.location.uri, "record index base file does not decode"):
+                bk = key_array(base.read(columns=["key"], use_threads=False),
+                               self.table.key_field, path=self.location.uri)
+            sources.append(base)
+            apply(0, bk)
+        else:
+            sources.append(None)
+        if s.log_files:
+            st = self.table.storage
+            directory = self.table.slice_dir(s.partition)
+            readers = []
+            try:
+                blocks = []
+                for name in s.log_files:
+                    r = LogFileReader(st.source(st.join(directory, name)))
+                    readers.append(r)
+                    blocks.extend(r.blocks())
+                for b in effective_blocks(blocks, self.table.timeline,
+                                          self.table.merge_spec(None)):
+                    if b.block_type == BlockType.DELETE:
+                        dk = [r.record_key for r in b.delete_records()]
+                        sources.append(None)
+                        apply(-2, pa.array([k for k in dk if k is not None], pa.string()))
+                        continue
+                    t = b.to_arrow()
+                    sources.append(t)
+                    apply(len(sources) - 1, key_array(t, self.table.key_field, path=b.path))
+            finally:
+                for r in readers:
+                    r.close()
+        hit = np.flatnonzero(src >= 0)
+        parts: list[pa.Table] = []
+        order: list[npt.NDArray[np.int64]] = []
+        for k in np.unique(src[hit]).tolist():
+            idx = hit[src[hit] == k]
+            where = pa.array(row[idx])
+            if k == 0:
+                with decoder_errors(self.location.uri,
+                                    "record index base file does not decode"):
+                    loc = sources[0].read(columns=list(_LOCATION), use_threads=False)
+            else:
+                loc = sources[k]
+            loc = pa.table([_strings(_column(loc, c).take(where)) for c in _LOCATION],
+                           schema=_LOCATION_SCHEMA)
+            parts.append(loc)
+            order.append(idx)
+        if not parts:
+            return np.zeros(0, np.int64), _LOCATION_SCHEMA.empty_table()
+        return np.concatenate(order), pa.concat_tables(parts)
 
     def entries(self, threads: int | None = None) -> pa.Table:
         """Every live entry, sorted by key."""
@@ -208,8 +329,8 @@ class RecordIndex:
 
     def lookup(self, keys: Sequence[str] | pa.Array, *, threads: int | None = None,
                check: bool = True) -> IndexLookup:
-        """Where each key lives: keys split by shard, each shard read once and probed
-        (threads: ``threads``, default the machine's cores, at most 4)."""
+        """Where each key lives: keys split by shard, each shard probed once
+        (:meth:`probe_shard`; threads: ``threads``, default the machine's cores, at most 4)."""
         import time
 
         t0 = time.perf_counter()
@@ -222,47 +343,65 @@ class RecordIndex:
         if arr.null_count:
             raise UsageError("record keys must not be null")
         n = len(arr)
-        shard = shards_of(arr, self.shards)
+        # each distinct key once
+        enc = arr.dictionary_encode()
+        uniq = enc.dictionary
+        back = enc.indices.to_numpy(zero_copy_only=False)
+        shard = shards_of(uniq, self.shards)
         slices = self.slices()
         wanted = sorted(set(np.unique(shard).tolist()) & set(slices))
         order = np.argsort(shard, kind="stable")
         bounds = np.searchsorted(shard[order], np.arange(self.shards + 1))
 
-        def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table, npt.NDArray[np.int64]]:
+        def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table]:
             rows = order[bounds[k]:bounds[k + 1]]
-            entries = self.read_shard(slices[k])
-            pos = pc.index_in(arr.take(pa.array(rows)), value_set=entries.column("key"))
-            hit = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False))
-            at = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False))[hit]
-            return rows[hit], entries, at.astype(np.int64)
+            at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)))
+            return rows[at], locs
 
         t1 = time.perf_counter()
         results = _map(probe, wanted, threads)
         t2 = time.perf_counter()
-        codes = np.full(n, -1, dtype=np.int32)
-        instants = np.full(n, "", dtype=object)
-        loc_parts: list[pa.Table] = []
-        loc_rows: list[npt.NDArray[np.int64]] = []
-        for rows, entries, at in results:
-            if rows.size:
-                loc_parts.append(entries.take(pa.array(at)).select(["partition", "file_id",
-                                                                   "instant"]))
-                loc_rows.append(rows)
+        m = len(uniq)
+        codes_u = np.full(m, -1, dtype=np.int32)
+        found = [(rows, locs) for rows, locs in results if rows.size]
         groups: list[tuple[str, str]] = []
-        if loc_parts:
-            locs = pa.concat_tables(loc_parts)
-            rows = np.concatenate(loc_rows)
+        inst_at = np.full(m, 0, dtype=np.int64)
+        inst_values = pa.array([""], pa.string())
+        if found:
+            rows = np.concatenate([r for r, _ in found])
+            locs = pa.concat_tables([t for _, t in found]).combine_chunks()
             pid = pc.binary_join_element_wise(locs.column("partition").fill_null(""),
                                               locs.column("file_id").fill_null(""), "\x00")
-            enc = pid.combine_chunks().dictionary_encode()
-            codes[rows] = enc.indices.to_numpy(zero_copy_only=False)
-            groups = [tuple(g.split("\x00", 1)) for g in enc.dictionary.to_pylist()]  # type: ignore[misc]
-            instants[rows] = np.asarray(locs.column("instant").fill_null("").to_numpy(
-                zero_copy_only=False), dtype=object)
-        return IndexLookup(arr, codes, groups, pa.array(instants, type=pa.string()),
-                           shards_read=len(wanted),
+            genc = pid.combine_chunks().dictionary_encode()
+            codes_u[rows] = genc.indices.to_numpy(zero_copy_only=False)
+            groups = [tuple(g.split("\x00", 1)) for g in genc.dictionary.to_pylist()]  # type: ignore[misc]
+            inst_values = pa.concat_arrays([
+                pa.array([""], pa.string()),
+                locs.column("instant").fill_null("").combine_chunks().cast(pa.string())])
+            inst_at[rows] = np.arange(1, rows.size + 1)
+        codes = codes_u[back]
+        instants = inst_values.take(pa.array(inst_at[back]))
+        return IndexLookup(arr, codes, groups, instants, shards_read=len(wanted),
                            seconds={"prepare": t1 - t0, "probe": t2 - t1,
                                     "assemble": time.perf_counter() - t2})
+
+
+#: the location columns of an entry
+_LOCATION = ("partition", "file_id", "instant")
+_LOCATION_SCHEMA = pa.schema([SCHEMA.field(c) for c in _LOCATION])
+
+
+def _column(t: pa.Table, name: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``t`` (nulls where ``t`` has no such column)."""
+    if name not in t.column_names:
+        return pa.chunked_array([pa.nulls(t.num_rows, pa.string())])
+    return t.column(name)
+
+
+def _strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``col`` as plain strings (a dictionary-encoded column decoded: after any take, so
+    that only the rows taken are)."""
+    return col if col.type == pa.string() else col.cast(pa.string())
 
 
 def _map(fn, jobs, threads):  # type: ignore[no-untyped-def]
