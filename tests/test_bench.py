@@ -30,6 +30,7 @@ GOALS = {
                    "table_read_speedup_after_log_compaction",
                    "table_log_compaction_bytes_vs_compaction",
                    "table_compaction_time_vs_base_file_write"},
+    "rli": {"bytes_per_mapping", "lookup_100k_ms", "tag_keys_per_s", "tag_vs_bloom_baseline"},
 }
 OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -59,7 +60,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str,
     return rc, json.loads(out), err
 
 
-@pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag"])
+@pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag", "rli"])
 def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
@@ -135,6 +136,34 @@ def test_bench_tag_checks_both_methods(tmp_path: Path,
     assert r["setup_seconds"] > 0
     top = r["profile_top"]
     assert 1 <= len(top) <= 5 and all(t.startswith("readers/") for t in top)
+
+
+def test_bench_rli_checks_every_method(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", "rli", "--quick", "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    r, p = report["results"], report["params"]
+    keys = p["keys"]
+    assert r["table"]["keys"] == keys == r["bootstrap"]["entries"]
+    assert p["shards"] == 16 and r["bootstrap"]["index"]["shards_with_slices"] == 16
+    assert r["bootstrap"]["index"]["entries"] == keys
+    assert report["goals"]["bytes_per_mapping"]["value"] == pytest.approx(
+        r["bootstrap"]["bytes"] / keys, rel=1e-5)
+    look = r["lookup"]
+    assert look["threads"] == 1 and look["shards_read"] == 16
+    assert look["answers"] == {"present_keys_found": p["lookup_keys"] // 2,
+                               "absent_keys_found": 0}
+    assert report["goals"]["lookup_100k_ms"]["value"] == look["ms"]
+    assert look["profile_top"] and all(x.startswith("readers/") for x in look["profile_top"])
+    tag = r["tag"]
+    assert tag["locations_agree"] is True
+    assert tag["answers"]["update_keys_found"] == tag["batch"]["update_keys"]
+    assert tag["index"]["shards_read"] == 16 and tag["file_probes"]["stats"]["slices"] > 0
+    up = r["upserts"]
+    assert len(up["seconds"]) == up["count"] == p["upserts"]
+    assert up["live_keys"] == keys + up["inserted_keys"] == up["index"]["entries"]
+    assert up["index"]["log_blocks"] > 0  # the index's shards have logs now
+    assert up["lookup"]["answers"]["present_keys_found"] == p["lookup_keys"] // 2
 
 
 def test_bench_upsert_compares_routing_with_new_file_groups(
