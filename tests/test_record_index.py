@@ -399,3 +399,56 @@ def test_direct_probe_of_log_only_shards(tmp_path: Path, monkeypatch: pytest.Mon
     shapes = _probe_agrees(root, [f"k{i:05d}" for i in range(0, 260, 2)])
     assert shapes["logs_only"] == 3 and shapes["delete_blocks"] > 0
     _agree(root, [f"k{i:05d}" for i in range(0, 260, 5)])
+
+
+def test_sorted_hits_equal_hashing() -> None:
+    """The binary search on a sorted base file's keys (``_sorted_hits``) finds what
+    ``index_in`` finds, and declines what it cannot search."""
+    import hashlib
+
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from morlog.readers.record_index import _sorted_hits
+
+    def h(i: int) -> str:
+        return hashlib.md5(str(i).encode()).hexdigest()
+
+    base = pa.array(sorted(h(i) for i in range(0, 3000, 2)), pa.string())
+    probe = pa.array([h(i) for i in range(1500, 4500)] + ["f" * 32, "0" * 32], pa.string())
+    got = _sorted_hits(base, probe)
+    assert got is not None
+    pos = pc.index_in(probe, value_set=base)
+    want = np.flatnonzero(pos.is_valid().to_numpy(zero_copy_only=False))
+    assert got[0].tolist() == want.tolist() and got[0].size == 750
+    assert got[1].tolist() == pos.drop_null().to_numpy().tolist()
+    # sliced arrays (offsets) too
+    assert _sorted_hits(base.slice(10), probe.slice(3)) is not None
+    # declined: keys of other lengths, short keys, a shared 8-byte prefix, unsorted
+    assert _sorted_hits(base, pa.array([h(1), "short-key"])) is None
+    assert _sorted_hits(pa.array(["k0001", "k0002"]), pa.array(["k0001", "k0003"])) is None
+    assert _sorted_hits(pa.array(["prefix00a", "prefix00b"]), pa.array(["prefix00a"])) is None
+    lo, hi = sorted([h(1), h(2)])
+    assert _sorted_hits(pa.array([hi, lo]), pa.array([lo])) is None
+
+
+def test_direct_probe_with_long_keys(tmp_path: Path) -> None:
+    """Keys of one length (32 hex digits): base files are searched, not hashed."""
+    import hashlib
+
+    def batch(ids: Any, v: int) -> pa.Table:
+        ids = list(ids)
+        return pa.table({"id": [hashlib.md5(str(i).encode()).hexdigest() for i in ids],
+                         "v": [v] * len(ids), "p": [f"p{i % 3}" for i in ids]},
+                        schema=SCHEMA)
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(batch(range(600), 1))
+    build(t, 4)
+    probe = batch(range(0, 1200, 3), 0).column("id").to_pylist()
+    _probe_agrees(root, probe)
+    t.upsert(batch(range(500, 700), 2))
+    t.delete(batch(range(0, 50), 3).select(["id", "p"]))
+    shapes = _probe_agrees(root, probe + probe[:5])
+    assert shapes["base_and_logs"] == 4 and shapes["delete_blocks"] > 0
