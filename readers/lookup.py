@@ -15,6 +15,7 @@ resolved on the driver.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -127,9 +128,14 @@ class KeyTagger:
                 self.record_index = HudiRecordIndex(table)
             except UnsupportedVersionError:
                 self.record_index = None  # a layout morlog does not read: the normal path
-        self.slices = table.file_slices(self.as_of)
         self.rolled_back = table.timeline.rolled_back_instants()
         self._rules = table.merge_spec(self.as_of)
+
+    @functools.cached_property
+    def slices(self) -> list[FileSlice]:
+        """The file slices the file probes read (listed on first use: a batch morlog's
+        record index tags lists none)."""
+        return self.table.file_slices(self.as_of)
 
     def _valid(self, instant: str) -> bool:
         """Whether a block of ``instant`` counts: the snapshot's rule (``slice_blocks``)."""
@@ -225,7 +231,7 @@ class KeyTagger:
                           "reads the table's files instead: rebuild it with "
                           "'morlog rli build'", StaleIndexWarning, stacklevel=3)
             return None
-        lk = index.lookup(arr, check=False)
+        lk = index.lookup(arr, check=False, instants=False)
         if partitions is not None and lk.groups:
             parts = (partitions if isinstance(partitions, pa.Array) else pa.array(
                 list(partitions), type=pa.string())).cast(pa.string())

@@ -25,21 +25,28 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
+from morlog.logformat.virtual_keys import VirtualKeys, key_array
 from morlog.logformat.xxh64 import xxh64_batch
 
-from .storage import TableLocation
+from .base_files import BaseFormat, format_of_path
+from .logfile import LogBlock, LogFileReader
+from .slice_blocks import effective_blocks
+from .storage import TableLocation, decoder_errors
 from .table import FileSlice, Table
 from .timeline import Timeline
 
@@ -193,11 +200,132 @@ class RecordIndex:
         return out
 
     def read_shard(self, s: FileSlice) -> pa.Table:
-        """The live entries of one shard (merged)."""
-        t = self.table.read_slice(s, None, list(SCHEMA.names))
+        """The live entries of one shard (merged). A slice that is only a Parquet base file
+        is read straight (its rows are the entries); one with logs through the general
+        merge (``Table.read_slice``)."""
+        base = (self._base_file(s) if not s.log_files and s.base_file is not None
+                and self._direct() else None)
+        if base is not None:
+            with decoder_errors(self.location.uri, "record index base file does not decode"):
+                t = base.read(columns=list(SCHEMA.names), use_threads=False)
+        else:
+            t = self.table.read_slice(s, None, list(SCHEMA.names))
         if t.num_rows == 0:
             return SCHEMA.empty_table()
-        return t.select(list(SCHEMA.names))
+        t = t.select(list(SCHEMA.names))
+        return pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+
+    def _direct(self) -> bool:
+        """Whether the shards can be read without the general merge: the latest write of a
+        key wins (no ordering field), keys are the ``key`` column."""
+        spec = self.table.merge_spec(None)
+        return not spec.orderings and spec.key_field in ("key", VirtualKeys(("key",)))
+
+    def _base_file(self, s: FileSlice) -> pq.ParquetFile | None:
+        """The shard's base file opened with pyarrow (None: not Parquet)."""
+        assert s.base_file is not None
+        path = self.table.storage.join(self.table.slice_dir(s.partition), s.base_file)
+        if format_of_path(path) is not BaseFormat.PARQUET:
+            return None
+        return pq.ParquetFile(self.table.storage.open_input(path),
+                              read_dictionary=list(_LOCATION))
+
+    def probe_shard(self, s: FileSlice, keys: pa.Array, *, instants: bool = True
+                    ) -> tuple[npt.NDArray[np.int64], pa.Table]:
+        """Which of ``keys`` (distinct) shard slice ``s`` holds: their indices into ``keys``
+        and their (partition, file_id, instant) rows, in that order (``instants`` False:
+        the instant column is not read, null).
+
+        Only what the keys need is read: the base file's key and location columns (the
+        latter dictionary encoded, taken at the hits), every counting log block's keys (and
+        its location columns at the hits). The sources are applied oldest first, the latest
+        write of a key winning (a delete removes it), as the general merge does for a table
+        without an ordering field; otherwise (or a base file that is not Parquet) the shard
+        is merged in full (:meth:`read_shard`) and probed."""
+        base = self._base_file(s) if s.base_file is not None and self._direct() else None
+        if self._direct() and (s.base_file is None or base is not None):
+            return self._probe_direct(s, base, keys, instants)
+        entries = self.read_shard(s)
+        pos = pc.index_in(keys, value_set=entries.column("key"))
+        hit = np.asarray(pos.is_valid().to_numpy(zero_copy_only=False))
+        at = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False))[hit]
+        return (np.flatnonzero(hit).astype(np.int64),
+                entries.select(list(_LOCATION)).take(pa.array(at)).cast(_LOCATION_SCHEMA))
+
+    def _probe_direct(self, s: FileSlice, base: pq.ParquetFile | None, keys: pa.Array,
+                      instants: bool) -> tuple[npt.NDArray[np.int64], pa.Table]:
+        m = len(keys)
+        cols = list(_LOCATION if instants else _LOCATION[:2])
+        #: per key: the source (0: base file, i: the i-th applied block) of its latest write,
+        #: -1 none, -2 a delete; and its row there
+        src = np.full(m, -1, dtype=np.int64)
+        row = np.zeros(m, dtype=np.int64)
+        sources: list[Any] = []  # per source: a table with the location columns, or None
+
+        def apply(source: int, source_keys: pa.Array) -> None:
+            pos = pc.index_in(source_keys, value_set=keys)
+            rows = np.flatnonzero(np.asarray(pos.is_valid().to_numpy(zero_copy_only=False)))
+            if rows.size == 0:
+                return
+            at = np.asarray(pos.drop_null().to_numpy(), dtype=np.int64)
+            if np.bincount(at, minlength=m).max() > 1:
+                # a key twice in one source: its later row wins
+                last = rows.size - 1 - np.unique(at[::-1], return_index=True)[1]
+                at, rows = at[last], rows[last]
+            src[at] = source
+            row[at] = rows
+
+        if base is not None:
+            with decoder_errors(self.location.uri, "record index base file does not decode"):
+                bt = base.read(columns=["key", *cols], use_threads=False)
+            sources.append(bt)
+            bk = key_array(bt, self.table.key_field, path=self.location.uri)
+            searched = _sorted_hits(bk, keys)
+            if searched is None:
+                apply(0, bk)
+            else:
+                src[searched[0]] = 0
+                row[searched[0]] = searched[1]
+        else:
+            sources.append(None)
+        if s.log_files:
+            st = self.table.storage
+            directory = self.table.slice_dir(s.partition)
+            readers = []
+            try:
+                blocks: list[LogBlock] = []
+                for name in s.log_files:
+                    r = LogFileReader(st.source(st.join(directory, name)))
+                    readers.append(r)
+                    blocks.extend(r.blocks())
+                for b in effective_blocks(blocks, self.table.timeline,
+                                          self.table.merge_spec(None)):
+                    if b.block_type == BlockType.DELETE:
+                        dk = [r.record_key for r in b.delete_records()]
+                        sources.append(None)
+                        apply(-2, pa.array([k for k in dk if k is not None], pa.string()))
+                        continue
+                    t = b.to_arrow()
+                    sources.append(t)
+                    apply(len(sources) - 1, key_array(t, self.table.key_field, path=b.path))
+            finally:
+                for r in readers:
+                    r.close()
+        hit = np.flatnonzero(src >= 0)
+        parts: list[pa.Table] = []
+        order: list[npt.NDArray[np.int64]] = []
+        for k in np.unique(src[hit]).tolist():
+            idx = hit[src[hit] == k]
+            where = pa.array(row[idx])
+            loc = sources[k]
+            loc = pa.table([_strings(_column(loc, c).take(where)) if c in cols
+                            else pa.nulls(idx.size, pa.string()) for c in _LOCATION],
+                           schema=_LOCATION_SCHEMA)
+            parts.append(loc)
+            order.append(idx)
+        if not parts:
+            return np.zeros(0, np.int64), _LOCATION_SCHEMA.empty_table()
+        return np.concatenate(order), pa.concat_tables(parts)
 
     def entries(self, threads: int | None = None) -> pa.Table:
         """Every live entry, sorted by key."""
@@ -207,9 +335,11 @@ class RecordIndex:
         return t.sort_by("key")
 
     def lookup(self, keys: Sequence[str] | pa.Array, *, threads: int | None = None,
-               check: bool = True) -> IndexLookup:
-        """Where each key lives: keys split by shard, each shard read once and probed
-        (threads: ``threads``, default the machine's cores, at most 4)."""
+               check: bool = True, instants: bool = True) -> IndexLookup:
+        """Where each key lives: keys split by shard, each shard probed once
+        (:meth:`probe_shard`; threads: ``threads``, default the machine's cores, at most 4).
+        ``instants`` False: the entries' instants are not read (``IndexLookup.instants``
+        all null), as tagging needs only the file groups."""
         import time
 
         t0 = time.perf_counter()
@@ -222,50 +352,121 @@ class RecordIndex:
         if arr.null_count:
             raise UsageError("record keys must not be null")
         n = len(arr)
-        shard = shards_of(arr, self.shards)
+        # each distinct key once (distinct hashes: distinct keys, the common case; else
+        # the keys are deduplicated)
+        h = xxh64_batch(KeyBatch.of(arr)) if n else np.zeros(0, np.uint64)
+        hs = np.sort(h)
+        if n and (hs[1:] == hs[:-1]).any():
+            enc = arr.dictionary_encode()
+            uniq = enc.dictionary
+            back: npt.NDArray[np.int64] | None = enc.indices.to_numpy(zero_copy_only=False)
+            shard = shards_of(uniq, self.shards)
+        else:
+            uniq, back = arr, None
+            shard = (h % np.uint64(self.shards)).astype(np.int64)
         slices = self.slices()
         wanted = sorted(set(np.unique(shard).tolist()) & set(slices))
-        order = np.argsort(shard, kind="stable")
+        # a stable sort of 16-bit integers is a radix sort (MAX_SHARDS < 2**16)
+        order = np.argsort(shard.astype(np.uint16), kind="stable")
         bounds = np.searchsorted(shard[order], np.arange(self.shards + 1))
 
-        def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table, npt.NDArray[np.int64]]:
+        def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table]:
             rows = order[bounds[k]:bounds[k + 1]]
-            entries = self.read_shard(slices[k])
-            pos = pc.index_in(arr.take(pa.array(rows)), value_set=entries.column("key"))
-            hit = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False))
-            at = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False))[hit]
-            return rows[hit], entries, at.astype(np.int64)
+            at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
+                                        instants=instants)
+            return rows[at], locs
 
         t1 = time.perf_counter()
         results = _map(probe, wanted, threads)
         t2 = time.perf_counter()
-        codes = np.full(n, -1, dtype=np.int32)
-        instants = np.full(n, "", dtype=object)
-        loc_parts: list[pa.Table] = []
-        loc_rows: list[npt.NDArray[np.int64]] = []
-        for rows, entries, at in results:
-            if rows.size:
-                loc_parts.append(entries.take(pa.array(at)).select(["partition", "file_id",
-                                                                   "instant"]))
-                loc_rows.append(rows)
+        m = len(uniq)
+        codes_u = np.full(m, -1, dtype=np.int32)
+        found = [(rows, locs) for rows, locs in results if rows.size]
         groups: list[tuple[str, str]] = []
-        if loc_parts:
-            locs = pa.concat_tables(loc_parts)
-            rows = np.concatenate(loc_rows)
+        inst_at = np.full(m, 0, dtype=np.int64)
+        inst_values = pa.array([""], pa.string())
+        if found:
+            rows = np.concatenate([r for r, _ in found])
+            locs = pa.concat_tables([t for _, t in found]).combine_chunks()
             pid = pc.binary_join_element_wise(locs.column("partition").fill_null(""),
                                               locs.column("file_id").fill_null(""), "\x00")
-            enc = pid.combine_chunks().dictionary_encode()
-            codes[rows] = enc.indices.to_numpy(zero_copy_only=False)
-            groups = [tuple(g.split("\x00", 1)) for g in enc.dictionary.to_pylist()]  # type: ignore[misc]
-            instants[rows] = np.asarray(locs.column("instant").fill_null("").to_numpy(
-                zero_copy_only=False), dtype=object)
-        return IndexLookup(arr, codes, groups, pa.array(instants, type=pa.string()),
-                           shards_read=len(wanted),
+            genc = pid.combine_chunks().dictionary_encode()
+            codes_u[rows] = genc.indices.to_numpy(zero_copy_only=False)
+            groups = [tuple(g.split("\x00", 1)) for g in genc.dictionary.to_pylist()]
+            inst_values = pa.concat_arrays([
+                pa.array([""], pa.string()),
+                locs.column("instant").fill_null("").combine_chunks().cast(pa.string())])
+            inst_at[rows] = np.arange(1, rows.size + 1)
+        codes = codes_u if back is None else codes_u[back]
+        inst = (inst_values.take(pa.array(inst_at if back is None else inst_at[back]))
+                if instants else pa.nulls(n, pa.string()))
+        return IndexLookup(arr, codes, groups, inst, shards_read=len(wanted),
                            seconds={"prepare": t1 - t0, "probe": t2 - t1,
                                     "assemble": time.perf_counter() - t2})
 
 
-def _map(fn, jobs, threads):  # type: ignore[no-untyped-def]
+def _fixed_width(a: pa.Array) -> npt.NDArray[np.uint8] | None:
+    """The strings of ``a`` as rows of one byte length (a 2-d uint8 view, no copy); None
+    unless every string has that length, at least 8 bytes."""
+    if not isinstance(a, pa.Array) or a.type != pa.string() or a.null_count or len(a) == 0:
+        return None
+    off = np.frombuffer(a.buffers()[1], dtype=np.int32)[a.offset : a.offset + len(a) + 1]
+    width = int(off[1] - off[0])
+    if width < 8 or (np.diff(off) != width).any():
+        return None
+    data = np.frombuffer(a.buffers()[2], dtype=np.uint8)[off[0] : off[-1]]
+    return data.reshape(len(a), width)
+
+
+def _sorted_hits(base: pa.Array, keys: pa.Array
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """(indices into ``keys``, rows of ``base``) of the keys ``base`` holds, by binary search
+    on the keys' first 8 bytes, when those are strictly increasing along ``base`` (a base file
+    of the index: sorted by key, one row per key; random keys differ there) and all keys
+    have one byte length; None otherwise (the caller hashes instead)."""
+    b = _fixed_width(base)
+    k = _fixed_width(keys)
+    if b is None or k is None or b.shape[1] != k.shape[1]:
+        return None
+    bp = np.ascontiguousarray(b[:, :8]).view(">u8").ravel()
+    if bp.size > 1 and not (bp[1:] > bp[:-1]).all():
+        return None
+    kp = np.ascontiguousarray(k[:, :8]).view(">u8").ravel()
+    order = np.argsort(kp)  # sorted needles: a cache-friendly search
+    i = np.empty(kp.size, dtype=np.int64)
+    i[order] = np.searchsorted(bp, kp[order])
+    cand = np.flatnonzero(i < bp.size)
+    ic = i[cand]
+    same = bp[ic] == kp[cand]
+    cand, ic = cand[same], ic[same]
+    # the whole key (as raw bytes: numpy compares fixed-width voids byte for byte)
+    width = b.shape[1]
+    full = b.reshape(-1).view(f"V{width}")[ic] == k.reshape(-1).view(f"V{width}")[cand]
+    return cand[full].astype(np.int64), ic[full]
+
+
+_J = TypeVar("_J")
+_R = TypeVar("_R")
+
+#: the location columns of an entry
+_LOCATION = ("partition", "file_id", "instant")
+_LOCATION_SCHEMA = pa.schema([SCHEMA.field(c) for c in _LOCATION])
+
+
+def _column(t: pa.Table, name: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``t`` (nulls where ``t`` has no such column)."""
+    if name not in t.column_names:
+        return pa.chunked_array([pa.nulls(t.num_rows, pa.string())])
+    return t.column(name)
+
+
+def _strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``col`` as plain strings (a dictionary-encoded column decoded: after any take, so
+    that only the rows taken are)."""
+    return col if col.type == pa.string() else col.cast(pa.string())
+
+
+def _map(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int | None) -> list[_R]:
     n = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
     if n <= 1 or len(jobs) <= 1:
         return [fn(j) for j in jobs]

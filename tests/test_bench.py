@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from morlog.bench.cli import ALL_SCENARIOS
 from morlog.cli import main
 
 TOP_KEYS = {"scenario", "machine", "params", "results", "ratios", "goals"}
@@ -32,6 +33,7 @@ GOALS = {
                    "table_compaction_time_vs_base_file_write"},
     "prune": {"pruned_superset_of_hudi", "unsound_prunes", "pruned_fraction_morlog_minus_hudi",
               "read_time_ratio_minus_kept_fraction"},
+    "rli": {"bytes_per_mapping", "lookup_100k_ms", "tag_keys_per_s", "tag_vs_bloom_baseline"},
 }
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
@@ -61,7 +63,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str,
     return rc, json.loads(out), err
 
 
-@pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag"])
+@pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag", "rli"])
 def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
@@ -137,6 +139,34 @@ def test_bench_tag_checks_both_methods(tmp_path: Path,
     assert r["setup_seconds"] > 0
     top = r["profile_top"]
     assert 1 <= len(top) <= 5 and all(t.startswith("readers/") for t in top)
+
+
+def test_bench_rli_checks_every_method(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", "rli", "--quick", "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    r, p = report["results"], report["params"]
+    keys = p["keys"]
+    assert r["table"]["keys"] == keys == r["bootstrap"]["entries"]
+    assert p["shards"] == 16 and r["bootstrap"]["index"]["shards_with_slices"] == 16
+    assert r["bootstrap"]["index"]["entries"] == keys
+    assert report["goals"]["bytes_per_mapping"]["value"] == pytest.approx(
+        r["bootstrap"]["bytes"] / keys, rel=1e-5)
+    look = r["lookup"]
+    assert look["threads"] == 1 and look["shards_read"] == 16
+    assert look["answers"] == {"present_keys_found": p["lookup_keys"] // 2,
+                               "absent_keys_found": 0}
+    assert report["goals"]["lookup_100k_ms"]["value"] == look["ms"]
+    assert look["profile_top"] and all(x.startswith("readers/") for x in look["profile_top"])
+    tag = r["tag"]
+    assert tag["locations_agree"] is True
+    assert tag["answers"]["update_keys_found"] == tag["batch"]["update_keys"]
+    assert tag["index"]["shards_read"] == 16 and tag["file_probes"]["stats"]["slices"] > 0
+    up = r["upserts"]
+    assert len(up["seconds"]) == up["count"] == p["upserts"]
+    assert up["live_keys"] == keys + up["inserted_keys"] == up["index"]["entries"]
+    assert up["index"]["log_blocks"] > 0  # the index's shards have logs now
+    assert up["lookup"]["answers"]["present_keys_found"] == p["lookup_keys"] // 2
 
 
 def test_bench_upsert_compares_routing_with_new_file_groups(
@@ -326,7 +356,11 @@ def test_bench_all_merges_the_scenarios(tmp_path: Path,
     assert rc == 0
     assert set(report) == TOP_KEYS and report["scenario"] == "all"
     ran = {n for n in GOALS if n != "upsert" or importlib.util.find_spec("pyspark")}
-    assert set(report["goals"]) == set().union(*(GOALS[n] for n in ran))
+    want: set[str] = set()  # a goal name a scenario before took is prefixed (combine)
+    for name in ALL_SCENARIOS:
+        if name in ran:
+            want |= {g if g not in want else f"{name}.{g}" for g in GOALS[name]}
+    assert set(report["goals"]) == want
     for name in ran:
         assert name in report["results"] and name in report["params"]
         assert (tmp_path / f"{name}.json").exists()

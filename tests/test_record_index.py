@@ -326,6 +326,72 @@ def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: 
 def test_services_on_the_index_shards(tmp_path: Path) -> None:
     """After enough commits the index's shards are log-compacted, compacted and cleaned
     inline (the index's own instants, which count once completed), and it stays exact."""
+
+
+# --- the lookup's direct shard probe (RecordIndex.probe_shard) against the general merge ----
+
+
+def _general(index: RecordIndex, s: Any) -> dict[str, tuple[str, str, str]]:
+    """A shard's live entries by the general merge (``Table.read_slice``)."""
+    t = index.table.read_slice(s, None, ["key", "partition", "file_id", "instant"])
+    return {r["key"]: (r["partition"], r["file_id"], r["instant"]) for r in t.to_pylist()}
+
+
+def _probe_agrees(root: Path, probe: list[str]) -> dict[str, int]:
+    """Every shard's direct probe and read equal the general merge, and so does a lookup of
+    ``probe`` (duplicates included), on one thread and on several. Returns the shapes of
+    the shard slices seen."""
+    index = RecordIndex(Table(str(root)))
+    assert index._direct()
+    shapes = {"base_only": 0, "base_and_logs": 0, "logs_only": 0, "delete_blocks": 0}
+    want: dict[str, tuple[str, str, str]] = {}
+    for s in index.slices().values():
+        general = _general(index, s)
+        want.update(general)
+        direct = {r["key"]: (r["partition"], r["file_id"], r["instant"])
+                  for r in index.read_shard(s).to_pylist()}
+        assert direct == general
+        keys = pa.array(sorted(set(probe)), pa.string())
+        at, locs = index.probe_shard(s, keys)
+        got = {keys[int(i)].as_py(): (r["partition"], r["file_id"], r["instant"])
+               for i, r in zip(at.tolist(), locs.to_pylist(), strict=True)}
+        assert got == {k: general[k] for k in keys.to_pylist() if k in general}
+        kind = ("base_only" if not s.log_files else "logs_only" if s.base_file is None
+                else "base_and_logs")
+        shapes[kind] += 1
+        d = index.table.slice_dir(s.partition)
+        for log in s.log_files:
+            from morlog.logformat.constants import BlockType
+            from morlog.readers.logfile import LogFileReader
+
+            with LogFileReader(index.table.storage.join(d, log)) as r:
+                shapes["delete_blocks"] += sum(b.block_type == BlockType.DELETE
+                                               for b in r.blocks())
+    for threads in (1, 3):
+        got = index.lookup(probe, threads=threads).as_dict()
+        assert got == {k: None if k not in want else dict(zip(
+            ("partition", "file_id", "instant"), want[k], strict=True)) for k in probe}
+    return shapes
+
+
+def test_direct_probe_equals_the_general_merge(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(400), 1))
+    build(t, 4)
+    probe = [f"k{i:05d}" for i in range(0, 900, 3)] + ["k00003", "k00003", "nope"]
+    assert _probe_agrees(root, probe)["base_only"] == 4
+    t.upsert(_batch(range(350, 500), 2))  # inserts: data blocks in every shard
+    t.delete(_batch(range(0, 60), 3).select(["id", "p"]))  # delete blocks
+    t.upsert(_batch(range(20, 30), 4))  # deleted keys placed again
+    t.delete(_batch(range(20, 25), 5).select(["id", "p"]))  # and deleted once more
+    shapes = _probe_agrees(root, probe)
+    assert shapes["base_and_logs"] == 4 and shapes["delete_blocks"] > 0
+
+
+def test_direct_probe_through_index_services(tmp_path: Path) -> None:
+    """Many commits: the index's own log compaction (5 blocks) and compaction (10 delta
+    commits) run inline; the probe reads what they leave, equal to the general merge."""
     root = tmp_path / "t"
     t = _table(root)
     t.upsert(_batch(range(100), 1))
@@ -364,3 +430,91 @@ def test_spark_lookup_by_shard(spark: Any, tmp_path: Path) -> None:
         "partition": r._rli_partition, "file_id": r._rli_file_id, "instant": r._rli_instant}
         for r in out}
     assert got == want and got["k00007"] is None and got["k00014"] is not None
+
+
+    probe = [f"k{i:05d}" for i in range(0, 400, 2)]
+    for v in range(2, 16):
+        t.upsert(_batch(range(100 + v * 10, 110 + v * 10), v))
+        t.delete(_batch(range(v * 3, v * 3 + 2), v).select(["id", "p"]))
+        _probe_agrees(root, probe)
+    index = RecordIndex(Table(str(root)))
+    actions = {i.action for i in index.raw_timeline.completed()}
+    assert "commit" in actions  # a compaction of the index ran
+
+
+def test_direct_probe_of_log_only_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """Shards that are logs only (no base file): the index written with new groups as
+    logs (the writer makes base files today; the reader must not depend on it)."""
+    import morlog.writers.record_index as wri
+
+    made = wri.index_table
+
+    def logs_only(*args: Any, **kwargs: Any) -> Any:
+        mt = made(*args, **kwargs)
+        mt.config.new_groups = "log"
+        return mt
+
+    monkeypatch.setattr(wri, "index_table", logs_only)
+    root = tmp_path / "t"
+    t = _table(root)
+    build(t, 3)  # an empty table: no shard has a slice yet
+    t.upsert(_batch(range(200), 1))
+    t.delete(_batch(range(0, 30), 2).select(["id", "p"]))
+    t.upsert(_batch(range(10, 15), 3))
+    shapes = _probe_agrees(root, [f"k{i:05d}" for i in range(0, 260, 2)])
+    assert shapes["logs_only"] == 3 and shapes["delete_blocks"] > 0
+    _agree(root, [f"k{i:05d}" for i in range(0, 260, 5)])
+
+
+def test_sorted_hits_equal_hashing() -> None:
+    """The binary search on a sorted base file's keys (``_sorted_hits``) finds what
+    ``index_in`` finds, and declines what it cannot search."""
+    import hashlib
+
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from morlog.readers.record_index import _sorted_hits
+
+    def h(i: int) -> str:
+        return hashlib.md5(str(i).encode()).hexdigest()
+
+    base = pa.array(sorted(h(i) for i in range(0, 3000, 2)), pa.string())
+    probe = pa.array([h(i) for i in range(1500, 4500)] + ["f" * 32, "0" * 32], pa.string())
+    got = _sorted_hits(base, probe)
+    assert got is not None
+    pos = pc.index_in(probe, value_set=base)
+    want = np.flatnonzero(pos.is_valid().to_numpy(zero_copy_only=False))
+    assert got[0].tolist() == want.tolist() and got[0].size == 750
+    assert got[1].tolist() == pos.drop_null().to_numpy().tolist()
+    # sliced arrays (offsets) too
+    assert _sorted_hits(base.slice(10), probe.slice(3)) is not None
+    # declined: keys of other lengths, short keys, a shared 8-byte prefix, unsorted
+    assert _sorted_hits(base, pa.array([h(1), "short-key"])) is None
+    assert _sorted_hits(pa.array(["k0001", "k0002"]), pa.array(["k0001", "k0003"])) is None
+    assert _sorted_hits(pa.array(["prefix00a", "prefix00b"]), pa.array(["prefix00a"])) is None
+    lo, hi = sorted([h(1), h(2)])
+    assert _sorted_hits(pa.array([hi, lo]), pa.array([lo])) is None
+
+
+def test_direct_probe_with_long_keys(tmp_path: Path) -> None:
+    """Keys of one length (32 hex digits): base files are searched, not hashed."""
+    import hashlib
+
+    def batch(ids: Any, v: int) -> pa.Table:
+        ids = list(ids)
+        return pa.table({"id": [hashlib.md5(str(i).encode()).hexdigest() for i in ids],
+                         "v": [v] * len(ids), "p": [f"p{i % 3}" for i in ids]},
+                        schema=SCHEMA)
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(batch(range(600), 1))
+    build(t, 4)
+    probe = batch(range(0, 1200, 3), 0).column("id").to_pylist()
+    _probe_agrees(root, probe)
+    t.upsert(batch(range(500, 700), 2))
+    t.delete(batch(range(0, 50), 3).select(["id", "p"]))
+    shapes = _probe_agrees(root, probe + probe[:5])
+    assert shapes["base_and_logs"] == 4 and shapes["delete_blocks"] > 0

@@ -87,7 +87,8 @@ def add_rli_commands(sub: Any) -> None:
         "morlog's indexed log format: shards of sorted keys with blooms), kept true by "
         "every morlog writer once built (spec/rli.md).",
         epilog="Exit status: 0 ok, 1 verify found differences, 2 error.")
-    cmds = rli.add_subparsers(dest="rli_command", metavar="COMMAND", required=True)
+    cmds = rli.add_subparsers(dest="rli_command", metavar="COMMAND", required=True,
+                              help="build, lookup or verify")
     p = cmds.add_parser(
         "build", help="build (or rebuild) the index and enable it",
         description="Read every live key of the table (one file slice at a time), write "
