@@ -281,8 +281,8 @@ def lookup_record_index(df: Any, path: str | TableLocation, key: str = "key") ->
 
     def add_shard(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            s = shards_of(b.column(key), n) if b.num_rows else []
-            yield b.append_column(shard_col, pa.array([str(x) for x in s], pa.string()))
+            s = shards_of(b.column(key), n)
+            yield b.append_column(shard_col, pa.array(s).cast(pa.string()))
 
     out_schema = StructType([*with_shard.fields,
                              *(StructField(name, StringType()) for name, _ in LOOKUP_COLUMNS)])

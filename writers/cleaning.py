@@ -735,8 +735,9 @@ def _run_locked(mt: MorTable, table: Table, instant: str,
                               last_completed_commit=str(plan.get("lastCompletedCommitTimestamp")
                                                         or ""),
                               extra_metadata=plan.get("extraMetadata") or {})
-        if isinstance(getattr(hooks, "mdt", None), MetadataTable):
-            hooks.cleaned(instant, {p: list(m["deletePathPatterns"])
+        cleaned = getattr(hooks, "cleaned", None)
+        if cleaned is not None and isinstance(getattr(hooks, "mdt", None), MetadataTable):
+            cleaned(instant, {p: list(m["deletePathPatterns"])
                                     for p, m in partitions.items()},
                           [p for p in partitions if p in gone])
         writer.write(instant, "completed", meta, CLEAN)

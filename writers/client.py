@@ -904,12 +904,21 @@ class _Plan:
     def record_changes(self) -> RecordChanges:
         """The commit's key-level changes (computed only when a hook asks: the record
         index): inserts into new and existing groups, and the tagged keys deleted."""
-        keys = [] if self.keys is None else self.keys.to_pylist()
-        inserted = [(keys[i], p, f) for (p, f), rows in self.routed.items() for i in rows]
-        inserted += [(keys[i], p, f) for p, f, rows in self.new_groups for i in rows]
-        deleted = dict.fromkeys((keys[i], p) for (p, _f), rows in self.deletes.items()
-                                for i in rows)
-        return RecordChanges(tuple(inserted), tuple(deleted))
+        keys = self.keys if self.keys is not None else pa.array([], pa.string())
+
+        def part(rows: list[int], p: str, f: str | None) -> pa.Table:
+            n = len(rows)
+            cols = {"key": keys.take(pa.array(rows, pa.int64())),
+                    "partition": pa.repeat(pa.scalar(p, pa.string()), n)}
+            if f is not None:
+                cols["file_id"] = pa.repeat(pa.scalar(f, pa.string()), n)
+            return pa.table(cols)
+
+        ins = [part(rows, p, f) for (p, f), rows in self.routed.items() if rows]
+        ins += [part(rows, p, f) for p, f, rows in self.new_groups if rows]
+        dels = [part(rows, p, None) for (p, _f), rows in self.deletes.items() if rows]
+        return RecordChanges.of_arrays(pa.concat_tables(ins) if ins else None,
+                                       pa.concat_tables(dels) if dels else None)
 
 
 __all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",

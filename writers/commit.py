@@ -40,8 +40,11 @@ import datetime as _dt
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from morlog.logformat.blocks import rollback_block
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
@@ -625,7 +628,6 @@ class Commit:
             self.hooks.committed(self.instant)
 
 
-@dataclass(frozen=True)
 class RecordChanges:
     """The key-level changes of one commit, what a record-level index learns from it.
 
@@ -633,11 +635,58 @@ class RecordChanges:
     in a file group that did not hold its key before (inserts, inserts routed into existing
     file groups, and the records of new file groups of a replace commit); ``deleted``:
     (record key, partition path) of every key the commit removed from the table (deletes
-    of tagged keys, and the keys of file groups a replace commit replaced). Updates in place
-    change nothing."""
+    of tagged keys, and the keys of file groups a replace commit replaced), each pair once.
+    Updates in place change nothing.
 
-    inserted: tuple[tuple[str, str, str], ...] = ()
-    deleted: tuple[tuple[str, str], ...] = ()
+    Held column-wise (:meth:`of_arrays`, :meth:`tables`: Arrow arrays, what writers and the
+    record index use); the tuples are made on first use for the consumers that want them."""
+
+    def __init__(self, inserted: Iterable[tuple[str, str, str]] = (),
+                 deleted: Iterable[tuple[str, str]] = ()) -> None:
+        ins = list(inserted)
+        dels = list(dict.fromkeys(deleted))
+        self._ins = pa.table({
+            "key": pa.array([x[0] for x in ins], pa.string()),
+            "partition": pa.array([x[1] for x in ins], pa.string()),
+            "file_id": pa.array([x[2] for x in ins], pa.string())})
+        self._dels = pa.table({"key": pa.array([x[0] for x in dels], pa.string()),
+                               "partition": pa.array([x[1] for x in dels], pa.string())})
+
+    @classmethod
+    def of_arrays(cls, inserted: pa.Table | None, deleted: pa.Table | None) -> RecordChanges:
+        """From tables: ``inserted`` (key, partition, file_id), ``deleted`` (key,
+        partition; repeated pairs are kept once, the first)."""
+        out = cls()
+        if inserted is not None and inserted.num_rows:
+            out._ins = inserted.select(["key", "partition", "file_id"]).cast(out._ins.schema)
+        if deleted is not None and deleted.num_rows:
+            d = deleted.select(["key", "partition"]).cast(out._dels.schema)
+            joined = pc.binary_join_element_wise(d.column("key"), d.column("partition"),
+                                                 "\x00").combine_chunks()
+            codes = joined.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+            _, first = np.unique(codes, return_index=True)
+            out._dels = d.take(pa.array(np.sort(first)))
+        return out
+
+    def tables(self) -> tuple[pa.Table, pa.Table]:
+        """(inserted: key, partition, file_id; deleted: key, partition) as Arrow tables."""
+        return self._ins, self._dels
+
+    @property
+    def inserted(self) -> tuple[tuple[str, str, str], ...]:
+        cols = [self._ins.column(c).to_pylist() for c in ("key", "partition", "file_id")]
+        return tuple(zip(*cols, strict=True))
+
+    @property
+    def deleted(self) -> tuple[tuple[str, str], ...]:
+        cols = [self._dels.column(c).to_pylist() for c in ("key", "partition")]
+        return tuple(zip(*cols, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, RecordChanges) and self._ins.equals(other._ins)
+                and self._dels.equals(other._dels))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class CommitHooks(RollbackHooks):

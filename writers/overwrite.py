@@ -139,24 +139,33 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
             # the keys of the replaced groups leave the table, the new groups' keys enter it
             # (Hudi's record index: deletes for the replaced file groups' keys, reduced
             # against the inserts of the same commit, an insert winning)
-            deleted = [(k, s.partition) for s in replaced_slices
-                       for k in _slice_keys(table, view, s)]
-            inserted = [(k, part, fid) for part, fid, rows in groups
-                        for k in table.keys_of(rows)[0].to_pylist()]
-            return RecordChanges(tuple(inserted), tuple(deleted))
+            def with_cols(keys: Any, **values: str) -> pa.Table:
+                n = len(keys)
+                return pa.table({"key": pa.array(keys).cast(pa.string()), **{
+                    k: pa.repeat(pa.scalar(v, pa.string()), n) for k, v in values.items()}})
+
+            deleted = [with_cols(_slice_keys(table, view, s), partition=s.partition)
+                       for s in replaced_slices]
+            inserted = [with_cols(table.keys_of(rows)[0], partition=part, file_id=fid)
+                        for part, fid, rows in groups]
+            return RecordChanges.of_arrays(
+                pa.concat_tables(inserted) if inserted else None,
+                pa.concat_tables(deleted) if deleted else None)
 
         c.complete(stats, summary, replaced=result.replaced, changes=changes)
     table.table_services()
     return result
 
 
-def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> list[str]:
+def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> pa.Array:
     """The record keys a file slice holds now (merged: deleted keys are gone)."""
     if view.config.populate_meta_fields:
         rows = view.read_slice(s, columns=[RECORD_KEY_FIELD])
-        return [] if not rows.num_rows else rows.column(RECORD_KEY_FIELD).to_pylist()
+        return (pa.array([], pa.string()) if not rows.num_rows
+                else rows.column(RECORD_KEY_FIELD).combine_chunks())
     rows = view.read_slice(s)
-    return [] if not rows.num_rows else table.keygen.record_keys(rows).to_pylist()
+    return (pa.array([], pa.string()) if not rows.num_rows
+            else table.keygen.record_keys(rows))
 
 
 def _plan_groups(table: MorTable, data: pa.Table) -> list[tuple[str, str, pa.Table]]:

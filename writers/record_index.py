@@ -84,8 +84,8 @@ def index_table(data: TableLocation, fsync: bool = True) -> Any:
         hoodie_options=dict(INDEX_OPTIONS)))
 
 
-def _entries(keys: pa.Array, parts: pa.Array, fids: pa.Array, instants: pa.Array
-             ) -> pa.Table:
+def _entries(keys: Any, parts: Any, fids: Any, instants: Any) -> pa.Table:
+    """Index rows from four string arrays (or chunked arrays)."""
     return pa.Table.from_arrays([keys.cast(pa.string()), parts.cast(pa.string()),
                                  fids.cast(pa.string()), instants.cast(pa.string())],
                                 schema=SCHEMA)
@@ -139,13 +139,14 @@ class RecordIndexWriter(CommitHooks):
             raise UsageError("this write cannot tell the record index its key changes; "
                              f"disable the index ({ENABLE_PROPERTY}=false) to write this way",
                              path=self.data_location.uri)
-        ch = changes()
-        mt = index_table(self.data_location, self.fsync)
+        ins_t, del_t = changes().tables()
         shards = RecordIndex(Table(self.data_location)).shards
-        ins = _entries(*(pa.array(list(c), pa.string()) for c in zip(*ch.inserted, strict=True)),
-                       pa.repeat(pa.scalar(instant, pa.string()), len(ch.inserted))
-                       ) if ch.inserted else SCHEMA.empty_table()
-        dels = pa.array([k for k, _ in ch.deleted], pa.string())
+        mt = index_table(self.data_location, self.fsync)
+        n = ins_t.num_rows
+        ins = _entries(ins_t.column("key"), ins_t.column("partition"), ins_t.column("file_id"),
+                       pa.repeat(pa.scalar(instant, pa.string()), n)) if n else (
+            SCHEMA.empty_table())
+        dels = del_t.column("key").combine_chunks()
         if len(dels) and ins.num_rows:  # a key deleted and placed again: its new place wins
             dels = dels.filter(pc.invert(pc.is_in(dels, value_set=ins.column("key"))))
         dels = pc.unique(dels) if len(dels) else dels

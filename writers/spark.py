@@ -391,12 +391,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         def changes() -> RecordChanges:
             # inserts (routed ones too) and tagged deletes, collected only when the record
             # index is kept
-            rows = (groups.filter(F.col(_INS) | F.col(_DEL))
-                    .select(F.col(_KEY).alias("k"), _PART, _FID, _DEL)
-                    .collect())
-            return RecordChanges(
-                tuple((r["k"], r[_PART], r[_FID]) for r in rows if not r[_DEL]),
-                tuple(dict.fromkeys((r["k"], r[_PART]) for r in rows if r[_DEL])))
+            t = (groups.filter(F.col(_INS) | F.col(_DEL))
+                 .select(F.col(_KEY).alias("key"), F.col(_PART).alias("partition"),
+                         F.col(_FID).alias("file_id"), F.col(_DEL).alias("deleted"))
+                 .toArrow())
+            gone = t.column("deleted").fill_null(False)
+            return RecordChanges.of_arrays(t.filter(pa.compute.invert(gone)), t.filter(gone))
 
         commit.complete(stats, summary, changes=changes)
         tagged.unpersist()
