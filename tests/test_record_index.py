@@ -527,3 +527,13 @@ def test_direct_probe_with_long_keys(tmp_path: Path) -> None:
     t.delete(batch(range(0, 50), 3).select(["id", "p"]))
     shapes = _probe_agrees(root, probe + probe[:5])
     assert shapes["base_and_logs"] == 4 and shapes["delete_blocks"] > 0
+
+
+def test_shard_vectors() -> None:
+    """spec/vectors/rli/shards.json (spec/rli.md §1)."""
+    doc = json.loads((Path(__file__).parent.parent / "spec" / "vectors" / "rli" /
+                      "shards.json").read_text(encoding="utf-8"))
+    assert len(doc["cases"]) >= 20
+    for c in doc["cases"]:
+        got = int(shards_of(pa.array([c["key"]], pa.string()), c["shards"])[0])
+        assert got == c["shard"] and shard_file_id(got) == c["file_id"], c
