@@ -39,6 +39,16 @@ from .storage import RangedSource, Storage, TableLocation, decoder_errors
 from .table import FileSlice, Table
 
 
+def _in_partition(codes: npt.NDArray[np.int32], groups: list[tuple[str, str]],
+                  parts: pa.Array) -> npt.NDArray[np.bool_]:
+    """Per key: whether the group a global index places it in (``codes`` into ``groups``;
+    -1 none) lies in the partition ``parts`` gives the key (False where it has none)."""
+    where = pa.array([g[0] for g in groups] or [""], pa.string())
+    at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
+    same = np.asarray(pc.equal(at, parts).fill_null(False).to_numpy(zero_copy_only=False))
+    return same & (codes >= 0)
+
+
 class StaleIndexWarning(UserWarning):
     """morlog's record index does not cover the table; tagging read the files instead."""
 
@@ -213,8 +223,8 @@ class KeyTagger:
                         also.setdefault(i, []).append((s.partition, s.file_id))
         return TagResult(arr, found, groups_hit, stats, also)
 
-    def _tag_by_morlog_index(self, arr: pa.Array, partitions: Sequence[str] | pa.Array | None
-                      ) -> TagResult | None:
+    def _tag_by_morlog_index(self, arr: pa.Array,
+                             partitions: Sequence[str] | pa.Array | None) -> TagResult | None:
         """The tags morlog's record index gives (None: the table has no index, or it does
         not cover the table: a warning, and the file probes answer). The index is global:
         a key it places in another partition than ``partitions`` gives is a
@@ -235,11 +245,7 @@ class KeyTagger:
         if partitions is not None and lk.groups:
             parts = (partitions if isinstance(partitions, pa.Array) else pa.array(
                 list(partitions), type=pa.string())).cast(pa.string())
-            have = pa.array([g[0] for g in lk.groups], pa.string())
-            found = lk.codes >= 0
-            at = pa.array(np.where(found, lk.codes, 0))
-            moved = found & ~np.asarray(pc.equal(have.take(at), parts).fill_null(False)
-                                        .to_numpy(zero_copy_only=False))
+            moved = (lk.codes >= 0) & ~_in_partition(lk.codes, lk.groups, parts)
             if moved.any():
                 i = int(np.flatnonzero(moved)[0])
                 raise UsageError(
@@ -258,9 +264,7 @@ class KeyTagger:
         found = self.record_index.lookup(arr)
         codes, groups = found.codes, found.groups
         if parts is not None and len(groups):
-            where = pa.array([g[0] for g in groups], pa.string())
-            at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
-            same = pc.equal(at, parts).to_numpy(zero_copy_only=False)
+            same = _in_partition(codes, groups, parts)
             codes = np.where((codes >= 0) & same, codes, -1).astype(np.int32)
             used = np.unique(codes[codes >= 0])
             remap = np.full(len(groups), -1, dtype=np.int32)

@@ -24,9 +24,7 @@ lookups then raise :class:`StaleIndexError`, and tagging falls back to the file 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -45,6 +43,7 @@ from morlog.logformat.xxh64 import xxh64_batch
 
 from .base_files import BaseFormat, format_of_path
 from .logfile import LogBlock, LogFileReader
+from .parallel import default_threads, run_all
 from .slice_blocks import effective_blocks
 from .storage import TableLocation, decoder_errors
 from .table import FileSlice, Table
@@ -90,6 +89,16 @@ def shards_of(keys: pa.Array | pa.ChunkedArray, shards: int) -> npt.NDArray[np.i
         return np.zeros(0, dtype=np.int64)
     h = xxh64_batch(KeyBatch.of(keys))
     return (h % np.uint64(shards)).astype(np.int64)
+
+
+def shard_count(props: Any, path: str | None) -> int:
+    """The shard count an index table's properties hold (a ``ContentError`` naming ``path``
+    when it is not 1..MAX_SHARDS)."""
+    raw = (props.get(SHARDS_PROPERTY) or "").strip()
+    if not raw.isdigit() or not 0 < int(raw) <= MAX_SHARDS:
+        raise ContentError("bad shard count of the record index", path=path,
+                           expected=f"1..{MAX_SHARDS}", actual=raw)
+    return int(raw)
 
 
 def index_location(data: TableLocation) -> TableLocation:
@@ -154,11 +163,7 @@ class RecordIndex:
                                f"({exc.message}); rebuild it with 'morlog rli build'",
                                path=self.location.uri) from None
         props = self.table.config
-        raw = (props.get(SHARDS_PROPERTY) or "").strip()
-        if not raw.isdigit() or not 0 < int(raw) <= MAX_SHARDS:
-            raise ContentError("bad shard count of the record index", path=props.path,
-                               expected=f"1..{MAX_SHARDS}", actual=raw)
-        self.shards = int(raw)
+        self.shards = shard_count(props, props.path)
         h = (props.get(HASH_PROPERTY) or "").strip()
         if h != HASH:
             raise ContentError("unknown shard hash of the record index", path=props.path,
@@ -467,15 +472,10 @@ def _strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
 
 
 def _map(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int | None) -> list[_R]:
-    n = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
-    if n <= 1 or len(jobs) <= 1:
-        return [fn(j) for j in jobs]
-    with ThreadPoolExecutor(max_workers=min(n, len(jobs)),
-                            thread_name_prefix="morlog-rli") as pool:
-        return list(pool.map(fn, jobs))
+    return run_all(fn, jobs, default_threads() if threads is None else threads, "morlog-rli")
 
 
 __all__ = ["BUILT_AS_OF_PROPERTY", "ENABLE_PROPERTY", "HASH", "HASH_PROPERTY", "INDEX_DIR",
            "SCHEMA", "SHARDS_PROPERTY", "IndexLookup", "RecordIndex", "StaleIndexError",
            "enabled", "index_location", "index_timeline", "shard_file_id",
-           "shard_of_file_id", "shards_of"]
+           "shard_count", "shard_of_file_id", "shards_of"]

@@ -256,7 +256,7 @@ def test_file_groups_written_in_parallel_come_back_in_job_order_and_stop_at_a_fa
     import threading
     import time as _time
 
-    from morlog.writers.client import run_all
+    from morlog.readers.parallel import run_all
 
     assert run_all(lambda j: (_time.sleep(0.01 * (5 - j)), j * j)[1], list(range(5)), 3) \
         == [0, 1, 4, 9, 16]

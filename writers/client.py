@@ -33,10 +33,9 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +64,7 @@ from morlog.logformat.table_files import (
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from morlog.readers.base_files import table_base_format
 from morlog.readers.lookup import KeyTagger
+from morlog.readers.parallel import run_all
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, TableConfig
 
@@ -845,28 +845,6 @@ class GroupWrite:
     def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
         return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
                 "numWrites": self.num_writes, "partitionPath": self.partition}
-
-
-_J = TypeVar("_J")
-_R = TypeVar("_R")
-
-
-def run_all(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int) -> list[_R]:
-    """``fn`` of every job, in job order, on up to ``threads`` threads. The first failure
-    cancels the jobs not started, waits for the running ones and is raised (the commit
-    then rolls back whatever any job wrote)."""
-    if threads <= 1 or len(jobs) <= 1:
-        return [fn(j) for j in jobs]
-    with ThreadPoolExecutor(max_workers=min(threads, len(jobs)),
-                            thread_name_prefix="morlog-write") as pool:
-        futures = [pool.submit(fn, j) for j in jobs]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            wait(futures)
-            raise
 
 
 def _rows_by_code(codes: npt.NDArray[np.integer[Any]]

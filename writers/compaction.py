@@ -55,9 +55,10 @@ from morlog.logformat.timeline_meta import (
 )
 from morlog.readers.base_files import table_base_format
 from morlog.readers.merge import conform, read_slice
+from morlog.readers.parallel import run_all
 from morlog.readers.table import FileSlice, Table
 
-from .client import MorTable, run_all
+from .client import MorTable
 from .commit import (
     RecordChanges,
     TimelineWriter,

@@ -72,11 +72,12 @@ from morlog.logformat.timeline_meta import (
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.merge import EVENT_TIME, MergeSpec, conform, merge_slice
+from morlog.readers.parallel import run_all
 from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
-from .client import MorTable, run_all
+from .client import MorTable
 from .commit import (
     WRITE_TOKEN,
     RecordChanges,

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.virtual_keys import key_array, key_columns
+from morlog.readers.parallel import run_all
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
     ENABLE_PROPERTY,
@@ -41,6 +42,7 @@ from morlog.readers.record_index import (
     SHARDS_PROPERTY,
     RecordIndex,
     index_location,
+    shard_count,
     shard_file_id,
     shards_of,
 )
@@ -140,8 +142,8 @@ class RecordIndexWriter(CommitHooks):
                              f"disable the index ({ENABLE_PROPERTY}=false) to write this way",
                              path=self.data_location.uri)
         ins_t, del_t = changes().tables()
-        shards = RecordIndex(Table(self.data_location)).shards
         mt = index_table(self.data_location, self.fsync)
+        shards = shard_count(mt.props, mt.location.uri)
         n = ins_t.num_rows
         ins = _entries(ins_t.column("key"), ins_t.column("partition"), ins_t.column("file_id"),
                        pa.repeat(pa.scalar(instant, pa.string()), n)) if n else (
@@ -256,8 +258,6 @@ def slice_entries(table: Table, s: FileSlice, as_of: str | None = None) -> pa.Ta
 def table_entries(table: Table, as_of: str | None = None, *, threads: int | None = None,
                   progress: Progress | None = None) -> tuple[pa.Table, int]:
     """Every live key of ``table`` with its file group (and the number of slices read)."""
-    from .client import run_all
-
     slices = table.file_slices(as_of)
     done = [0]
 
@@ -310,8 +310,6 @@ def write_shard(idx: Any, instant: str, shard: int, pieces: list[pa.Table], *,
 def _local_runner(threads: int | None, progress: Progress | None) -> BuildRunner:
     def run(table: Table, as_of: str | None, shards: int, idx: Any, instant: str
             ) -> tuple[list[dict[str, Any]], int, int]:
-        from .client import run_all
-
         entries, nslices = table_entries(table, as_of, threads=threads, progress=progress)
         by = _by_shard(entries, shards)
         out = run_all(lambda k: write_shard(idx, instant, k, [by[k]]), sorted(by),
