@@ -32,6 +32,7 @@ from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import xxh64_batch
 
 from .base_files import BaseFileReader
+from .base_keys import BaseKeysFinder
 from .hudi_record_index import HudiRecordIndex, record_index_listed
 from .probe import RangeTester, SliceProbe
 from .slice_blocks import instant_counts
@@ -58,6 +59,8 @@ class TagStats:
     slices: int = 0
     base_footers: int = 0
     base_key_reads: int = 0
+    #: base files tagged through their base-key index (no footer, no key column read)
+    base_key_indexes: int = 0
     log_probes: int = 0
     reads: int = 0
     bytes_read: int = 0
@@ -118,7 +121,8 @@ class KeyTagger:
     """Finds the file group of keys across a table, as of an instant."""
 
     def __init__(self, table: Table | TableLocation | str, as_of: str | None = None, *,
-                 use_record_index: bool = True, use_morlog_index: bool = True) -> None:
+                 use_record_index: bool = True, use_morlog_index: bool = True,
+                 use_base_keys: bool = True) -> None:
         """``table``: an open table, or its location or path (opened here).
         ``use_morlog_index``: tag through morlog's record index when the table enables it
         and it covers the table (latest instant only; ``morlog.readers.record_index``).
@@ -126,7 +130,9 @@ class KeyTagger:
         ``record_index`` partition, ``morlog.readers.hudi_record_index``) when the table
         lists one and the tagger is at the latest instant; False (both) forces the bloom and
         range path (verification, tests). A partitioned record index (Hudi 1.1) is not read:
-        the bloom and range path tags then."""
+        the bloom and range path tags then. ``use_base_keys``: a base file with a base-key
+        index (``morlog.readers.base_keys``) is tagged through it; False: through its footer
+        and key column, as Hudi's bloom index does."""
         table = table if isinstance(table, Table) else Table(table)
         self.table = table
         self.use_morlog_index = use_morlog_index and as_of is None
@@ -140,6 +146,8 @@ class KeyTagger:
                 self.record_index = None  # a layout morlog does not read: the normal path
         self.rolled_back = table.timeline.rolled_back_instants()
         self._rules = table.merge_spec(self.as_of)
+        self._base_keys = (BaseKeysFinder(table.location, table.storage) if use_base_keys
+                           else None)
 
     @functools.cached_property
     def slices(self) -> list[FileSlice]:
@@ -285,7 +293,13 @@ class KeyTagger:
         found: list[npt.NDArray[np.int64]] = []
         instants: list[npt.NDArray[np.object_]] = []
         if s.base_file is not None:
-            base = self._base_hits(st.join(directory, s.base_file), keys, stats, sources)
+            bk = (self._base_keys.load(s.partition, s.base_file, directory)
+                  if self._base_keys is not None else None)
+            if bk is not None:
+                stats.base_key_indexes += 1
+                base = np.flatnonzero(bk.contains(keys.arr, keys.xxh64))
+            else:
+                base = self._base_hits(st.join(directory, s.base_file), keys, stats, sources)
             found.append(base)
             instants.append(np.full(base.size, s.base_instant, dtype=object))
         if s.log_files:

@@ -46,6 +46,7 @@ from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.avroschema import (
     arrow_to_avro_schema,
 )
+from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
@@ -63,6 +64,8 @@ from morlog.logformat.table_files import (
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from morlog.readers.base_files import table_base_format
+from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
+from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.parallel import run_all
 from morlog.readers.storage import TableLocation
@@ -139,6 +142,9 @@ class WriteConfig:
     #: file groups of a commit written at once (threads: Parquet and Avro encoding release
     #: the GIL); None: the machine's cores, at most 4; 1: one after the other
     write_threads: int | None = None
+    #: a base-key index beside every base file written (``morlog.readers.base_keys``):
+    #: tagging reads it instead of the file's footer filter and key column
+    base_key_index: bool = True
 
     @classmethod
     def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
@@ -768,7 +774,26 @@ class MorTable:
                                 md, json.dumps(self.avro_schema, separators=(",", ":")))
         if not self.store.create(final, data, sync=self.config.fsync):
             raise UsageError("a base file of this name exists already", path=final)
+        if self.config.base_key_index:
+            keys = (records.column(RECORD_KEY_FIELD) if self.populate_meta_fields
+                    else self.keygen.record_keys(records))
+            self.write_base_keys(partition, self.store.basename(final), keys, len(data))
         return final
+
+    def write_base_keys(self, partition: str, base_file: str, keys: pa.Array | pa.ChunkedArray,
+                        base_size: int) -> str:
+        """The base-key index of a base file just written (``morlog.readers.base_keys``),
+        replacing one a failed attempt at the same file left."""
+        d = base_keys_dir(self.location, partition)
+        path = self.store.join(d, base_file + BASE_KEYS_SUFFIX)
+        arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        data = encode_base_keys(arr, base_file, base_size)
+        self.store.makedirs(d)
+        self.store.delete(path)
+        if not self.store.create(path, data, sync=self.config.fsync):
+            raise UsageError("a base-key index of this name is being written by another "
+                             "writer", path=path)
+        return path
 
     # --- rollback ---------------------------------------------------------------------
 

@@ -55,6 +55,8 @@ morlog.route.inserts                            ``route_inserts``: true, false
 morlog.record.size                              ``record_size``: bytes per record
 morlog.write.threads                            ``write_threads``: file groups written at
                                                 once (default: cores, at most 4)
+morlog.base.key.index                           ``base_key_index``: true (default), false:
+                                                a base-key index beside each base file
 ==============================================  =========================================
 
 Options of Hudi that only tune how Hudi's own engine runs (:data:`IGNORED_HOODIE_OPTIONS`:
@@ -168,7 +170,8 @@ _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
             "morlog.carrier": ("carrier", ("avro", "parquet")),
             "morlog.new.groups": ("new_groups", ("base", "log"))}
 _BOOLS = {"hoodie.write.set.null.for.missing.columns": "set_null_for_missing_columns",
-          "morlog.route.inserts": "route_inserts"}
+          "morlog.route.inserts": "route_inserts",
+          "morlog.base.key.index": "base_key_index"}
 _FLOATS = {"hoodie.logfile.to.parquet.compression.ratio": "log_to_parquet_ratio"}
 
 
