@@ -62,6 +62,7 @@ from morlog.logformat.timeline_meta import (
     decode_avro_as,
 )
 from morlog.readers.base_files import check_base_file
+from morlog.readers.base_keys import base_keys_path
 from morlog.readers.containment import check_file_name, is_under, resolve_under
 from morlog.readers.table import Table
 from morlog.readers.timeline import Instant
@@ -721,6 +722,8 @@ def _run_locked(mt: MorTable, table: Table, instant: str,
                 result.deleted.append((t.partition, t.name))
             else:  # gone already (a re-run): Hudi counts a failed delete
                 result.failed.append((t.partition, t.name))
+            if not LogFileName.matches(t.name):  # a base file: its base-key index too
+                mt.store.delete(base_keys_path(mt.location, t.partition, t.name))
         for part in gone:
             mt.store.remove_tree(mt.location.partition_path(part))
             result.partitions_deleted.append(part)
