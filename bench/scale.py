@@ -17,7 +17,10 @@ read_avro          ``Table(path).read()``                      hudi-rs ``HudiTab
 read_parquet       the same, table written with the Parquet    hudi-rs (same table); delta-rs
                    carrier                                     ``to_pyarrow_table`` (no merge)
 tag                ``KeyTagger.tag`` of 100,000 keys, half     ``bench tag``'s Hudi bloom index
-                   present, with their partitions              baseline (every log block read)
+                   present, with their partitions (base files  baseline (every log block read,
+                   through their base-key index; and, as       base files through their
+                   ``morlog_rli``, through morlog's record     footers)
+                   index built untimed on a copy)
 =================  ==========================================  ===============================
 
 Every timed step of every engine runs in a subprocess of its own (``python -c`` into
@@ -100,7 +103,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "upsert": ("morlog", "morlog_parquet", "delta_rs"),
     "read_avro": ("morlog", "hudi_rs"),
     "read_parquet": ("morlog", "hudi_rs", "delta_rs"),
-    "tag": ("morlog", "bloom_index"),
+    "tag": ("morlog", "morlog_rli", "bloom_index"),
 }
 
 
@@ -318,12 +321,15 @@ def run_step(step: str, engine: str, args: dict[str, Any]) -> dict[str, Any]:
         keys = pq.read_table(args["input"])
         k = keys.column(KEY_FIELD).combine_chunks()
         p = keys.column(PARTITION_FIELD).combine_chunks()
-        if engine == "morlog":
+        if engine in ("morlog", "morlog_rli"):
             from morlog.readers.lookup import KeyTagger
             from morlog.readers.table import Table
             rss0, t0 = _rss_now(), time.perf_counter()
-            locations = KeyTagger(Table(path)).tag(k, p).locations
+            result = KeyTagger(Table(path)).tag(k, p)
+            locations = result.locations
             dt = time.perf_counter() - t0
+            out["base_key_indexes"] = result.stats.base_key_indexes
+            out["record_index_shards_read"] = result.stats.morlog_index_shards
         else:
             from .tag import bloom_index_baseline
             rss0, t0 = _rss_now(), time.perf_counter()
@@ -454,7 +460,18 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
     reads = {"read_avro": {"morlog": "morlog", "hudi_rs": "morlog"},
              "read_parquet": {"morlog": "morlog_parquet", "hudi_rs": "morlog_parquet",
                               "delta_rs": "delta_rs"},
-             "tag": {"morlog": "morlog", "bloom_index": "morlog"}}
+             "tag": {"morlog": "morlog", "morlog_rli": "morlog_rli",
+                     "bloom_index": "morlog"}}
+    # morlog's record index (spec/rli.md) built, untimed, on a copy of the upserted table
+    if upserted_ok["morlog"]:
+        progress(f"scale {n:,}: record index build (untimed)")
+        fresh(tables["morlog"] + ".rli")
+        shutil.copytree(tables["morlog"], tables["morlog"] + ".rli")
+        from morlog.writers.client import MorTable
+        from morlog.writers.record_index import build
+        build(MorTable(tables["morlog"] + ".rli"))
+    tables_rli = {"morlog_rli": tables["morlog"] + ".rli"}
+    upserted_ok["morlog_rli"] = upserted_ok["morlog"]
     for rep in range(repeats):
         for step, engines in reads.items():
             for engine, table in engines.items():
@@ -462,9 +479,10 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
                     runs[step][engine].append({"status": "skipped",
                                                "error": f"the {table} upserts did not finish"})
                     continue
-                warm(tables[table])
+                where = tables_rli.get(table) or tables[table]
+                warm(where)
                 progress(f"scale {n:,}: {step}, {engine} ({rep + 1}/{repeats})")
-                args = {"path": tables[table], "input": data.tag}
+                args = {"path": where, "input": data.tag}
                 runs[step][engine].append(run_child(step, engine, args, timeout))
     out: dict[str, Any] = {step: {e: _best(rs) for e, rs in by.items()}
                            for step, by in runs.items()}
@@ -560,6 +578,20 @@ def make_goals(res: dict[str, Any], data: DataSet, per_row: dict[str, float] | N
         kps.update(met=False, status=f"morlog {tm['status']}")
     goals["tag_100k_vs_bloom_index_speedup"] = sp
     goals["tag_100k_keys_per_s"] = kps
+    # the same through morlog's record index (built on a copy of the table, untimed)
+    ti = res["tag"].get("morlog_rli", {"status": "missing"})
+    if ti["status"] == "ok" and tb["status"] == "ok":
+        isp = goal(ratio(tb["seconds"], ti["seconds"]), 5, ">=")
+        ikps = goal(rate(ti["keys"], ti["seconds"]), 500_000, ">=")
+        if "tag" in bad:
+            isp.update(met=False, status="wrong_result")
+            ikps.update(met=False, status="wrong_result")
+    else:
+        isp, ikps = goal(0.0, 5, ">="), goal(0.0, 500_000, ">=")
+        isp.update(met=False, status=f"morlog_rli {ti['status']}, baseline {tb['status']}")
+        ikps.update(met=False, status=f"morlog_rli {ti['status']}")
+    goals["tag_100k_record_index_vs_bloom_index_speedup"] = isp
+    goals["tag_100k_record_index_keys_per_s"] = ikps
     if per_row is not None:
         for step, growth in per_row.items():
             g = goal(growth, 1.3, "<=")
@@ -673,7 +705,7 @@ def run(*, quick: bool = False, repeats: int = 1, rows: Sequence[int] | None = N
 
 PLOT_STEPS = ("create", "upsert", "read_avro", "read_parquet", "tag")
 COLORS = {"morlog": "#4878a8", "morlog_parquet": "#80a8d0", "delta_rs": "#e0a040",
-          "hudi_rs": "#6aa86a", "bloom_index": "#b05050"}
+          "hudi_rs": "#6aa86a", "bloom_index": "#b05050", "morlog_rli": "#304870"}
 
 
 def plot(plt: Any, report: dict[str, Any]) -> Any:

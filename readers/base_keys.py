@@ -12,7 +12,9 @@ base file's footer (a warning names the file for damage).
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
 
 from morlog.logformat.base_keys import BaseKeys, decode_base_keys
 from morlog.logformat.errors import MorlogError, MorlogWarning
@@ -27,6 +29,46 @@ SUFFIX = ".keys"
 
 class BaseKeysWarning(MorlogWarning):
     """A base-key index was found damaged or stale and is not used."""
+
+
+#: decoded indexes kept across taggers of this process (the files never change: a commit
+#: tags against the same base files as the one before), least recently used dropped first
+CACHE_BYTES = 256 * 1024 * 1024
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.items: OrderedDict[tuple[str, int], BaseKeys] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def cost(keys: BaseKeys) -> int:
+        return int(keys.fingerprints.nbytes) + int(keys.keys.nbytes)
+
+    def get(self, key: tuple[str, int]) -> BaseKeys | None:
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, int], keys: BaseKeys) -> None:
+        cost = self.cost(keys)
+        if cost > CACHE_BYTES:
+            return
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.bytes -= self.cost(old)
+            self.items[key] = keys
+            self.bytes += cost
+            while self.bytes > CACHE_BYTES and self.items:
+                _, dropped = self.items.popitem(last=False)
+                self.bytes -= self.cost(dropped)
+
+
+_CACHE = _Cache()
 
 
 def base_keys_dir(location: TableLocation, partition: str) -> str:
@@ -67,12 +109,18 @@ class BaseKeysFinder:
         if base_file + SUFFIX not in self._listing(self._indexes, partition, d):
             return None
         path = self.storage.join(d, base_file + SUFFIX)
-        try:
-            keys = decode_base_keys(self.storage.read(path), path=path)
-        except (OSError, MorlogError) as exc:
-            warnings.warn(f"base-key index {path} not used: {exc}", BaseKeysWarning,
-                          stacklevel=3)
-            return None
+        # the index file's size with its path: a file rewritten under the same name (a
+        # retried task) is read again
+        ident = (f"{self.location.uri}|{path}", self._indexes[partition][base_file + SUFFIX])
+        keys = _CACHE.get(ident)
+        if keys is None:
+            try:
+                keys = decode_base_keys(self.storage.read(path), path=path)
+            except (OSError, MorlogError) as exc:
+                warnings.warn(f"base-key index {path} not used: {exc}", BaseKeysWarning,
+                              stacklevel=3)
+                return None
+            _CACHE.put(ident, keys)
         size = self._listing(self._bases, partition, base_dir).get(base_file)
         if keys.base_file != base_file or size is None or keys.base_size != size:
             warnings.warn(f"base-key index {path} not used: it describes "
