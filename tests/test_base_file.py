@@ -15,6 +15,8 @@ from morlog.writers.base_file import (
     COMPRESSION_CODEC,
     DICTIONARY_ENABLED,
     PAGE_SIZE,
+    dictionary_columns,
+    encode_base_file,
     parquet_write_options,
     row_group_rows,
 )
@@ -38,6 +40,37 @@ def test_page_size_and_dictionary() -> None:
     opts = parquet_write_options({PAGE_SIZE: "65536", DICTIONARY_ENABLED: "False"})
     assert (opts["data_page_size"], opts["dictionary_pagesize_limit"]) == (65536, 65536)
     assert opts["use_dictionary"] is False
+
+
+def test_dictionary_only_where_it_pays() -> None:
+    """parquet-mr's test on a column's first values: a dictionary where it makes the column
+    smaller (few distinct values), plain where it would not (unique keys, measurements);
+    nested columns keep it; the setting off turns it off everywhere."""
+    import numpy as np
+
+    from morlog.readers.base_files import BaseFormat
+
+    n = 40_000
+    rng = np.random.default_rng(7)
+    table = pa.table({
+        "key": [f"key-{i:08d}" for i in range(n)],
+        "city": pa.array(["sf", "nyc", "chennai"] * (n // 3) + ["sf"] * (n % 3)),
+        "lat": rng.random(n),
+        "passengers": rng.integers(1, 5, n),
+        "empty": pa.nulls(n, pa.int64()),
+        "nested": pa.array([{"a": "x", "b": int(i % 2)} for i in range(n)]),
+    })
+    cols = dictionary_columns(table)
+    assert {"city", "passengers", "nested.a", "nested.b"} <= set(cols)
+    assert not {"key", "lat"} & set(cols)
+    for props, dictionary in (({}, True), ({DICTIONARY_ENABLED: "false"}, False)):
+        data = encode_base_file(table, BaseFormat.PARQUET, props, {})
+        md = pq.read_metadata(io.BytesIO(data)).row_group(0)
+        enc = {md.column(i).path_in_schema: md.column(i).encodings
+               for i in range(md.num_columns)}
+        assert ("RLE_DICTIONARY" in enc["city"]) is dictionary
+        assert "RLE_DICTIONARY" not in enc["key"] and "RLE_DICTIONARY" not in enc["lat"]
+        assert pq.read_table(io.BytesIO(data)).equals(table)
 
 
 @pytest.mark.parametrize("props", [{COMPRESSION_CODEC: "lzo"}, {PAGE_SIZE: "0"},
