@@ -220,3 +220,43 @@ def test_fixture_blocks_split_and_keys_as_before() -> None:
             assert new == old, (name, i)
             checked += 1
     assert checked
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(KEYS.filter(bool), min_size=0, max_size=60), st.booleans())
+def test_key_groups_are_exact(keys: list[str], collide: bool) -> None:
+    """The merge's grouping of keys by XXH64 puts two rows in one group exactly when their
+    keys are equal, a hash shared by different keys included (then dictionary_encode)."""
+    from unittest import mock
+
+    import numpy as np
+
+    import morlog.readers.merge as merge
+
+    arr = pa.array(keys, pa.string())
+    if collide:  # every key hashes the same
+        with mock.patch.object(merge, "xxh64_batch",
+                               lambda b: np.zeros(len(b), dtype=np.uint64)):
+            g = merge._key_groups(arr)
+    else:
+        g = merge._key_groups(arr)
+    assert len(g) == len(keys)
+    first: dict[str, int] = {}
+    for k, gi in zip(keys, g.tolist(), strict=True):
+        assert first.setdefault(k, gi) == gi
+    assert len(set(g.tolist())) == len(set(keys))
+
+
+def test_distinct_batch_keys_by_hash() -> None:
+    """The writer's batch uniqueness check by XXH64: exact with colliding hashes too."""
+    from unittest import mock
+
+    import numpy as np
+
+    import morlog.writers.client as client
+
+    assert client._distinct(pa.array(["a", "b", "c"]))
+    assert not client._distinct(pa.array(["a", "b", "a"]))
+    with mock.patch.object(client, "xxh64_batch", lambda b: np.zeros(len(b), dtype=np.uint64)):
+        assert client._distinct(pa.array(["a", "b", "c"]))
+        assert not client._distinct(pa.array(["a", "b", "b"]))
