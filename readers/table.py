@@ -32,6 +32,7 @@ from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from .base_files import BaseFormat, check_base_file, table_base_format
 from .containment import check_file_name, resolve_under
 from .merge import MergeSpec, read_slice
+from .parallel import default_threads, run_all
 from .storage import TableLocation
 from .timeline import Timeline
 
@@ -353,10 +354,21 @@ class Table:
                 path=self.path, expected=f">= {first}", actual=as_of)
 
     def read(self, as_of: str | None = None, columns: list[str] | None = None,
-             where: Any = None) -> pa.Table:
+             where: Any = None, *, threads: int | None = None) -> pa.Table:
         """The whole snapshot in memory (small tables; prefer :meth:`snapshot`); ``where``:
-        only the rows for which that predicate is TRUE (see :meth:`snapshot`)."""
-        parts = list(self.snapshot(as_of, columns, where))
+        only the rows for which that predicate is TRUE (see :meth:`snapshot`). Without
+        ``where``, file slices are read and merged on up to ``threads`` threads (default:
+        the machine's cores, at most 4), each holding one slice more than the result."""
+        if where is None:
+            as_of = self.resolve_instant(as_of)
+            if as_of is not None:
+                self.check_time_travel(as_of)
+            n = default_threads() if threads is None else max(1, threads)
+            parts = [t for t in run_all(lambda s: self.read_slice(s, as_of, columns),
+                                        self.file_slices(as_of), n, "morlog-read")
+                     if t.num_rows]
+        else:
+            parts = list(self.snapshot(as_of, columns, where))
         if not parts:
             return pa.table({})
         try:
