@@ -188,7 +188,7 @@ def decode_base_keys(data: bytes | memoryview, *, path: str | None = None) -> Ba
                               path=path, offset=at - LENGTHS.size, actual=raw_len)
         try:
             raw = pa.decompress(stored, raw_len, codec=_CODEC_NAMES[codec])
-        except (pa.ArrowException, ValueError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:  # ArrowIOError: an OSError
             raise ContentError(f"base-key index payload does not decompress: {exc}",
                                path=path, offset=at) from None
     buf = np.frombuffer(raw, dtype=np.uint8)
