@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 
 from morlog.logformat import errors
+from morlog.logformat.base_keys import decode_base_keys, encode_base_keys
 from morlog.logformat.column_stats_section import (
     ColumnStats,
     ColumnStatsSection,
@@ -66,7 +67,7 @@ VECTORS = ROOT / "spec" / "vectors" / "index"
 KINDS = {"xxh64", "sbbf", "sbbf-sizing", "keys-section", "range-section", "bloom-section",
          "cumulative-section", "directory-section", "trailer", "trailer-error",
          "section-error", "hudi-murmur", "hudi-murmur-raw", "hudi-bloom", "avro-carrier",
-         "column-stats-section"}
+         "column-stats-section", "base-keys", "base-keys-error"}
 #: section-error cases: which decoder reads them
 DECODERS: dict[str, Any] = {"KEYS": decode_keys, "BLOOM": decode_bloom,
                             "RANGE": KeyRange.decode, "CUMULATIVE": Cumulative.decode,
@@ -382,6 +383,42 @@ def test_column_stats_section(case_dir: Path) -> None:
     if "records" in case:  # the writer's side: these column values give exactly these bytes
         table = pa.table({r["name"]: _record_column(r) for r in case["records"]})
         assert compute_column_stats(table, table.column_names).encode() == data
+
+
+# --- the base-key index (§12) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("case_dir", _params("base-keys"))
+def test_base_keys(case_dir: Path) -> None:
+    case, data = _load(case_dir), _input(case_dir)
+    keys, name, size = case["keys"], case["base_file"], case["base_size"]
+    got = decode_base_keys(data, path="input")
+    assert (got.base_file, got.base_size, len(got)) == (name, size, len(keys))
+    assert got.keys.to_pylist() == keys
+    assert [f"{int(f):016x}" for f in got.fingerprints] == case["fingerprints"]
+    assert [f"{int(f):016x}" for f in xxh64_batch(KeyBatch.of(keys))] == case["fingerprints"]
+    # encoding gives the same bytes, in whatever order the base file holds the keys
+    for order in (keys, case["unsorted"]):
+        assert encode_base_keys(pa.array(order, pa.string()), name, size, codec=0) == data
+    # lookup: exactly the stored keys
+    probe = keys + case["absent"]
+    hits = got.contains(pa.array(probe, pa.string()), xxh64_batch(KeyBatch.of(probe)))
+    assert hits.tolist() == [True] * len(keys) + [False] * len(case["absent"])
+    # codec 1 (zstd bytes depend on the library): the same keys back
+    z = decode_base_keys(encode_base_keys(pa.array(case["unsorted"], pa.string()), name, size))
+    assert z.keys.to_pylist() == keys and z.fingerprints.tolist() == got.fingerprints.tolist()
+
+
+@pytest.mark.parametrize("case_dir", _params("base-keys-error"))
+def test_corrupt_base_keys(case_dir: Path) -> None:
+    case, data = _load(case_dir), _input(case_dir)
+    exp = case["expect_error"]
+    error = getattr(errors, exp["type"])
+    assert issubclass(error, errors.MorlogError)
+    with pytest.raises(error) as info:
+        decode_base_keys(data, path="input")
+    assert info.value.offset == exp["offset"]
+    assert info.value.path == "input"
 
 
 # --- the trailer -------------------------------------------------------------------------
