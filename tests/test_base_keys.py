@@ -178,18 +178,20 @@ def _check_valid(bk: BaseKeys) -> None:
     bk.contains(pa.array(keys + ["x"], pa.string()), _xxh(keys + ["x"]))
 
 
-MUTATION = st.tuples(st.sampled_from(["flip", "set_u32", "set_u64", "truncate", "junk",
-                                      "insert", "delete"]),
+MUTATION = st.tuples(st.sampled_from(["flip", "flip_payload", "set_u32", "set_u64",
+                                      "truncate", "junk", "insert", "delete"]),
                      st.floats(0, 1, exclude_max=True), st.integers(0, 2**64 - 1),
                      st.binary(min_size=1, max_size=9))
 
 
 def _mutate(data: bytearray, how: str, at: float, value: int, junk: bytes,
-            targets: list[int]) -> None:
+            targets: list[int], payload: int) -> None:
     i = int(at * len(data)) if data else 0
     if how in ("set_u32", "set_u64") and targets:
         i = targets[int(at * len(targets))]  # a length, count, offset or fingerprint field
-    if how == "flip" and data:
+    if how == "flip_payload" and len(data) > payload:  # (with the CRC refreshed: past it)
+        data[payload + int(at * (len(data) - payload))] ^= junk[0] or 1
+    elif how == "flip" and data:
         data[i] ^= junk[0] or 1
     elif how == "set_u32" and i + 4 <= len(data):
         struct.pack_into("<I", data, i, value & 0xFFFFFFFF)
@@ -219,7 +221,7 @@ def test_damaged_indexes_raise_only_morlog_errors(codec: int, mutations: list[An
         targets += [f["payload"] + 8 * i for i in range(n)]
         targets += [f["payload"] + 8 * n + 4 * i for i in range(n + 1)]
     for how, at, value, junk in mutations:
-        _mutate(data, how, at, value, junk, targets)
+        _mutate(data, how, at, value, junk, targets, f["payload"])
     if refresh_crc:
         _refresh_crc(data)
     try:
@@ -228,6 +230,29 @@ def test_damaged_indexes_raise_only_morlog_errors(codec: int, mutations: list[An
         assert exc.path == "fuzzed"
         return
     _check_valid(bk)
+
+
+@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_ZSTD])
+def test_every_damaged_payload_byte_behind_a_valid_crc(codec: int) -> None:
+    """Exhaustively: each payload byte changed (three ways) and the CRC recomputed, so that
+    only the payload's own checks (decompression, offsets, order, UTF-8) can tell."""
+    data = encode_base_keys(pa.array(SAMPLE_KEYS), NAME, 1234, codec=codec)
+    at = _fields(data)["payload"]
+    outcomes = {"error": 0, "valid": 0}
+    for i in range(at, len(data)):
+        for xor in (0x01, 0x80, 0xFF):
+            b = bytearray(data)
+            b[i] ^= xor
+            _refresh_crc(b)
+            try:
+                bk = decode_base_keys(bytes(b), path="flipped")
+            except MorlogError as exc:
+                assert exc.path == "flipped"
+                outcomes["error"] += 1
+                continue
+            _check_valid(bk)
+            outcomes["valid"] += 1
+    assert outcomes["error"] > 0
 
 
 # --- tables -----------------------------------------------------------------------------------
