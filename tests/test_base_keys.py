@@ -278,7 +278,7 @@ def _create(root: Path, **config: Any) -> MorTable:
 
 def _base_files(root: Path) -> dict[tuple[str, str], Path]:
     """(partition, name) -> path of every base file on storage."""
-    return {(p.parent.name if p.parent != root else "", p.name): p
+    return {(str(p.parent.relative_to(root)) if p.parent != root else "", p.name): p
             for p in root.rglob("*.parquet") if ".hoodie" not in p.relative_to(root).parts}
 
 
@@ -573,14 +573,41 @@ def test_indexes_of_a_table_without_meta_fields_hold_the_derived_keys(tmp_path: 
     assert [loc is not None for loc in got.locations] == [True] * 12 + [False] * 4
 
 
-def test_hudi_rs_reads_a_table_with_indexes(tmp_path: Path) -> None:
+def test_nested_hive_style_and_default_partitions(tmp_path: Path) -> None:
+    """The index directory mirrors the partition path: nested values, Hive-style names,
+    Hudi's default partition for a null value."""
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", config=WriteConfig(fsync=False),
+                        table_properties={
+                            "hoodie.datasource.write.hive_style_partitioning": "true"})
+    keys = [f"k{i}" for i in range(8)]
+    parts = ["eu/2025/01", "us", "eu/2025/02", None, "eu/2025/01", "us", None, "eu/2025/02"]
+    t.upsert(pa.table({"id": keys, "p": parts, "ts": [1] * 8, "v": [0] * 8}, schema=SCHEMA))
+    assert sorted(_index_files(root)) == sorted(_base_files(root))
+    assert {p for p, _ in _index_files(root)} == {
+        "p=eu/2025/01", "p=eu/2025/02", "p=us", "p=__HIVE_DEFAULT_PARTITION__"}
+    assert _check_indexes(root) == 4
+    got = _tags(root, keys + ["k9"])
+    assert got.locations == _tags(root, keys + ["k9"], use_base_keys=False).locations
+    assert got.stats.base_key_indexes == 4 and got.locations[-1] is None
+
+
+@pytest.mark.parametrize(("version", "metadata"), [(9, True), (9, False), (6, False)])
+def test_hudi_rs_reads_a_table_with_indexes(tmp_path: Path, version: int,
+                                            metadata: bool) -> None:
+    """hudi-rs lists partitions through the metadata table or the file system: the
+    indexes under ``.hoodie`` are in neither."""
     hudi = pytest.importorskip("hudi", reason="the hudi package (hudi-rs) is not installed")
     from morlog.writers.compaction import compact
 
     from .hudi_rs import rows
 
     root = tmp_path / "t"
-    t = _create(root)
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", table_version=version, config=WriteConfig(
+                            fsync=False,
+                            hoodie_options={"hoodie.metadata.enable": str(metadata).lower()}))
     keys = [f"k{i}" for i in range(16)]
     t.upsert(_batch(keys))
     t.upsert(_batch(keys[:5], ts=2, v=1))
@@ -592,4 +619,5 @@ def test_hudi_rs_reads_a_table_with_indexes(tmp_path: Path) -> None:
     batches = hudi.HudiTableBuilder.from_base_uri(str(root)).build().read()
     theirs = rows(pa.Table.from_batches(batches), "id", ["id", "p", "ts", "v"])
     assert theirs == ours and len(ours) == 16
+    assert Table(str(root)).partitions() == ["a", "b"]
     assert os.path.isdir(root / ".hoodie" / "morlog" / "base_keys" / "a")
