@@ -428,6 +428,68 @@ def test_the_cleaner_deletes_the_indexes_of_the_base_files_it_deletes(tmp_path: 
     _same_tags(root, keys)
 
 
+def test_a_write_whose_index_fails_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """§12.1: a write whose index cannot be written fails like one whose base file cannot
+    (rolled back: no base file, no index); a compaction so failed leaves its plan requested,
+    and the next run replaces what the failed attempt left."""
+    from morlog.logformat.errors import WriteError
+    from morlog.writers import store as store_mod
+    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.compaction import compact
+
+    root = tmp_path / "t"
+    t = _create(root)
+    real_create = store_mod.LocalStore.create
+
+    def no_index(self: Any, path: str, data: bytes, *, sync: bool = True) -> bool:
+        if path.endswith(".keys"):
+            raise OSError(28, "No space left on device")
+        return real_create(self, path, data, sync=sync)
+
+    keys = [f"k{i}" for i in range(8)]
+    monkeypatch.setattr(store_mod.LocalStore, "create", no_index)
+    with pytest.raises(WriteError):
+        t.upsert(_batch(keys))
+    monkeypatch.undo()
+    view = Table(str(root))
+    assert view.timeline.pending() == [] and view.read().num_rows == 0
+    assert not _base_files(root) and not _index_files(root)
+    t.upsert(_batch(keys))
+    t.upsert(_batch(keys[:3], ts=2))
+    before = set(_index_files(root))
+    # the compaction's index fails: the plan stays requested, no new base file stays
+    monkeypatch.setattr(store_mod.LocalStore, "create", no_index)
+    with pytest.raises(WriteError):
+        compact(t)
+    monkeypatch.undo()
+    assert [i.action for i in Table(str(root)).timeline.pending()] == ["compaction"]
+    assert set(_base_files(root)) == before == set(_index_files(root))
+    # the compaction fails after writing base files and indexes; their indexes stay behind,
+    # damaged here, and the next run writes the same base files and replaces them
+    real_write = TimelineWriter.write
+
+    def no_commit(self: Any, instant: str, state: str, meta: Any,
+                  action: str = "deltacommit") -> Any:
+        if state == "completed" and action == "commit":
+            raise OSError(5, "I/O error")
+        return real_write(self, instant, state, meta, action)
+
+    monkeypatch.setattr(TimelineWriter, "write", no_commit)
+    with pytest.raises(WriteError):
+        compact(t)
+    monkeypatch.undo()
+    left = set(_index_files(root)) - before
+    assert left and not set(_base_files(root)) - before
+    for k in left:
+        _index_files(root)[k].write_bytes(b"left by a failed attempt")
+    compact(t)
+    assert Table(str(root)).timeline.pending() == []
+    assert set(_index_files(root)) - before == left
+    _check_indexes(root)
+    _same_tags(root, keys + ["k9"])
+
+
 HISTORY = st.lists(st.one_of(
     st.tuples(st.just("upsert"), st.lists(st.integers(0, 30), min_size=1, max_size=12)),
     st.tuples(st.just("delete"), st.lists(st.integers(0, 30), min_size=1, max_size=6)),
