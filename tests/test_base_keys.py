@@ -683,3 +683,45 @@ def test_hudi_rs_reads_a_table_with_indexes(tmp_path: Path, version: int,
     assert theirs == ours and len(ours) == 16
     assert Table(str(root)).partitions() == ["a", "b"]
     assert os.path.isdir(root / ".hoodie" / "morlog" / "base_keys" / "a")
+
+
+def test_indexes_on_s3(s3: str) -> None:
+    """On an object store (a local moto server): written beside each base file, used by
+    tagging, deleted by the cleaner."""
+    pytest.importorskip("boto3", reason="boto3 is not installed (pip install .[test])")
+    import uuid
+
+    import pyarrow.fs as pafs
+
+    from morlog.writers.cleaning import clean
+    from morlog.writers.compaction import compact
+
+    bucket = f"t{uuid.uuid4().hex[:12]}"
+    uri = f"s3://test:test@{bucket}/tbl?{s3}"
+    fs, _ = pafs.FileSystem.from_uri(uri)
+    fs.create_dir(bucket)
+    t = MorTable.create(uri, SCHEMA, key_field="id", partition_field="p", ordering_field="ts",
+                        config=WriteConfig(fsync=False))
+    keys = [f"k{i}" for i in range(10)]
+    t.upsert(_batch(keys))
+    t.upsert(_batch(keys[:4], ts=2))
+    compact(t)
+
+    def objects() -> tuple[set[str], set[str]]:
+        names = [i.path for i in fs.get_file_info(pafs.FileSelector(f"{bucket}/tbl",
+                                                                    recursive=True))]
+        return ({n.rsplit("/", 1)[1] for n in names if n.endswith(".parquet")},
+                {n.rsplit("/", 1)[1][: -len(".keys")] for n in names if n.endswith(".keys")})
+
+    bases, indexes = objects()
+    assert len(bases) == 4 and indexes == bases
+    got = KeyTagger(Table(uri)).tag(keys + ["k99"])
+    want = KeyTagger(Table(uri), use_base_keys=False).tag(keys + ["k99"])
+    assert got.locations == want.locations and got.locations[-1] is None
+    assert (got.stats.base_key_indexes, got.stats.base_footers) == (2, 0)
+    t.upsert(_batch(keys[4:], ts=3))
+    compact(t)
+    report = clean(t, options={"hoodie.clean.commits.retained": "1"})
+    deleted = {n for r in report.results for _, n in r.deleted}
+    bases, indexes = objects()
+    assert deleted and not deleted & bases and indexes == bases
