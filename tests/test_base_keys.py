@@ -490,6 +490,27 @@ def test_a_write_whose_index_fails_fails(tmp_path: Path, monkeypatch: pytest.Mon
     _same_tags(root, keys + ["k9"])
 
 
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_the_next_writer_sweeps_temporary_files_left_in_index_directories(
+        tmp_path: Path, partitioned: bool) -> None:
+    """A writer that died while publishing an index leaves its temporary file in the index
+    directory; the next writer removes it, as in the partitions."""
+    import time
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id",
+                        partition_field="p" if partitioned else None, ordering_field="ts",
+                        config=WriteConfig(fsync=False))
+    t.upsert(_batch(["k1", "k2"]))
+    (index,) = [p for p in _index_files(root).values() if p.parent.name in ("a", "base_keys")]
+    orphan = index.parent / ".morlog-tmp-dead"
+    orphan.write_bytes(index.read_bytes()[:10])
+    past = time.time() - 2 * 86400  # old enough for any age rule
+    os.utime(orphan, (past, past))
+    t.upsert(_batch(["k3"], ts=2))
+    assert not orphan.exists() and index.exists()
+
+
 HISTORY = st.lists(st.one_of(
     st.tuples(st.just("upsert"), st.lists(st.integers(0, 30), min_size=1, max_size=12)),
     st.tuples(st.just("delete"), st.lists(st.integers(0, 30), min_size=1, max_size=6)),
