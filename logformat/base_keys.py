@@ -1,4 +1,4 @@
-"""The base-key index: every record key of one base file, sorted by hash (spec/index.md §9).
+"""The base-key index: every record key of one base file, sorted by hash (spec/index.md §12).
 
 A base file's keys stored where tagging reads them in one small read, instead of decoding
 Hudi's DYNAMIC_V0 footer filter (hundreds of KB) and reading the file's key column. All
