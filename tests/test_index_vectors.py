@@ -397,9 +397,18 @@ def test_base_keys(case_dir: Path) -> None:
     assert got.keys.to_pylist() == keys
     assert [f"{int(f):016x}" for f in got.fingerprints] == case["fingerprints"]
     assert [f"{int(f):016x}" for f in xxh64_batch(KeyBatch.of(keys))] == case["fingerprints"]
-    # encoding gives the same bytes, in whatever order the base file holds the keys
+    assert data[5] == case["codec"]
+    # encoding gives the same bytes, in whatever order the base file holds the keys (codec 1:
+    # a compressor's bytes are its own; the vector's hand-made frame is only decoded)
     for order in (keys, case["unsorted"]):
-        assert encode_base_keys(pa.array(order, pa.string()), name, size, codec=0) == data
+        encoded = encode_base_keys(pa.array(order, pa.string()), name, size,
+                                   codec=case["codec"])
+        if encoded != data:  # (zstd writes such a frame for tiny payloads: often equal)
+            assert case["codec"] == 1
+            again = decode_base_keys(encoded)
+            assert (again.base_file, again.base_size, again.keys.to_pylist(),
+                    again.fingerprints.tolist()) == (name, size, keys,
+                                                     got.fingerprints.tolist())
     # lookup: exactly the stored keys
     probe = keys + case["absent"]
     hits = got.contains(pa.array(probe, pa.string()), xxh64_batch(KeyBatch.of(probe)))

@@ -1372,6 +1372,8 @@ class BK:
     offsets: list[int] | None = None
     #: a stored payload given as is (codec 1 cases), replacing the three arrays
     payload: bytes | None = None
+    #: codec 1 written by hand: the payload in one zstd frame of one raw block (RFC 8878)
+    zstd_frame: bool = False
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -1396,9 +1398,12 @@ def bk_hex(f: BK) -> Hex:
             body.add(b"", "key bytes")
     else:
         body.add(f.payload, f.notes.get("payload", "stored payload"))
+    raw = body.data()
+    if f.zstd_frame:
+        body = zstd_raw_frame(body)
     stored = body.data()
     n = len(keys) if f.count is None else f.count
-    raw_len = len(stored) if f.raw_length is None else f.raw_length
+    raw_len = len(raw) if f.raw_length is None else f.raw_length
     stored_len = len(stored) if f.stored_length is None else f.stored_length
     crc = zlib.crc32(stored)
     crc = crc if f.crc32 is None else f.crc32(crc)
@@ -1421,8 +1426,25 @@ def bk_hex(f: BK) -> Hex:
         "stored_length", " (the bytes left)"))
     h.add(u32(crc), f"crc32 = 0x{crc:08x}" + f.notes.get("crc32", " (zlib CRC-32 of the "
                                                                   "stored payload)"))
-    h.note("payload: n x u64 fingerprint | (n + 1) x u32 offset | key bytes")
+    h.note("payload: n x u64 fingerprint | (n + 1) x u32 offset | key bytes"
+           + (", in a zstd frame" if f.zstd_frame else ""))
     h.extend(body)
+    return h
+
+
+def zstd_raw_frame(content: Hex) -> Hex:
+    """``content`` as one zstd frame (RFC 8878 §3.1.1) holding one raw (uncompressed)
+    block: any zstd decoder gives ``content`` back, and no compressor is involved."""
+    data = content.data()
+    assert len(data) < 256, "a one-byte frame content size"
+    h = Hex([])
+    h.add(u32(0xFD2FB528), "zstd frame: magic 0xFD2FB528")
+    h.add(u8(0x20), "zstd frame header descriptor 0x20: single segment, 1-byte content "
+          "size, no checksum, no dictionary")
+    h.add(u8(len(data)), f"zstd frame content size = {len(data)}")
+    h.add((len(data) << 3 | 1).to_bytes(3, "little"), f"zstd block header: last block, raw, "
+          f"size {len(data)}")
+    h.extend(content)
     return h
 
 
@@ -1456,13 +1478,13 @@ def _bk_title(what: str) -> list[str]:
 
 
 def _bk_case(name: str, description: str, keys: list[str], unsorted: list[str],
-             absent: list[str]) -> Case:
+             absent: list[str], *, codec: int = 0) -> Case:
     raws = bk_order([k.encode("utf-8") for k in keys])
-    h = bk_hex(BK(raws))
+    h = bk_hex(BK(raws, codec=codec, zstd_frame=codec == 1))
     h.title = _bk_title(name)
     stored = [r.decode("utf-8") for r in raws]
     assert sorted(stored) == sorted(unsorted)
-    return {"description": description, "spec": "§12.2", "kind": "base-keys", "codec": 0,
+    return {"description": description, "spec": "§12.2", "kind": "base-keys", "codec": codec,
             "base_file": BK_FILE, "base_size": BK_SIZE, "keys": stored,
             "fingerprints": [f"{xxhash.xxh64_intdigest(r, seed=0):016x}" for r in raws],
             "unsorted": unsorted, "absent": absent}, h
@@ -1491,6 +1513,17 @@ def _bk_utf8() -> Case:
 def _bk_empty() -> Case:
     return _bk_case("no keys", "The index of a base file without records: n = 0, one offset "
                     "(0), no key bytes; raw_length 4.", [], [], ["k1", ""])
+
+
+@case("base-keys-zstd-raw-block")
+def _bk_zstd() -> Case:
+    keys = ["k1", "k10", "k2"]
+    return _bk_case("codec 1, a zstd frame written by hand", "The index of "
+                    "base-keys-three-ascii with codec 1: the payload is one zstd frame "
+                    "holding one raw block (RFC 8878), so the bytes do not depend on a "
+                    "compressor. A reader decodes it to the same keys; a writer's zstd bytes "
+                    "differ (it compresses), so only decoding is pinned.", keys,
+                    ["k1", "k2", "k10"], ["k3"], codec=1)
 
 
 KEYS3_B = bk_order([b"k1", b"k10", b"k2"])
@@ -1610,6 +1643,29 @@ def _bke_zstd_bad() -> Case:
                         notes={"raw_length": ": 12 * 1 + 4 + 8", "payload": "ASCII "
                                "'not a zstd frame'"}),
                      "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-zstd-short")
+def _bke_zstd_short() -> Case:
+    return _bk_error("codec 1, payload shorter than raw_length", "Codec 1: the zstd frame "
+                     "(one raw block, as in base-keys-zstd-raw-block) holds the 47 payload "
+                     "bytes of three keys, raw_length says 55. ContentError at the payload "
+                     f"({BK_PAYLOAD_AT}): the payload does not decompress to raw_length bytes.",
+                     BK(KEYS3_B, codec=1, zstd_frame=True, raw_length=55,
+                        notes={"raw_length": ": the frame holds 47"}),
+                     "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-raw-length-2-gib")
+def _bke_raw_huge() -> Case:
+    raw = 12 * 3 + 4 + 2**31
+    return _bk_error("raw_length 2 GiB past the arrays", f"Codec 1 with raw_length {raw} = "
+                     "12 n + 4 + 2^31 (n = 3): key bytes of 2 GiB or more cannot be addressed "
+                     "by u32 offsets. LengthError at raw_length "
+                     f"({BK_LENGTHS_AT}).",
+                     BK(KEYS3_B, codec=1, zstd_frame=True, raw_length=raw,
+                        notes={"raw_length": ": 12 n + 4 + 2^31"}),
+                     "LengthError", BK_LENGTHS_AT)
 
 
 @case("base-keys-error-crc")
