@@ -545,6 +545,13 @@ def test_tags_through_indexes_equal_tags_through_footers(
     # live keys are found; a deleted key may still be (its group holds it until compacted)
     located = {k for k, loc in zip(probe, tags.locations, strict=True) if loc}
     assert live <= located and "k31" not in located
+    view = Table(str(root))
+    for inst in view.timeline.instants:  # time travel: older slices' base files have theirs
+        if inst.state == "COMPLETED":
+            then = KeyTagger(view, as_of=inst.requested).tag(probe)
+            assert then.stats.base_footers == 0
+            assert then.locations == KeyTagger(view, as_of=inst.requested,
+                                               use_base_keys=False).tag(probe).locations
 
 
 # --- an index that does not match its base file ------------------------------------------
