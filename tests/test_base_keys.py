@@ -110,6 +110,22 @@ def test_encode_refuses_what_the_layout_cannot_hold() -> None:
         "n" * 4096)
 
 
+@pytest.mark.parametrize(("prefix", "n", "codec"), [(2000, 600, CODEC_NONE),
+                                                    (600, 3000, CODEC_ZSTD),
+                                                    (300, 2000, CODEC_ZSTD)])
+def test_the_writer_never_writes_what_readers_refuse(prefix: int, n: int, codec: int) -> None:
+    """Long keys sharing most of their bytes compress beyond the bound readers check (§12.2:
+    raw above 64 times stored and 1 MiB): such a payload is stored as is (codec 0)."""
+    keys = ["a" * prefix + str(i) for i in range(n)]
+    data = encode_base_keys(pa.array(keys), NAME, 1)
+    got = decode_base_keys(data)
+    assert sorted(got.keys.to_pylist()) == sorted(keys)
+    raw = 12 * n + 4 + sum(len(k) for k in keys)
+    stored = len(data) - _fields(data)["payload"]
+    assert data[5] == codec
+    assert raw == stored if codec == CODEC_NONE else raw <= max(64 * stored, 1 << 20)
+
+
 @PAIRS
 @given(stored=KEYS, probes=KEYS)
 def test_contains_is_set_membership(stored: list[str], probes: list[str]) -> None:
