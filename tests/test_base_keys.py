@@ -150,9 +150,16 @@ def test_contains_under_fingerprint_collisions(stored: list[str], probes: list[s
     order = sorted(range(len(stored)), key=lambda i: (int(fp[i]), stored[i].encode()))
     bk = BaseKeys(NAME, 1, fp[order] if order else fp,
                   pa.array([stored[i] for i in order], pa.string()))
+    # the writer, given these fingerprints, orders equal ones by key bytes (§12.2) too
+    written = decode_base_keys(encode_base_keys(pa.array(stored, pa.string()), NAME, 1,
+                                                hashes=fp))
+    assert written.keys.to_pylist() == bk.keys.to_pylist()
+    assert written.fingerprints.tolist() == bk.fingerprints.tolist()
     probe = probes + stored + ["never stored"]
-    got = bk.contains(pa.array(probe, pa.string()), _fake_fp(probe, buckets))
-    assert got.tolist() == [k in set(stored) for k in probe]
+    want = [k in set(stored) for k in probe]
+    for index in (bk, written):
+        assert index.contains(pa.array(probe, pa.string()),
+                              _fake_fp(probe, buckets)).tolist() == want
 
 
 def test_contains_of_an_empty_index_and_batch() -> None:
