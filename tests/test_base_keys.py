@@ -212,7 +212,7 @@ def _mutate(data: bytearray, how: str, at: float, value: int, junk: bytes,
     i = int(at * len(data)) if data else 0
     if how in ("set_u32", "set_u64") and targets:
         i = targets[int(at * len(targets))]  # a length, count, offset or fingerprint field
-    if how == "flip_payload" and len(data) > payload:  # (with the CRC refreshed: past it)
+    if how == "flip_payload" and len(data) > payload:  # seen by the CRC unless refreshed
         data[payload + int(at * (len(data) - payload))] ^= junk[0] or 1
     elif how == "flip" and data:
         data[i] ^= junk[0] or 1
