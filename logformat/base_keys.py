@@ -1,4 +1,4 @@
-"""The base-key index: every record key of one base file, sorted by hash (spec/index.md §9).
+"""The base-key index: every record key of one base file, sorted by hash (spec/index.md §12).
 
 A base file's keys stored where tagging reads them in one small read, instead of decoding
 Hudi's DYNAMIC_V0 footer filter (hundreds of KB) and reading the file's key column. All
@@ -43,6 +43,13 @@ HEAD = struct.Struct("<4sBBHQII")  # magic, version, codec, flags, base_size, co
 LENGTHS = struct.Struct("<QQI")  # raw_length, stored_length, crc32
 #: the largest base file name a reader accepts (Hudi's names are under 200 bytes)
 MAX_NAME = 4096
+
+
+def max_raw_length(stored_length: int) -> int:
+    """The largest payload a reader decompresses from ``stored_length`` zstd bytes: more is
+    taken for damage (no buffer is allocated for it), so writers never claim more."""
+    return max(64 * stored_length, 1 << 20)
+
 U64 = npt.NDArray[np.uint64]
 
 
@@ -90,7 +97,8 @@ class BaseKeys:
 def encode_base_keys(keys: pa.Array, base_file: str, base_size: int, *,
                      hashes: U64 | None = None, codec: int = CODEC_ZSTD) -> bytes:
     """The index of ``keys`` (the record keys of the base file ``base_file`` of
-    ``base_size`` bytes); ``hashes``: their XXH64 when the caller has it."""
+    ``base_size`` bytes); ``hashes``: their XXH64 when the caller has it. ``codec`` 1 falls
+    back to 0 for a payload zstd shrinks beyond :func:`max_raw_length`."""
     if codec not in _CODEC_NAMES:
         raise UsageError("unknown base-key index codec", expected=sorted(_CODEC_NAMES),
                          actual=codec)
@@ -130,6 +138,10 @@ def encode_base_keys(keys: pa.Array, base_file: str, base_size: int, *,
         raise UsageError("base file name too long for a base-key index", path=base_file)
     stored = raw if codec == CODEC_NONE else pa.compress(raw, codec=_CODEC_NAMES[codec],
                                                          asbytes=True)
+    if len(raw) > max_raw_length(len(stored)):
+        # compressed beyond what readers accept (long keys sharing most of their bytes):
+        # stored as is, which every reader accepts
+        codec, stored = CODEC_NONE, raw
     return (HEAD.pack(MAGIC, VERSION, codec, 0, base_size, n, len(name)) + name
             + LENGTHS.pack(len(raw), len(stored), zlib.crc32(stored)) + stored)
 
@@ -183,12 +195,12 @@ def decode_base_keys(data: bytes | memoryview, *, path: str | None = None) -> Ba
     else:
         # a payload claimed larger than zstd can expand these bytes to is damage, and no
         # buffer is allocated for it
-        if raw_len > max(64 * stored_len, 1 << 20):
+        if raw_len > max_raw_length(stored_len):
             raise LengthError("base-key index raw length beyond its compressed size",
                               path=path, offset=at - LENGTHS.size, actual=raw_len)
         try:
             raw = pa.decompress(stored, raw_len, codec=_CODEC_NAMES[codec])
-        except (pa.ArrowException, ValueError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:  # ArrowIOError: an OSError
             raise ContentError(f"base-key index payload does not decompress: {exc}",
                                path=path, offset=at) from None
     buf = np.frombuffer(raw, dtype=np.uint8)
@@ -213,4 +225,4 @@ def decode_base_keys(data: bytes | memoryview, *, path: str | None = None) -> Ba
 
 
 __all__ = ["CODEC_NONE", "CODEC_ZSTD", "MAGIC", "VERSION", "BaseKeys", "decode_base_keys",
-           "encode_base_keys"]
+           "encode_base_keys", "max_raw_length"]

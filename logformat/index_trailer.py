@@ -181,7 +181,8 @@ def sorted_unique_keys(keys: pa.Array | list[str]) -> pa.Array:
 
 
 def encode_keys(keys: pa.Array, codec: int = CODEC_ZSTD) -> bytes:
-    """KEYS section of already sorted unique keys."""
+    """KEYS section of already sorted unique keys (``codec`` 1 falls back to 0 for raw
+    bytes zstd shrinks beyond ``MAX_KEYS_RATIO``, which readers refuse)."""
     arr = keys.cast(pa.string())
     n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], dtype="<i4")[arr.offset : arr.offset + n + 1]
@@ -192,6 +193,10 @@ def encode_keys(keys: pa.Array, codec: int = CODEC_ZSTD) -> bytes:
     payload = raw
     if codec == CODEC_ZSTD:
         payload = pa.Codec("zstd").compress(raw, asbytes=True)
+        if len(raw) > MAX_KEYS_RATIO * len(payload) + 4096:
+            # shrunk beyond what readers decompress (long keys sharing most of their bytes):
+            # stored as is, which every reader accepts
+            codec, payload = CODEC_NONE, raw
     elif codec != CODEC_NONE:
         raise UsageError("unknown key list codec", expected=[CODEC_NONE, CODEC_ZSTD],
                          actual=codec)

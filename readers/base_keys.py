@@ -1,4 +1,4 @@
-"""Where base-key indexes live and how a reader finds them (spec/index.md §9).
+"""Where base-key indexes live and how a reader finds them (spec/index.md §12).
 
 The index of base file ``<partition>/<name>`` is ``.hoodie/morlog/base_keys/<partition>/
 <name>.keys``: under ``.hoodie`` so that Hudi's and hudi-rs's listings of the partition never

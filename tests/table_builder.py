@@ -2,7 +2,8 @@
 
 It writes what Hudi 0.x writes on a file system with append: ``hoodie.properties``, timeline
 files (requested, inflight, completed with JSON metadata), base Parquet files carrying Hudi's
-bloom filter and min/max keys, logs of indexed blocks (appended per file slice), rollback
+bloom filter and min/max keys (and, on request, morlog's base-key index beside each, as
+morlog's writer writes it), logs of indexed blocks (appended per file slice), rollback
 instants with ROLLBACK command blocks, and log compactions (one block replacing the blocks of
 several instants, ``COMPACTED_BLOCK_TIMES``). Routing is the caller's: it says which file
 group each record goes to. The real write client (commit protocol, routing, concurrency) is
@@ -24,6 +25,7 @@ import pyarrow.parquet as pq
 from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat import DeleteRecord, HeaderKey, OrderingValue
 from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.naming import TimelineFileName
@@ -33,6 +35,8 @@ from morlog.logformat.table_files import (
     format_properties,
     partition_depth,
 )
+from morlog.readers.base_keys import BASE_KEYS_DIR
+from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.writers.indexed import IndexedLogWriter
 
 SCHEMA: dict[str, Any] = {
@@ -59,8 +63,11 @@ def instant(n: int) -> str:
 
 class TableBuilder:
     def __init__(self, path: str, *, partitioned: bool = True, event_time: bool = False,
-                 rollover: bool = False) -> None:
+                 rollover: bool = False, base_keys: bool = False) -> None:
+        """``base_keys``: write a base-key index (spec/index.md §12) beside every base
+        file."""
         self.path = path
+        self.base_keys = base_keys
         self.partitioned = partitioned
         self.rollover = rollover
         os.makedirs(os.path.join(path, ".hoodie"), exist_ok=True)
@@ -137,7 +144,15 @@ class TableBuilder:
         md = encode_base_footer(table.column("_hoodie_record_key"), DEFAULT_NUM_ENTRIES)
         table = table.replace_schema_metadata(md)
         name = f"{fid}_0-1-1_{inst}.parquet"
-        pq.write_table(table, os.path.join(self._dir(partition), name))
+        path = os.path.join(self._dir(partition), name)
+        pq.write_table(table, path)
+        if self.base_keys:
+            d = os.path.join(self.path, ".hoodie", *BASE_KEYS_DIR,
+                             *(partition.split("/") if partition else []))
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, name + BASE_KEYS_SUFFIX), "wb") as f:
+                f.write(encode_base_keys(table.column("_hoodie_record_key"), name,
+                                         os.path.getsize(path)))
         self.written.setdefault(inst, []).append(
             (partition, fid, f"{partition}/{name}" if partition else name))
         self.groups[(partition, fid)] = inst

@@ -1,6 +1,7 @@
 """Issue 16: fuzzing table files. Whatever the bytes of ``hoodie.properties``, a timeline file,
-a block's Avro schema header, or any file of a real Hudi table, opening the table, listing its
-file slices, reading it and tagging keys raise nothing but :class:`MorlogError`.
+a block's Avro schema header, a base-key index, or any file of a real Hudi table, opening the
+table, listing its file slices, reading it and tagging keys raise nothing but
+:class:`MorlogError` (and a damaged base-key index changes no answer).
 
 Sized for CI (tens of examples each); ``HYPOTHESIS_PROFILE=slow`` runs 20 times more.
 """
@@ -248,3 +249,70 @@ def test_fuzz_real_fixture_tables(pick: int, which: int, how: str, at: float, ju
             data = bytearray()
         target.write_bytes(bytes(data))
         only_typed_errors(root)
+
+
+# --- base-key indexes (spec/index.md §12) --------------------------------------------------
+
+_TAG_KEYS = [f"k{i}" for i in range(12)] + ["nope"]
+_PRISTINE: dict[str, Any] = {}
+
+
+def _index_files(root: Path) -> list[Path]:
+    return sorted((root / ".hoodie" / "morlog" / "base_keys").rglob("*.keys"))
+
+
+def _answers(root: Path) -> Any:
+    """Tags (without and with the keys' partition) and the rows' keys."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = Table(str(root))
+        return (KeyTagger(table).tag(_TAG_KEYS).locations,
+                KeyTagger(table).tag(_TAG_KEYS, ["eu"] * len(_TAG_KEYS)).locations,
+                sorted(table.read().column("id").to_pylist()))
+
+
+@_fuzz(40)
+@given(how=st.sampled_from(["flip", "truncate", "junk", "empty", "insert", "other-file",
+                            "other-size", "directory"]),
+       which=st.integers(0, 100), at=st.floats(0, 1, exclude_max=True),
+       junk=st.binary(min_size=1, max_size=64), carrier=st.sampled_from(["avro", "parquet"]))
+def test_fuzz_base_key_indexes(built: dict[str, Path], how: str, which: int, at: float,
+                               junk: bytes, carrier: str) -> None:
+    """A damaged, stale or foreign base-key index never changes a tag or a row, and never
+    lets anything but a MorlogError out (the reader warns and reads the base file)."""
+    from morlog.logformat.base_keys import decode_base_keys, encode_base_keys
+    from morlog.readers.base_keys import BaseKeysWarning
+
+    if carrier not in _PRISTINE:
+        _PRISTINE[carrier] = _answers(built[carrier])
+    with _Copy(built[carrier]) as root:
+        indexes = _index_files(root)
+        assert indexes, "the fixture's base files have indexes"
+        target = indexes[which % len(indexes)]
+        data = bytearray(target.read_bytes())
+        i = int(at * len(data))
+        if how == "flip":
+            data[i] ^= junk[0] or 1
+        elif how == "truncate":
+            del data[i:]
+        elif how == "junk":
+            data[i : i + len(junk)] = junk
+        elif how == "insert":
+            data[i:i] = junk
+        elif how == "empty":
+            data = bytearray()
+        elif how in ("other-file", "other-size"):  # valid bytes, but not this file's index
+            bk = decode_base_keys(bytes(data))
+            name = bk.base_file + ("x" if how == "other-file" else "")
+            size = bk.base_size + (len(junk) if how == "other-size" else 0)
+            data = bytearray(encode_base_keys(bk.keys[: len(bk.keys) // 2], name, size))
+        if how == "directory":
+            target.unlink()
+            target.mkdir()
+        else:
+            target.write_bytes(bytes(data))
+        only_typed_errors(root)
+        assert _answers(root) == _PRISTINE[carrier]
+        if how in ("empty", "other-file", "other-size"):
+            with pytest.warns(BaseKeysWarning):
+                KeyTagger(Table(str(root))).tag(_TAG_KEYS)

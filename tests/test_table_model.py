@@ -263,7 +263,7 @@ ops = st.lists(st.one_of(
 ), min_size=1, max_size=9)
 
 
-def _check(path: str, model: Model) -> None:
+def _check(path: str, model: Model, base_keys: bool) -> None:
     table = Table(path)
     got = {r["id"]: (r["p"], r["ts"], r["v"]) for r in table.read().to_pylist()}
     want = {k: (x.partition, x.ts, x.value) for k, x in model.live.items()}
@@ -272,7 +272,12 @@ def _check(path: str, model: Model) -> None:
     assert {r["id"]: r["_hoodie_file_name"] for r in rows} == {
         k: x.fid for k, x in model.live.items()}
     keys = sorted(model.live) + ["never-written"]
-    tags = KeyTagger(table).tag(keys).as_dict()
+    tagged = KeyTagger(table).tag(keys)
+    # base files are tagged through their base-key index when they have one (§12)
+    bases = sum(1 for s in table.file_slices() if s.base_file is not None)
+    assert (tagged.stats.base_key_indexes, tagged.stats.base_footers) == (
+        (bases, 0) if base_keys else (0, bases))
+    tags = tagged.as_dict()
     for k, x in model.live.items():
         assert tags[k] == {"partition": x.partition, "file_id": x.fid}, k
     assert tags["never-written"] is None
@@ -281,12 +286,14 @@ def _check(path: str, model: Model) -> None:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(history=ops, event_time=st.booleans(), partitioned=st.booleans(),
-       rollover=st.booleans())
+       rollover=st.booleans(), base_keys=st.booleans())
 def test_random_histories_match_the_model(tmp_path_factory: pytest.TempPathFactory,
                                           history: list[tuple[Any, ...]], event_time: bool,
-                                          partitioned: bool, rollover: bool) -> None:
+                                          partitioned: bool, rollover: bool,
+                                          base_keys: bool) -> None:
     path = str(tmp_path_factory.mktemp("table"))
-    b = TableBuilder(path, partitioned=partitioned, event_time=event_time, rollover=rollover)
+    b = TableBuilder(path, partitioned=partitioned, event_time=event_time, rollover=rollover,
+                     base_keys=base_keys)
     model = Model(event_time)
     parts = PARTITIONS if partitioned else [""]
     failed: list[str] = []
@@ -349,7 +356,7 @@ def test_random_histories_match_the_model(tmp_path_factory: pytest.TempPathFacto
             b.rollback(failed.pop(), inst)
         elif op[0] == "logcompact":
             _log_compact(b, model, committed_logs, inst)
-        _check(path, model)
+        _check(path, model, base_keys)
 
 
 def _record(model: Model, puts: list[Put], part: str, fid: str, committed: bool) -> None:
@@ -641,6 +648,23 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
         assert got == model, op
         if record_index:
             _check_record_index(str(root), {k: v[0] for k, v in model.items()})
+    _check_base_key_indexes(str(root), {k: v[0] for k, v in model.items()})
+
+
+def _check_base_key_indexes(root: str, live: dict[str, str]) -> None:
+    """Every base file of the latest slices (written by inserts or compactions, failures and
+    retries included) has a base-key index that tagging uses, and the tags it gives place
+    every live key in its partition (key -> partition in ``live``)."""
+    keys = sorted(live) + ["never-written"]
+    view = Table(root)
+    bases = sum(1 for s in view.file_slices() if s.base_file is not None)
+    tagged = KeyTagger(view, use_morlog_index=False).tag(keys)
+    assert (tagged.stats.base_key_indexes, tagged.stats.base_footers) == (bases, 0)
+    if bases:
+        event("tags through base-key indexes")
+    tags = tagged.as_dict()
+    assert {k: (x or {}).get("partition") for k, x in tags.items()} == {
+        **live, "never-written": None}
 
 
 def _check_record_index(root: str, live: dict[str, str]) -> None:

@@ -76,6 +76,7 @@ from morlog.logformat.timeline_meta import (
     encode_commit_metadata,
     write_stat,
 )
+from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.containment import check_file_name, resolve_under
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
@@ -531,8 +532,11 @@ class Commit:
             if isinstance(self.store, LocalStore):
                 # only local writes stage temporary files (S3 publishes by conditional PUT)
                 root = self.location.path
+                parts = view.partitions()
                 dirs = [root, self.store.join(root, ".hoodie"),
-                        *(self.location.partition_path(p) for p in view.partitions() if p)]
+                        *(self.location.partition_path(p) for p in parts if p),
+                        # base-key indexes are published beside each other there too
+                        *(base_keys_dir(self.location, p) for p in parts or [""])]
                 self.swept = sweep_orphan_temps(self.store, dirs)
         except BaseException:
             lock.release()

@@ -1339,6 +1339,415 @@ def _avro_carrier_rollback() -> Case:
             "tail_block_offset": 0}, h
 
 
+# the base-key index (§12): a file of its own beside each base file
+
+BK_MAGIC = b"MBKI"
+BK_MAX_NAME = 4096
+BK_FILE = "3c2e1f40-8e3b-4a51-9d5e-2f7b1c0a9e11-0_0-12-34_20250101000000000.parquet"
+BK_SIZE = 434_567
+BK_CODECS = {0: "payload stored as is", 1: "zstd"}
+
+
+def bk_order(keys: list[bytes]) -> list[bytes]:
+    """Stored order (§12.2): by XXH64 of the UTF-8 bytes, then by the bytes (unsigned)."""
+    return sorted(keys, key=lambda k: (xxhash.xxh64_intdigest(k, seed=0), k))
+
+
+@dataclass
+class BK:
+    """The fields of one base-key index; None: the value §12.2 prescribes for the keys."""
+
+    keys: list[bytes]
+    name: bytes = BK_FILE.encode("utf-8")
+    base_size: int = BK_SIZE
+    magic: bytes = BK_MAGIC
+    version: int = 1
+    codec: int = 0
+    flags: int = 0
+    count: int | None = None
+    raw_length: int | None = None
+    stored_length: int | None = None
+    crc32: Callable[[int], int] | None = None
+    fingerprints: list[int] | None = None
+    offsets: list[int] | None = None
+    #: a stored payload given as is (codec 1 cases), replacing the three arrays
+    payload: bytes | None = None
+    #: codec 1 written by hand: the payload in one zstd frame of one raw block (RFC 8878)
+    zstd_frame: bool = False
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def bk_hex(f: BK) -> Hex:
+    keys = f.keys
+    fps = ([xxhash.xxh64_intdigest(k, seed=0) for k in keys] if f.fingerprints is None
+           else f.fingerprints)
+    offsets = [0]
+    for k in keys:
+        offsets.append(offsets[-1] + len(k))
+    offsets = offsets if f.offsets is None else f.offsets
+    body = Hex([])
+    if f.payload is None:
+        for i, (k, fp) in enumerate(zip(keys, fps, strict=True)):
+            body.add(u64(fp), f"fingerprint[{i}] = 0x{fp:016x}" + f.notes.get(
+                f"fp{i}", f" = XXH64({_bk_key(k)})"))
+        for i, o in enumerate(offsets):
+            body.add(u32(o), f"offset[{i}] = {o}" + f.notes.get(f"off{i}", ""))
+        for i, k in enumerate(keys):
+            body.add(k, f"key {i}: {_bk_key(k)}")
+        if not keys:
+            body.add(b"", "key bytes")
+    else:
+        body.add(f.payload, f.notes.get("payload", "stored payload"))
+    raw = body.data()
+    if f.zstd_frame:
+        body = zstd_raw_frame(body)
+    stored = body.data()
+    n = len(keys) if f.count is None else f.count
+    raw_len = len(raw) if f.raw_length is None else f.raw_length
+    stored_len = len(stored) if f.stored_length is None else f.stored_length
+    crc = zlib.crc32(stored)
+    crc = crc if f.crc32 is None else f.crc32(crc)
+    h = Hex([])
+    h.add(f.magic, f"magic {f.magic.decode('ascii', 'replace')!r}" + f.notes.get("magic", ""))
+    h.add(u8(f.version), f"version {f.version}" + f.notes.get("version", ""))
+    h.add(u8(f.codec), f"codec {f.codec}" + (f" = {BK_CODECS[f.codec]}" if f.codec in BK_CODECS
+                                             else ": unknown"))
+    h.add(u16(f.flags), f"flags 0x{f.flags:04x}" + f.notes.get("flags", ""))
+    h.add(u64(f.base_size), f"base_size = {f.base_size} (bytes of the base file)")
+    h.add(u32(n), f"count n = {n}" + f.notes.get("count", ""))
+    h.add(u32(len(f.name)), f"name_length = {len(f.name)}" + f.notes.get("name_length", ""))
+    shown = f.name if len(f.name) <= 80 else f.name[:20] + b"..." + f.name[-20:]
+    h.add(f.name, f"name {shown.decode('utf-8', 'backslashreplace')!r}"
+          + f.notes.get("name", " (UTF-8)"))
+    fixed = 12 * n + 4
+    h.add(u64(raw_len), f"raw_length = {raw_len}" + f.notes.get(
+        "raw_length", f" = 12 * n + 4 + {raw_len - fixed} key bytes"))
+    h.add(u64(stored_len), f"stored_length = {stored_len}" + f.notes.get(
+        "stored_length", " (the bytes left)"))
+    h.add(u32(crc), f"crc32 = 0x{crc:08x}" + f.notes.get("crc32", " (zlib CRC-32 of the "
+                                                                  "stored payload)"))
+    h.note("payload: n x u64 fingerprint | (n + 1) x u32 offset | key bytes"
+           + (", in a zstd frame" if f.zstd_frame else ""))
+    h.extend(body)
+    return h
+
+
+def zstd_raw_frame(content: Hex) -> Hex:
+    """``content`` as one zstd frame (RFC 8878 §3.1.1) holding one raw (uncompressed)
+    block: any zstd decoder gives ``content`` back, and no compressor is involved."""
+    data = content.data()
+    assert len(data) < 256, "a one-byte frame content size"
+    h = Hex([])
+    h.add(u32(0xFD2FB528), "zstd frame: magic 0xFD2FB528")
+    h.add(u8(0x20), "zstd frame header descriptor 0x20: single segment, 1-byte content "
+          "size, no checksum, no dictionary")
+    h.add(u8(len(data)), f"zstd frame content size = {len(data)}")
+    h.add((len(data) << 3 | 1).to_bytes(3, "little"), f"zstd block header: last block, raw, "
+          f"size {len(data)}")
+    h.extend(content)
+    return h
+
+
+def _bk_key(k: bytes) -> str:
+    try:
+        return repr(k.decode("utf-8"))
+    except UnicodeDecodeError:
+        return f"bytes {k.hex()} (not UTF-8)"
+
+
+def bk_cut(h: Hex, keep: int, title: list[str]) -> Hex:
+    """The first ``keep`` bytes of ``h``, its rows' comments kept."""
+    out = Hex(title)
+    left = keep
+    for data, comment in h.rows:
+        if data is None:
+            continue
+        if left <= 0:
+            break
+        part = data[:left]
+        out.add(part, comment if len(part) == len(data)
+                else f"{comment} -- cut off after {len(part)} of {len(data)} bytes")
+        left -= len(part)
+    return out
+
+
+def _bk_title(what: str) -> list[str]:
+    return [f"Base-key index: {what} (spec/index.md §12.2).",
+            "Little-endian integers. Written field by field by regenerate.py from the spec "
+            "(xxhash package, zlib.crc32), not by morlog."]
+
+
+def _bk_case(name: str, description: str, keys: list[str], unsorted: list[str],
+             absent: list[str], *, codec: int = 0) -> Case:
+    raws = bk_order([k.encode("utf-8") for k in keys])
+    h = bk_hex(BK(raws, codec=codec, zstd_frame=codec == 1))
+    h.title = _bk_title(name)
+    stored = [r.decode("utf-8") for r in raws]
+    assert sorted(stored) == sorted(unsorted)
+    return {"description": description, "spec": "§12.2", "kind": "base-keys", "codec": codec,
+            "base_file": BK_FILE, "base_size": BK_SIZE, "keys": stored,
+            "fingerprints": [f"{xxhash.xxh64_intdigest(r, seed=0):016x}" for r in raws],
+            "unsorted": unsorted, "absent": absent}, h
+
+
+@case("base-keys-three-ascii")
+def _bk_ascii() -> Case:
+    keys = ["k1", "k10", "k2"]
+    return _bk_case("three ASCII keys", "The base-key index of a base file holding k1, k10 "
+                    "and k2, codec 0: keys in XXH64 order (not byte order), offsets into the "
+                    "key bytes.", keys, ["k1", "k2", "k10"], ["k3", "k", "k100", ""])
+
+
+@case("base-keys-utf8-and-duplicates")
+def _bk_utf8() -> Case:
+    keys = ["a", "\uff21", "\U0001f600", "Zürich-😀", "", "a"]
+    return _bk_case("non-ASCII keys, an empty key, a duplicate", "Keys with 2-, 3- and "
+                    "4-byte UTF-8 sequences (U+00FC, U+FF21, U+1F600 beyond the BMP), the "
+                    "empty key (offsets equal) and 'a' twice: a base file holding a key twice "
+                    "lists it twice, next to each other (equal fingerprint, equal bytes).",
+                    keys, ["\U0001f600", "a", "", "Zürich-😀", "a", "\uff21"],
+                    ["A", "\uff41", "Zurich-😀", "\U0001f601", "aa"])
+
+
+@case("base-keys-empty")
+def _bk_empty() -> Case:
+    return _bk_case("no keys", "The index of a base file without records: n = 0, one offset "
+                    "(0), no key bytes; raw_length 4.", [], [], ["k1", ""])
+
+
+@case("base-keys-zstd-raw-block")
+def _bk_zstd() -> Case:
+    keys = ["k1", "k10", "k2"]
+    return _bk_case("codec 1, a zstd frame written by hand", "The index of "
+                    "base-keys-three-ascii with codec 1: the payload is one zstd frame "
+                    "holding one raw block (RFC 8878), so the bytes do not depend on a "
+                    "compressor. A reader decodes it to the same keys; a writer's zstd bytes "
+                    "differ (it compresses), so only decoding is pinned.", keys,
+                    ["k1", "k2", "k10"], ["k3"], codec=1)
+
+
+KEYS3_B = bk_order([b"k1", b"k10", b"k2"])
+BK_LENGTHS_AT = 24 + len(BK_FILE)  # offset of raw_length: header (24 bytes) + name
+BK_PAYLOAD_AT = BK_LENGTHS_AT + 20
+
+
+def _bk_error(name: str, description: str, f: BK, error: str, offset: int | None,
+              *, cut: int | None = None) -> Case:
+    h = bk_hex(f)
+    title = _bk_title(f"{name}, an error")
+    if cut is not None:
+        h = bk_cut(h, cut, title + [f"The first {cut} bytes of an index."])
+    h.title = title if cut is None else h.title
+    return {"description": description, "spec": "§12.2", "kind": "base-keys-error",
+            "expect_error": {"type": error, "offset": offset}}, h
+
+
+@case("base-keys-error-bad-magic")
+def _bke_magic() -> Case:
+    return _bk_error("bad magic", "Magic 'MBKX' instead of 'MBKI': not a base-key index. "
+                     "ContentError at offset 0.",
+                     BK(KEYS3_B, magic=b"MBKX", notes={"magic": ": not MBKI"}), "ContentError",
+                     0)
+
+
+@case("base-keys-error-version-2")
+def _bke_version() -> Case:
+    return _bk_error("version 2", "Version 2, unknown to a version-1 reader; everything else "
+                     "valid. ContentError at the version byte (4).",
+                     BK(KEYS3_B, version=2, notes={"version": ": unknown"}), "ContentError", 4)
+
+
+@case("base-keys-error-unknown-codec")
+def _bke_codec() -> Case:
+    return _bk_error("codec 2", "Codec 2 (known: 0 none, 1 zstd). ContentError at the codec "
+                     "byte (5).", BK(KEYS3_B, codec=2), "ContentError", 5)
+
+
+@case("base-keys-error-flags-set")
+def _bke_flags() -> Case:
+    return _bk_error("flags set", "Flags 0x0001: version 1 defines no flag, a reader refuses "
+                     "any. ContentError at offset 5 (codec and flags are checked together).",
+                     BK(KEYS3_B, flags=1, notes={"flags": ": must be 0"}), "ContentError", 5)
+
+
+@case("base-keys-error-name-too-long")
+def _bke_name_long() -> Case:
+    name = ("n" * (BK_MAX_NAME + 1 - len(".parquet")) + ".parquet").encode("ascii")
+    return _bk_error("name of 4097 bytes", "A name of 4097 bytes, one over the limit (the "
+                     "whole index follows, valid otherwise). LengthError at the name_length "
+                     "field (20).", BK([b"k1"], name=name, notes={"name_length": ": over 4096"}),
+                     "LengthError", 20)
+
+
+@case("base-keys-error-name-not-utf8")
+def _bke_name_utf8() -> Case:
+    name = b"\xff" + BK_FILE.encode("ascii")[1:]
+    return _bk_error("name not UTF-8", "The name's first byte is 0xff, never in UTF-8. "
+                     "ContentError at the name (24).",
+                     BK(KEYS3_B, name=name, notes={"name": ": byte 0xff is not UTF-8"}),
+                     "ContentError", 24)
+
+
+@case("base-keys-error-stored-length")
+def _bke_stored() -> Case:
+    f = BK(KEYS3_B)
+    stored = len(bk_hex(f).data()) - BK_PAYLOAD_AT
+    return _bk_error("stored_length past the file", f"stored_length says {stored + 1} bytes, "
+                     f"{stored} follow (the file was cut or the field is damaged). LengthError "
+                     f"at raw_length ({BK_LENGTHS_AT}).",
+                     BK(KEYS3_B, stored_length=stored + 1,
+                        notes={"stored_length": f": {stored} bytes follow"}),
+                     "LengthError", BK_LENGTHS_AT)
+
+
+@case("base-keys-error-raw-length-below-arrays")
+def _bke_raw_small() -> Case:
+    return _bk_error("raw_length below 12 n + 4", "count says 4 keys, the payload (raw_length "
+                     "= stored_length = 47) holds the arrays of 3: below 12 * 4 + 4 = 52. "
+                     f"LengthError at raw_length ({BK_LENGTHS_AT}).",
+                     BK(KEYS3_B, count=4, notes={"count": ": the payload holds 3 keys",
+                                                 "raw_length": ": below 12 * 4 + 4 = 52"}),
+                     "LengthError", BK_LENGTHS_AT)
+
+
+@case("base-keys-error-raw-length-not-stored-length")
+def _bke_raw_other() -> Case:
+    return _bk_error("codec 0, raw_length differs", "Codec 0 with raw_length 48 and "
+                     "stored_length 47: a payload stored as is has one length. LengthError at "
+                     f"raw_length ({BK_LENGTHS_AT}).",
+                     BK(KEYS3_B, raw_length=48, notes={"raw_length": ": not stored_length"}),
+                     "LengthError", BK_LENGTHS_AT)
+
+
+@case("base-keys-error-zstd-raw-length-too-large")
+def _bke_zstd_big() -> Case:
+    payload = bytes.fromhex("28b52ffd") + b"twelve bytes"
+    raw = (1 << 20) + 1
+    return _bk_error("codec 1, raw_length beyond the payload", f"Codec 1, a 16-byte payload "
+                     f"claiming raw_length {raw}: above 64 times stored_length and above "
+                     "1 MiB, so no reader allocates it. LengthError at raw_length "
+                     f"({BK_LENGTHS_AT}).",
+                     BK([b"k1"], codec=1, raw_length=raw, payload=payload,
+                        notes={"raw_length": ": over max(64 * 16, 2^20)",
+                               "payload": "zstd magic, then 12 bytes"}),
+                     "LengthError", BK_LENGTHS_AT)
+
+
+@case("base-keys-error-zstd-not-a-frame")
+def _bke_zstd_bad() -> Case:
+    payload = b"not a zstd frame"
+    return _bk_error("codec 1, payload not zstd", "Codec 1 with a payload that is not a zstd "
+                     "frame (CRC valid): it does not decompress. ContentError at the payload "
+                     f"({BK_PAYLOAD_AT}).",
+                     BK([b"k1"], codec=1, raw_length=24, payload=payload,
+                        notes={"raw_length": ": 12 * 1 + 4 + 8", "payload": "ASCII "
+                               "'not a zstd frame'"}),
+                     "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-zstd-short")
+def _bke_zstd_short() -> Case:
+    return _bk_error("codec 1, payload shorter than raw_length", "Codec 1: the zstd frame "
+                     "(one raw block, as in base-keys-zstd-raw-block) holds the 47 payload "
+                     "bytes of three keys, raw_length says 55. ContentError at the payload "
+                     f"({BK_PAYLOAD_AT}): the payload does not decompress to raw_length bytes.",
+                     BK(KEYS3_B, codec=1, zstd_frame=True, raw_length=55,
+                        notes={"raw_length": ": the frame holds 47"}),
+                     "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-raw-length-2-gib")
+def _bke_raw_huge() -> Case:
+    raw = 12 * 3 + 4 + 2**31
+    return _bk_error("raw_length 2 GiB past the arrays", f"Codec 1 with raw_length {raw} = "
+                     "12 n + 4 + 2^31 (n = 3): key bytes of 2 GiB or more cannot be addressed "
+                     "by u32 offsets. LengthError at raw_length "
+                     f"({BK_LENGTHS_AT}).",
+                     BK(KEYS3_B, codec=1, zstd_frame=True, raw_length=raw,
+                        notes={"raw_length": ": 12 n + 4 + 2^31"}),
+                     "LengthError", BK_LENGTHS_AT)
+
+
+@case("base-keys-error-crc")
+def _bke_crc() -> Case:
+    return _bk_error("CRC mismatch", "crc32 is the payload's CRC XOR 0xffffffff. "
+                     f"ChecksumError at the payload ({BK_PAYLOAD_AT}).",
+                     BK(KEYS3_B, crc32=lambda c: c ^ 0xFFFFFFFF,
+                        notes={"crc32": ": wrong (the payload's XOR 0xffffffff)"}),
+                     "ChecksumError", BK_PAYLOAD_AT)
+
+
+def _bk_offsets(offsets: list[int], what: str, description: str, name: str) -> Case:
+    good = _key_offsets(KEYS3_B)
+    notes = {f"off{i}": f": {what}" for i, o in enumerate(offsets) if o != good[i]}
+    return _bk_error(name, description + f" ContentError at the payload ({BK_PAYLOAD_AT}).",
+                     BK(KEYS3_B, offsets=offsets, notes=notes), "ContentError", BK_PAYLOAD_AT)
+
+
+def _key_offsets(keys: list[bytes]) -> list[int]:
+    out = [0]
+    for k in keys:
+        out.append(out[-1] + len(k))
+    return out
+
+
+@case("base-keys-error-offsets-not-from-0")
+def _bke_off0() -> Case:
+    good = _key_offsets(KEYS3_B)
+    return _bk_offsets([1] + good[1:], "not 0", "offset[0] = 1 (the others valid).",
+                       "offsets not starting at 0")
+
+
+@case("base-keys-error-offsets-decreasing")
+def _bke_offdec() -> Case:
+    good = _key_offsets(KEYS3_B)
+    bad = [good[0], good[2], good[1], good[3]]
+    assert bad[1] > bad[2]
+    return _bk_offsets(bad, "swapped", f"offset[1] = {bad[1]} > offset[2] = {bad[2]} "
+                       "(first and last valid).", "decreasing offsets")
+
+
+@case("base-keys-error-offsets-end")
+def _bke_offend() -> Case:
+    good = _key_offsets(KEYS3_B)
+    return _bk_offsets(good[:-1] + [good[-1] - 1], "not the key bytes' length",
+                       f"offset[3] = {good[-1] - 1} while {good[-1]} key bytes follow.",
+                       "last offset short of the key bytes")
+
+
+@case("base-keys-error-fingerprints-out-of-order")
+def _bke_fp() -> Case:
+    keys = list(reversed(KEYS3_B))
+    notes = {f"fp{i}": f" = XXH64({_bk_key(k)}), descending" for i, k in enumerate(keys)}
+    return _bk_error("fingerprints descending", "The three keys listed in descending "
+                     "fingerprint order (offsets and key bytes consistent with it). "
+                     f"ContentError at the payload ({BK_PAYLOAD_AT}).",
+                     BK(keys, notes=notes), "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-key-not-utf8")
+def _bke_key() -> Case:
+    keys = bk_order([b"k1", b"k\xff"])
+    return _bk_error("a key not UTF-8", "The key bytes 6b ff (0xff never occurs in UTF-8), "
+                     "its fingerprint XXH64 of those bytes, in order. ContentError at the "
+                     f"payload ({BK_PAYLOAD_AT}).", BK(keys), "ContentError", BK_PAYLOAD_AT)
+
+
+@case("base-keys-error-header-cut-off")
+def _bke_cut() -> Case:
+    return _bk_error("header cut off", "Only the first 20 bytes of a valid index: fewer "
+                     "than the 24-byte header. TruncatedError at offset 0.", BK(KEYS3_B),
+                     "TruncatedError", 0, cut=20)
+
+
+@case("base-keys-error-lengths-cut-off")
+def _bke_cut2() -> Case:
+    return _bk_error("lengths cut off", "The header and the name, then 10 of the 20 bytes of "
+                     "raw_length, stored_length and crc32. TruncatedError at offset 24 (the "
+                     "end of the fixed header).", BK(KEYS3_B), "TruncatedError", 24,
+                     cut=BK_LENGTHS_AT + 10)
+
+
 # --- driver -----------------------------------------------------------------------------
 
 
