@@ -25,7 +25,9 @@ GOALS = {
     "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
-              "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s"},
+              "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s",
+              "tag_100k_record_index_vs_bloom_index_speedup",
+              "tag_100k_record_index_keys_per_s"},
     "compaction": {"read_speedup_after_log_compaction", "log_compaction_bytes_vs_compaction",
                    "compaction_time_vs_base_file_write", "cumulative_fpp_after_vs_configured",
                    "table_read_speedup_after_log_compaction",
@@ -385,7 +387,7 @@ SCALE_STEPS = {"create": {"morlog", "delta_rs"},
                "upsert": {"morlog", "morlog_parquet", "delta_rs"},
                "read_avro": {"morlog", "hudi_rs"},
                "read_parquet": {"morlog", "hudi_rs", "delta_rs"},
-               "tag": {"morlog", "bloom_index"}}
+               "tag": {"morlog", "morlog_rli", "bloom_index"}}
 
 
 def test_bench_scale_runs_every_engine_on_the_same_data(
@@ -409,8 +411,11 @@ def test_bench_scale_runs_every_engine_on_the_same_data(
     assert all(c["ok"] for k, c in checks.items() if k != "expected"), checks
     assert {k for k in checks if k.startswith("read_")} == {
         f"{s}.{e}" for s in ("read_avro", "read_parquet") for e in SCALE_STEPS[s]}
-    assert checks["tag"]["found"] == {"morlog": checks["tag"]["expected_found"],
-                                      "bloom_index": checks["tag"]["expected_found"]}
+    assert checks["tag"]["found"] == {e: checks["tag"]["expected_found"]
+                                      for e in SCALE_STEPS["tag"]}
+    # morlog tags base files through their base-key indexes, or through its record index
+    assert r["tag"]["morlog"]["base_key_indexes"] > 0
+    assert r["tag"]["morlog_rli"]["record_index_shards_read"] > 0
     data = report["results"]["data"]["20000"]
     assert checks["expected"]["rows"] == data["distinct_keys_after_upserts"]
     assert data["upsert_updates"] == 6_000 and data["upsert_inserts"] == 14_000
