@@ -41,7 +41,7 @@ from morlog.readers import LogFileReader
 
 from . import hudi_fixtures as hf
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _TEXT = st.text(max_size=16)  # non-ASCII, surrogate-free (UTF-8 encodable)
 _DEC = st.integers(-(10**30) + 1, 10**30 - 1).map(lambda i: decimal.Decimal(i).scaleb(-15))
 _VALUES: dict[str, st.SearchStrategy[Any]] = {
@@ -405,3 +405,117 @@ def test_every_fixture_delete_block_decodes_the_same_both_ways() -> None:
                                          for r in want[1]):
                 _decode_columns(3, bytes(content[8:8 + struct.unpack(">i", content[4:8])[0]]))
     assert records > 0
+
+
+# --- the merge: deletes column-wise give the per-record merge's result -------------------
+
+_TARGETS = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(),
+            pa.uint64(), pa.float32(), pa.float64(), pa.string(), pa.large_string(),
+            pa.binary(), pa.large_binary(), pa.bool_(), pa.date32(), pa.timestamp("us"),
+            pa.timestamp("us", tz="UTC"), pa.timestamp("ms"), pa.timestamp("us", tz="Asia/Tokyo"),
+            pa.decimal128(30, 15), pa.decimal128(10, 2), pa.time64("us")]
+
+
+def _convert_outcome(fn: Any) -> Any:
+    try:
+        return ("ok", _python(fn()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return ("fails",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), kind=st.sampled_from(sorted(_VALUES)), target=st.sampled_from(_TARGETS))
+def test_exact_casts_convert_as_python_values_do(data: st.DataObject, kind: str,
+                                                 target: pa.DataType) -> None:
+    from morlog.logformat.delete_content import branch_python
+    from morlog.readers.merge import _convert, _exact_cast
+
+    recs = data.draw(st.lists(_VALUES[kind].map(
+        lambda v: DeleteRecord("k", None, OrderingValue(kind, v))), max_size=6))
+    cols = decode_delete_columns(encode_delete_content(recs))
+    if not cols.values:
+        return
+    (b, values), = cols.values.items()
+    if not _exact_cast(values.type, target):
+        return
+    want = _convert_outcome(lambda: pa.array(branch_python(b, values), type=target))
+    got = _convert(b, values, target)
+    if want[0] == "fails":
+        assert got is None
+    else:
+        assert got is not None and got.type == target
+        assert [_norm(v) for v in _python(got)] == [_norm(v) for v in want[1]]
+
+
+_ORD_COLUMNS = {
+    "long": (st.integers(-5, 5), pa.int64()),
+    "int": (st.integers(-5, 5), pa.int32()),
+    "double": (st.floats(-3, 3, allow_nan=False), pa.float64()),
+    "string": (st.sampled_from(["a", "b", "c"]), pa.string()),
+}
+
+
+def _legacy(recs: list[DeleteRecord], seq0: int) -> list[tuple[str, int, bool, Any]]:
+    """The deletes as the per-record merge built them (key, seq, natural, ordering)."""
+    out = []
+    seq = seq0
+    for r in recs:
+        if r.record_key is None:
+            continue
+        ov = r.ordering_value
+        nat = ov is None or (ov.kind == "int" and ov.value == 0)
+        out.append((r.record_key, seq, nat, None if nat or ov is None else ov.value))
+        seq += 1
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), col=st.sampled_from(sorted(_ORD_COLUMNS)),
+       dkinds=st.lists(st.sampled_from(["long", "int", "double", "string", "boolean", "date",
+                                        "timestamp_micros"]), min_size=1, max_size=2),
+       mode=st.sampled_from(["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]),
+       several=st.booleans(), with_array=st.booleans())
+def test_merge_with_delete_columns_equals_the_per_record_merge(
+        data: st.DataObject, col: str, dkinds: list[str], mode: str, several: bool,
+        with_array: bool) -> None:
+    from morlog.readers.merge import KEY, SEQ, DeleteRows, MergeSpec, _pick_winners
+
+    vals, vtype = _ORD_COLUMNS[col]
+    keys = st.sampled_from(["k1", "k2", "k3", "k4"])
+    n = data.draw(st.integers(0, 8))
+    rkeys = data.draw(st.lists(keys, min_size=n, max_size=n))
+    rords = data.draw(st.lists(st.one_of(st.none(), vals), min_size=n, max_size=n))
+    table = {KEY: pa.array(rkeys, pa.string()), "ts": pa.array(rords, vtype),
+             SEQ: pa.array(np.arange(n, dtype=np.int64))}
+    if several:
+        table["ts2"] = pa.array(data.draw(st.lists(st.one_of(st.none(), vals), min_size=n,
+                                                   max_size=n)), vtype)
+    records = pa.table(table)
+    ordering = st.one_of(st.none(), st.just(OrderingValue.natural()),
+                         *[_VALUES[k].map(lambda v, k=k: OrderingValue(k, v)) for k in dkinds],
+                         vals.map(lambda v: OrderingValue.infer(v)))
+    if with_array:
+        ordering = st.one_of(ordering, _ARRAY)
+    blocks = data.draw(st.lists(st.lists(st.builds(DeleteRecord, st.one_of(st.none(), keys),
+                                                   st.none(), ordering), max_size=6),
+                                max_size=3))
+    spec = MergeSpec(key_field=KEY, merge_mode=mode,
+                     ordering_fields=("ts", "ts2") if several else ("ts",))
+    parts, seqs, legacy = [], [], []
+    seq = n
+    for recs in blocks:
+        cols = decode_delete_columns(encode_delete_content(recs))
+        keep = np.flatnonzero(cols.keys.is_valid().to_numpy(zero_copy_only=False))
+        parts.append(cols.take(keep))
+        seqs.append(np.arange(seq, seq + keep.size, dtype=np.int64))
+        legacy += _legacy(recs, seq)
+        seq += keep.size
+    rows, old = DeleteRows.of(parts, seqs), DeleteRows.of_tuples(legacy)
+    assert rows.keys.equals(old.keys) and rows.seq.tolist() == old.seq.tolist()
+    assert rows.natural.tolist() == old.natural.tolist()
+    for i in range(2 if several else 1):
+        for t in (vtype, pa.int64(), pa.string(), pa.float64()):
+            assert rows.ordering(i, t, several).equals(old.ordering(i, t, several))
+    want = _pick_winners(records, legacy, spec)
+    got = _pick_winners(records, rows, spec)
+    assert got.equals(want)
