@@ -519,3 +519,19 @@ def test_merge_with_delete_columns_equals_the_per_record_merge(
     want = _pick_winners(records, legacy, spec)
     got = _pick_winners(records, rows, spec)
     assert got.equals(want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.one_of(_one_kind(), _records(st.one_of(st.none(), _SINGLE, _ARRAY),
+                                               max_size=8)))
+def test_column_records_encode_as_the_records(records: list[DeleteRecord]) -> None:
+    from morlog.logformat.delete_content import encode_delete_column_records
+
+    content = encode_delete_content(records)
+    cols = decode_delete_columns(content)
+    assert encode_delete_column_records(cols) == content
+    for b in cols.present:  # one block per kind, as log compaction writes them
+        rows = cols.rows(b)
+        part = cols.take(rows)
+        assert encode_delete_column_records(part) == encode_delete_content(
+            [records[i] for i in rows.tolist()])
