@@ -278,8 +278,7 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
     """Record keys of a data block (from ``key_field``) or delete block, in block order."""
     if block_type == BlockType.DELETE:
         cols = decode_delete_columns(content, base=base, path=path)
-        keys: list[str | None] = cols.keys.to_pylist()
-        return keys
+        return list(cols.keys.to_pylist())
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
         parsed = parse_schema(schema, path=path, offset=base)

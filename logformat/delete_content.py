@@ -389,8 +389,8 @@ _TS_PY = pa.timestamp("us", tz="+00:00")  # to_pylist gives datetime.timezone.ut
 def branch_python(branch: int, values: pa.Array) -> list[Any]:
     """The Python values of one branch's Arrow values, as fastavro gives them."""
     if branch == _TS_BRANCH:
-        return values.cast(_TS_PY).to_pylist()
-    return values.to_pylist()
+        values = values.cast(_TS_PY)
+    return list(values.to_pylist())
 
 
 @dataclass(frozen=True, eq=False)
@@ -446,8 +446,9 @@ class DeleteColumns:
                 out[ints] = vals == 0
             else:
                 objs = self.ordering_values()
-                out[ints] = [objs[i].value == 0 for i in ints.tolist()]  # type: ignore[union-attr]
-        return out
+                out[ints] = [o is not None and o.value == 0
+                             for o in (objs[i] for i in ints.tolist())]
+        return np.asarray(out, dtype=bool)
 
     def ordering_column(self) -> pa.Array | None:
         """The ordering values as one Arrow column (null where none) when at most one kind

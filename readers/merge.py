@@ -290,15 +290,15 @@ def _exact_cast(source: pa.DataType, target: pa.DataType) -> bool:
     if source == target:
         return True
     if pa.types.is_integer(source):
-        return pa.types.is_integer(target) or target in (pa.float32(), pa.float64())
+        return bool(pa.types.is_integer(target) or target in (pa.float32(), pa.float64()))
     if source == pa.float32():
-        return target == pa.float64()
+        return bool(target == pa.float64())
     if pa.types.is_string(source):
-        return pa.types.is_large_string(target)
+        return bool(pa.types.is_large_string(target))
     if pa.types.is_binary(source):
-        return pa.types.is_large_binary(target)
+        return bool(pa.types.is_large_binary(target))
     if pa.types.is_timestamp(source):
-        return pa.types.is_timestamp(target) and target.unit == source.unit
+        return bool(pa.types.is_timestamp(target) and target.unit == source.unit)
     return False
 
 

@@ -639,7 +639,7 @@ def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
     if len(idx) == 0:
         return idx
     order = pc.sort_indices(keys.take(pa.array(idx)).cast(pa.binary())).to_numpy()
-    return idx[order]
+    return np.asarray(idx[order], dtype=np.int64)
 
 
 def _last_per_key(keys: pa.Array, seq: np.ndarray, mask: np.ndarray) -> np.ndarray:
