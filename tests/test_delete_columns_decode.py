@@ -38,6 +38,7 @@ from morlog.logformat.delete_content import (
 )
 from morlog.logformat.errors import MorlogError, UnsupportedVersionError
 from morlog.readers import LogFileReader
+from morlog.readers.logfile import LogBlock
 
 from . import hudi_fixtures as hf
 
@@ -535,3 +536,65 @@ def test_column_records_encode_as_the_records(records: list[DeleteRecord]) -> No
         part = cols.take(rows)
         assert encode_delete_column_records(part) == encode_delete_content(
             [records[i] for i in rows.tolist()])
+
+
+# --- no per-record path on the merged read and log compaction's merge --------------------
+
+
+def _slice_with_deletes(directory: Path, kind: str) -> list[LogBlock]:
+    from morlog.logformat.blocks import delete_block, parquet_data_block
+    from morlog.logformat.delete_content import encode_delete_columns
+    from morlog.writers.logwriter import LogFileWriter
+
+    n = 200
+    keys = [f"key-{i:04d}" for i in range(n)]
+    t = pa.table({"_hoodie_record_key": pa.array(keys), "ts": pa.array(np.arange(n) * 10),
+                  "v": pa.array(np.arange(n))})
+    w = LogFileWriter(directory, "f1", "20250101000000000", fsync=False)
+    w.append(parquet_data_block(t, "20250101000000001"))
+    rng = np.random.default_rng(5)
+    for i in range(3):
+        sel = rng.choice(n, 60, replace=False)
+        dk = pa.array([keys[j] for j in sel])
+        ts = sel * 10 + rng.integers(-15, 15, sel.size)
+        ordering = {"long": pa.array(ts, pa.int64()), "none": None,
+                    "double": pa.array(ts.astype(float))}[kind]
+        content = encode_delete_columns(dk, pa.array(["p"] * sel.size), ordering)
+        w.append(delete_block(content, f"2025010100000000{i + 2}"))
+    (name,) = [p.name for p in directory.iterdir()]
+    with LogFileReader(str(directory / name)) as r:
+        return [b for b in r.blocks()]
+
+
+@pytest.mark.parametrize("kind", ["long", "none", "double"])
+@pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
+def test_merge_and_log_compaction_build_no_object_per_delete(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, mode: str) -> None:
+    from morlog.logformat import delete_content
+    from morlog.readers.merge import MergeSpec, merge_slice
+    from morlog.writers.logcompaction import merge_log_records
+
+    blocks = _slice_with_deletes(tmp_path, kind)
+    spec = MergeSpec(ordering_field="ts", merge_mode=mode)
+    with_objects = merge_slice(None, blocks, spec)
+    logs_with_objects = merge_log_records(blocks, spec)
+
+    def per_record(*_a: object, **_k: object) -> Any:
+        raise AssertionError("per-record path taken")
+
+    for name in ("decode_delete_content_fastavro", "decode_delete_payload"):
+        monkeypatch.setattr(delete_content, name, per_record)
+    monkeypatch.setattr(delete_content.DeleteColumns, "ordering_values", per_record)
+    monkeypatch.setattr(delete_content.DeleteColumns, "records", per_record)
+    monkeypatch.setattr(delete_content, "OrderingValue", per_record)
+    # no cached decode: the blocks are read again
+    blocks = [b for b in blocks]
+    assert merge_slice(None, blocks, spec).equals(with_objects)
+    logs = merge_log_records(blocks, spec)
+    assert logs.records.equals(logs_with_objects.records)
+    assert logs.deletes.keys.equals(logs_with_objects.deletes.keys)
+    assert logs.barriers.keys.equals(logs_with_objects.barriers.keys)
+    from morlog.writers.logcompaction import _by_ordering_kind
+
+    for part in _by_ordering_kind(logs.deletes):
+        delete_content.encode_delete_column_records(part)
