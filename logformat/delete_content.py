@@ -701,23 +701,25 @@ _MAX_ARRAY_BLOCKS = 16
 
 def _strings(buf: np.ndarray, pos: np.ndarray, length: np.ndarray, valid: np.ndarray,
              arrow_type: pa.DataType) -> pa.Array:
+    """The strings (or bytes) at ``pos`` (ascending, each ending before the next starts),
+    null where not ``valid``: one Arrow array over the payload whose even items are the
+    values and odd items the bytes between them, then a take of the even items (the bytes
+    are copied in Arrow, never per value in Python)."""
     n = pos.size
-    lens = np.where(valid, length, 0)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    total = int(offsets[-1])
-    if total >= 2**31 - 1:
-        raise _Miss("strings over 2 GiB")
-    if total == 0:
-        data = np.zeros(0, dtype=np.uint8)
-    elif n and bool((lens == lens[0]).all()):
-        data = buf[pos[:, None] + np.arange(int(lens[0]))].reshape(-1)
-    else:
-        data = buf[np.repeat(pos - offsets[:-1], lens) + np.arange(total, dtype=np.int64)]
-    nulls = n - int(np.count_nonzero(valid))
-    validity = (pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None)
-    arr = pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
-                                                pa.py_buffer(data)], null_count=nulls)
+    if n == 0:
+        return pa.array([], arrow_type)
+    if buf.size >= 2**31 - 1:
+        raise _Miss("payload over 2 GiB")
+    offsets = np.empty(2 * n, dtype=np.int32)
+    offsets[0::2] = pos
+    offsets[1::2] = pos + np.where(valid, length, 0)
+    if n > 1 and bool(np.any(np.diff(offsets) < 0)):  # pragma: no cover - records ascend
+        raise _Miss("values out of order")
+    whole = pa.Array.from_buffers(arrow_type, 2 * n - 1,
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(buf)])
+    every = bool(valid.all())
+    arr = whole.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64),
+                              mask=None if every else ~valid))
     if arrow_type == pa.string():
         try:
             arr.validate(full=True)
