@@ -10,6 +10,9 @@ EVENT_TIME_ORDERING keeps the record with the greatest ordering value, the later
 a delete with the natural ordering value (int 0) removes whatever came before it, a delete
 with a real ordering value competes like a record. Merging is vectorized: every record gets
 a sequence number and the winner of each key is found with Arrow sorts, not a Python loop.
+Delete blocks are read column-wise (``decode_delete_columns``): keys, natural order and
+ordering values come as arrays, converted to the ordering column's type per kind; only an
+``ArrayWrapper`` (several ordering fields) or values only fastavro gives take objects.
 
 Several ordering fields (``hoodie.table.ordering.fields=a,b``, Hudi 1.1) compare as a tuple,
 field by field, the first difference deciding (``ArrayComparable.compareTo``); a null field
@@ -36,7 +39,6 @@ from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import (
     ARRAY_BRANCH,
     DeleteColumns,
-    OrderingValue,
     branch_python,
 )
 from morlog.logformat.errors import ContentError
@@ -74,10 +76,6 @@ class MergeSpec:
     def needed_columns(self) -> list[str]:
         """The columns a projection must keep for merging: key and ordering fields."""
         return [*key_columns(self.key_field), *self.orderings]
-
-
-def _delete_is_natural(ov: OrderingValue | None) -> bool:
-    return ov is None or (ov.kind == "int" and ov.value == 0)
 
 
 def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: list[pa.Schema]
