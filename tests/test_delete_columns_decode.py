@@ -9,6 +9,7 @@ import datetime as dt
 import decimal
 import io
 import math
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -96,18 +97,24 @@ def _rows(records: Any) -> list[Any]:
     return [(r.record_key, r.partition_path, _norm(r.ordering_value)) for r in records]
 
 
+def _error(exc: MorlogError) -> Any:
+    """A typed error as compared: its type and message (object addresses in fastavro's
+    messages, ``<_io.BytesIO object at 0x...>``, differ from one decode to the next)."""
+    return ("error", type(exc).__name__, re.sub(r" at 0x[0-9a-f]+", "", str(exc)))
+
+
 def _outcome(fn: Any, content: bytes) -> Any:
     try:
         return ("ok", _rows(fn(content).records))
     except MorlogError as exc:
-        return ("error", type(exc).__name__, str(exc))
+        return _error(exc)
 
 
 def _columns_outcome(content: bytes) -> Any:
     try:
         cols = decode_delete_columns(content)
     except MorlogError as exc:
-        return ("error", type(exc).__name__, str(exc))
+        return _error(exc)
     _check_columns(cols)
     return ("ok", _rows(cols.records()))
 
@@ -448,6 +455,15 @@ def test_exact_casts_convert_as_python_values_do(data: st.DataObject, kind: str,
         assert [_norm(v) for v in _python(got)] == [_norm(v) for v in want[1]]
 
 
+def _same_array(a: pa.Array, b: pa.Array) -> bool:
+    """Equal type and values, every NaN equal to every NaN (as the merge compares them)."""
+    def canon(v: Any) -> Any:
+        return "NaN" if isinstance(v, float) and math.isnan(v) else v
+
+    return bool(a.type == b.type and [canon(v) for v in a.to_pylist()]
+                == [canon(v) for v in b.to_pylist()])
+
+
 _ORD_COLUMNS = {
     "long": (st.integers(-5, 5), pa.int64()),
     "int": (st.integers(-5, 5), pa.int32()),
@@ -516,7 +532,7 @@ def test_merge_with_delete_columns_equals_the_per_record_merge(
     assert rows.natural.tolist() == old.natural.tolist()
     for i in range(2 if several else 1):
         for t in (vtype, pa.int64(), pa.string(), pa.float64()):
-            assert rows.ordering(i, t, several).equals(old.ordering(i, t, several))
+            assert _same_array(rows.ordering(i, t, several), old.ordering(i, t, several))
     want = _pick_winners(records, legacy, spec)
     got = _pick_winners(records, rows, spec)
     assert got.equals(want)
