@@ -29,7 +29,7 @@ from morlog.logformat.avro_content import (
 )
 from morlog.logformat.blocks import FAST_PATH_MISSES, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.delete_content import decode_delete_content
+from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.framing import MetadataMap
 from morlog.logformat.indexed_block import BlockKeys
@@ -247,9 +247,7 @@ def block_key_array(block_type: int, header: MetadataMap, content: bytes, *,
         col = table.column(0)
         return (col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)).cast(pa.string())
     if block_type == BlockType.DELETE:
-        return pa.array([r.record_key for r in decode_delete_content(content, base=base,
-                                                                      path=path).records],
-                        type=pa.string())
+        return decode_delete_columns(content, base=base, path=path).keys
     raise UsageError(f"block type {BlockType(block_type).name} holds no keys")
 
 

@@ -25,7 +25,7 @@ from .avro_content import (
 )
 from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
 from .constants import CURRENT_CONTENT_VERSION, BlockType, CommandType, HeaderKey
-from .delete_content import DeleteRecord, decode_delete_content, encode_delete_content
+from .delete_content import DeleteRecord, decode_delete_columns, encode_delete_content
 from .errors import ContentError, UsageError
 from .framing import BlockFrame, MetadataMap
 from .hfile import HUDI_NATIVE, HFileStyle
@@ -211,7 +211,7 @@ def record_count(block_type: int, content: bytes | memoryview, *, base: int = 0,
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         return read_record_count(content, base=base, path=path)
     if block_type == BlockType.DELETE:
-        return len(decode_delete_content(content, base=base, path=path))
+        return len(decode_delete_columns(content, base=base, path=path))
     if block_type == BlockType.PARQUET_DATA:
         return parquet_num_rows(content, base=base, path=path)
     if block_type == BlockType.HFILE_DATA:
@@ -277,7 +277,8 @@ def block_keys(block_type: int, header: MetadataMap, content: bytes | memoryview
                path: str | None = None) -> list[str | None]:
     """Record keys of a data block (from ``key_field``) or delete block, in block order."""
     if block_type == BlockType.DELETE:
-        return [r.record_key for r in decode_delete_content(content, base=base, path=path).records]
+        cols = decode_delete_columns(content, base=base, path=path)
+        return list(cols.keys.to_pylist())
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
         parsed = parse_schema(schema, path=path, offset=base)

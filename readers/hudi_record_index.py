@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 
 from morlog.logformat.avro_content import parse_schema
 from morlog.logformat.constants import BlockType
-from morlog.logformat.delete_content import decode_delete_content
+from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import (
     ContentError,
     MorlogError,
@@ -255,11 +255,10 @@ class HudiRecordIndex:
                 self._apply_hfile(hf, b.schema, keys, state, where)
             else:
                 with decoder_errors(where, "record_index delete block does not decode"):
-                    gone = [r.record_key for r in decode_delete_content(
-                        b.content, path=where).records if r.record_key is not None]
-                if gone:
-                    hit = pc.is_in(keys, value_set=pa.array(gone, pa.string()).cast(
-                        pa.binary())).to_numpy(zero_copy_only=False)
+                    gone = pc.drop_null(decode_delete_columns(b.content, path=where).keys)
+                if len(gone):
+                    hit = pc.is_in(keys, value_set=gone.cast(pa.binary())).to_numpy(
+                        zero_copy_only=False)
                     for j in np.flatnonzero(hit).tolist():
                         state[j] = None
         return state

@@ -35,7 +35,12 @@ from morlog.logformat.constants import (
     CommandType,
     HeaderKey,
 )
-from morlog.logformat.delete_content import DeleteRecord, decode_delete_content
+from morlog.logformat.delete_content import (
+    DeleteColumns,
+    DeleteRecord,
+    decode_delete_columns,
+    decode_delete_content,
+)
 from morlog.logformat.errors import (
     FormatError,
     InvalidMagicError,
@@ -156,6 +161,10 @@ class LogBlock:
 
     def delete_records(self) -> tuple[DeleteRecord, ...]:
         return decode_delete_content(self.content(), **self._where()).records
+
+    def delete_columns(self) -> DeleteColumns:
+        """The records of a delete block column-wise (no Python object per record)."""
+        return decode_delete_columns(self.content(), **self._where())
 
 
 def _head_to_block(head: BlockHead, source: RangedSource, raw: bytes | None = None) -> LogBlock:

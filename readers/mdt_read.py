@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from morlog.logformat.constants import BlockType
-from morlog.logformat.delete_content import decode_delete_content
+from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import MorlogError
 from morlog.logformat.hfile import decode_hfile
 from morlog.logformat.hfile_content import decode_hfile_records
@@ -170,8 +170,9 @@ def partition_records(storage: Storage, table_path: str, partition: str
             if b.block_type == BlockType.HFILE_DATA:
                 out += decode_hfile_records(b.content, b.schema, path=b.path)
             else:
-                out += [{"deleted": x.record_key} for x in
-                        decode_delete_content(b.content, path=b.path).records]
+                # the keys column-wise; a dict per key is this function's result
+                out += [{"deleted": k} for k in
+                        decode_delete_columns(b.content, path=b.path).keys.to_pylist()]
     return out
 
 

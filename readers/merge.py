@@ -10,6 +10,9 @@ EVENT_TIME_ORDERING keeps the record with the greatest ordering value, the later
 a delete with the natural ordering value (int 0) removes whatever came before it, a delete
 with a real ordering value competes like a record. Merging is vectorized: every record gets
 a sequence number and the winner of each key is found with Arrow sorts, not a Python loop.
+Delete blocks are read column-wise (``decode_delete_columns``): keys, natural order and
+ordering values come as arrays, converted to the ordering column's type per kind; only an
+``ArrayWrapper`` (several ordering fields) or values only fastavro gives take objects.
 
 Several ordering fields (``hoodie.table.ordering.fields=a,b``, Hudi 1.1) compare as a tuple,
 field by field, the first difference deciding (``ArrayComparable.compareTo``); a null field
@@ -34,7 +37,11 @@ import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
-from morlog.logformat.delete_content import OrderingValue
+from morlog.logformat.delete_content import (
+    ARRAY_BRANCH,
+    DeleteColumns,
+    branch_python,
+)
 from morlog.logformat.errors import ContentError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
@@ -74,26 +81,22 @@ class MergeSpec:
         return [*key_columns(self.key_field), *self.orderings]
 
 
-def _delete_is_natural(ov: OrderingValue | None) -> bool:
-    return ov is None or (ov.kind == "int" and ov.value == 0)
-
-
 def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: list[pa.Schema]
-            ) -> tuple[list[pa.Table], list[tuple[str, int, bool, Any]]]:
-    """Record tables (with SEQ) of data blocks, and deletes as (key, seq, natural, ord)."""
+            ) -> tuple[list[pa.Table], DeleteRows]:
+    """Record tables (with SEQ) of data blocks, and the deletes column-wise."""
     tables: list[pa.Table] = []
-    deletes: list[tuple[str, int, bool, Any]] = []
+    parts: list[DeleteColumns] = []
     seq = base_seq
+    seqs: list[np.ndarray] = []
     for b in blocks:
         if b.block_type == BlockType.DELETE:
-            for r in b.delete_records():
-                if r.record_key is None:
-                    continue
-                ov = r.ordering_value
-                natural = _delete_is_natural(ov)
-                deletes.append((r.record_key, seq, natural, None if natural or ov is None
-                                else ov.value))
-                seq += 1
+            cols = b.delete_columns()
+            if cols.keys.null_count:  # a delete without a key deletes nothing
+                cols = cols.take(np.flatnonzero(cols.keys.is_valid().to_numpy(
+                    zero_copy_only=False)))
+            parts.append(cols)
+            seqs.append(np.arange(seq, seq + len(cols), dtype=np.int64))
+            seq += len(cols)
             continue
         t = b.to_arrow()
         missing = [c for c in key_columns(spec.key_field) if c not in t.column_names]
@@ -111,7 +114,7 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
         seq += n
         tables.append(t)
         schema_ref.append(t.schema)
-    return tables, deletes
+    return tables, DeleteRows.of(parts, seqs)
 
 
 def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: MergeSpec
@@ -188,10 +191,15 @@ def _delete_ordering(values: Sequence[Any], i: int, several: bool) -> list[Any]:
     return out
 
 
-def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, Any]],
+def _pick_winners(records: pa.Table | None,
+                  deletes: DeleteRows | Sequence[tuple[str, int, bool, Any]],
                   spec: MergeSpec) -> pa.Table:
+    """The winner of each key among ``records`` and ``deletes`` (column-wise, or as
+    ``(key, seq, natural, ordering value)`` tuples)."""
     if records is None:
         return pa.table({})
+    if not isinstance(deletes, DeleteRows):
+        deletes = DeleteRows.of_tuples(deletes)
     n = records.num_rows
     orderings = spec.orderings
     event = (spec.merge_mode == EVENT_TIME and bool(orderings)
@@ -210,23 +218,22 @@ def _pick_winners(records: pa.Table | None, deletes: list[tuple[str, int, bool, 
             cols[_ord_name(i)] = col
             ord_types.append(col.type)
     cand = pa.table(cols)
-    if deletes:
-        dkeys, dseq, dnat, dord = zip(*deletes, strict=True)
-        nat = np.asarray(dnat, dtype=bool)
+    if len(deletes):
+        nd = len(deletes)
+        nat = deletes.natural
         dcols: dict[str, Any] = {
-            KEY: pa.array(dkeys, pa.string()), SEQ: pa.array(dseq, pa.int64()),
-            DEL: pa.array(np.ones(len(deletes), dtype=bool)),
-            "__row": pa.array(np.full(len(deletes), -1, dtype=np.int64))}
+            KEY: deletes.keys, SEQ: pa.array(deletes.seq),
+            DEL: pa.array(np.ones(nd, dtype=bool)),
+            "__row": pa.array(np.full(nd, -1, dtype=np.int64))}
         if event:
             # a natural delete carries no ordering value: null sorts first, so any later
             # record of the key beats it, and the barrier below removes all earlier entries
-            real = [None if x else v for x, v in zip(nat, dord, strict=True)]
             for i, t in enumerate(ord_types):
-                dcols[_ord_name(i)] = _ordering_array(_delete_ordering(real, i, several), t)
+                dcols[_ord_name(i)] = deletes.ordering(i, t, several)
         cand = pa.concat_tables([cand, pa.table(dcols).select(cand.column_names)])
         if event and nat.any():
-            bar = pa.table({KEY: pa.array(np.asarray(dkeys, dtype=object)[nat], pa.string()),
-                            "__bar": pa.array(np.asarray(dseq)[nat], pa.int64())})
+            bar = pa.table({KEY: deletes.keys.filter(pa.array(nat)),
+                            "__bar": pa.array(deletes.seq[nat])})
             bar = bar.group_by(KEY).aggregate([("__bar", "max")])
             j = cand.join(bar, KEY, join_type="left outer", use_threads=False)
             keep = pc.greater_equal(j.column(SEQ), j.column("__bar_max").fill_null(-1))
@@ -298,6 +305,103 @@ def _ordering_array(values: Sequence[Any], t: pa.DataType | None) -> pa.Array:
         return pa.array(list(values), type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return pa.nulls(len(values), type=t or pa.null())
+
+
+def _exact_cast(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether casting an ordering kind's Arrow values to ``target`` gives what
+    ``pa.array`` of their Python values with that type gives (the same values, or a failure
+    for the same inputs): checked by tests/test_delete_columns_decode.py."""
+    if source == target:
+        return True
+    if pa.types.is_integer(source):
+        return bool(pa.types.is_integer(target) or target in (pa.float32(), pa.float64()))
+    if source == pa.float32():
+        return bool(target == pa.float64())
+    if pa.types.is_string(source):
+        return bool(pa.types.is_large_string(target))
+    if pa.types.is_binary(source):
+        return bool(pa.types.is_large_binary(target))
+    if pa.types.is_timestamp(source):
+        return bool(pa.types.is_timestamp(target) and target.unit == source.unit)
+    return False
+
+
+def _convert(branch: int, values: pa.Array, t: pa.DataType) -> pa.Array | None:
+    """Delete ordering values of one kind as type ``t``, as ``_ordering_array`` converts
+    them; None where it would fail."""
+    if _exact_cast(values.type, t):
+        try:
+            return values.cast(t)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    try:
+        return pa.array(branch_python(branch, values), type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return None
+
+
+@dataclass
+class DeleteRows:
+    """The deletes of a slice that carry a key, in order, column-wise: key, sequence number,
+    natural order, and the records themselves for their ordering values."""
+
+    keys: pa.Array
+    seq: np.ndarray
+    natural: np.ndarray
+    cols: DeleteColumns | None = None
+    #: the ordering values as Python values (the tuple form), when ``cols`` is None
+    raw: Sequence[Any] | None = None
+
+    def __len__(self) -> int:
+        return int(self.seq.size)
+
+    @classmethod
+    def of(cls, parts: Sequence[DeleteColumns], seqs: Sequence[np.ndarray]) -> DeleteRows:
+        cols = DeleteColumns.concat(parts)
+        seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+        return cls(cols.keys, seq, cols.natural(), cols)
+
+    @classmethod
+    def of_tuples(cls, deletes: Sequence[tuple[str, int, bool, Any]]) -> DeleteRows:
+        if not deletes:
+            return cls(pa.array([], pa.string()), np.zeros(0, dtype=np.int64),
+                       np.zeros(0, dtype=bool), raw=[])
+        dkeys, dseq, dnat, dord = zip(*deletes, strict=True)
+        return cls(pa.array(dkeys, pa.string()), np.asarray(dseq, dtype=np.int64),
+                   np.asarray(dnat, dtype=bool), raw=dord)
+
+    def ordering(self, i: int, t: pa.DataType, several: bool) -> pa.Array:
+        """The ``i``-th ordering field's value of each delete as type ``t`` (null: natural,
+        or not given); all null where the values do not convert."""
+        n = len(self)
+        cols = self.cols
+        if cols is None or not cols.complete or ARRAY_BRANCH in cols.present:
+            # several ordering fields (ArrayWrapper), or values only objects hold
+            if cols is not None:
+                raw: Sequence[Any] = [None if ov is None else ov.value
+                                      for ov in cols.ordering_values()]
+            else:
+                raw = self.raw or [None] * n
+            real = [None if x else v for x, v in zip(self.natural.tolist(), raw, strict=True)]
+            return _ordering_array(_delete_ordering(real, i, several), t)
+        if i > 0:  # a single value orders by the first field only
+            return pa.nulls(n, t)
+        real_rows = ~self.natural
+        pieces, positions = [], []
+        for b in cols.present:
+            rows = np.flatnonzero((cols.branches == b) & real_rows) if b else None
+            if rows is None or not rows.size:
+                continue
+            conv = _convert(b, cols.branch_values(b, rows), t)
+            if conv is None:  # one value that does not convert: none does
+                return pa.nulls(n, t)
+            pieces.append(conv)
+            positions.append(rows)
+        if not pieces:
+            return pa.nulls(n, t)
+        where = np.full(n, -1, dtype=np.int64)
+        where[np.concatenate(positions)] = np.arange(sum(len(p) for p in pieces))
+        return pa.concat_arrays(pieces).take(pa.array(where, mask=where < 0))
 
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],

@@ -306,9 +306,8 @@ class RecordIndex:
                 for b in effective_blocks(blocks, self.table.timeline,
                                           self.table.merge_spec(None)):
                     if b.block_type == BlockType.DELETE:
-                        dk = [r.record_key for r in b.delete_records()]
                         sources.append(None)
-                        apply(-2, pa.array([k for k in dk if k is not None], pa.string()))
+                        apply(-2, pc.drop_null(b.delete_columns().keys))
                         continue
                     t = b.to_arrow()
                     sources.append(t)

@@ -56,7 +56,11 @@ import pyarrow.compute as pc
 
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.delete_content import DeleteRecord, encode_delete_content
+from morlog.logformat.delete_content import (
+    ARRAY_BRANCH,
+    DeleteColumns,
+    encode_delete_column_records,
+)
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.timeline_meta import (
@@ -489,9 +493,11 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     alone = (current is not None and current.base_file is None and not keep
              and merged.records.num_rows > 0)
     if alone:
-        merged = dataclasses.replace(merged, barriers=[], deletes=[])
+        none = np.zeros(0, dtype=np.int64)
+        merged = dataclasses.replace(merged, barriers=merged.barriers.take(none),
+                                     deletes=merged.deletes.take(none))
     for part in _by_ordering_kind(merged.barriers):
-        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
+        wrote(w.append_delete(encode_delete_column_records(part), instant, schema=schema,
                               extra_header=header))
     records = merged.records
     if records.num_rows:
@@ -514,7 +520,7 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
             wrote(r)
         out.records = records.num_rows
     for part in _by_ordering_kind(merged.deletes):
-        wrote(w.append_delete(encode_delete_content(part), instant, schema=schema,
+        wrote(w.append_delete(encode_delete_column_records(part), instant, schema=schema,
                               extra_header=header))
     out.deletes = len(merged.deletes)
     sizes = mt.store.storage.sizes(mt.partition_path(op.partition))
@@ -536,16 +542,16 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     return out
 
 
-def _by_ordering_kind(records: Sequence[DeleteRecord]) -> list[list[DeleteRecord]]:
+def _by_ordering_kind(records: DeleteColumns) -> list[DeleteColumns]:
     """Delete records split into one block per ordering value kind (none, natural ``int``,
     ``long``...), in the order the kinds first appear: hudi-rs 0.5 refuses a delete block
     whose records mix union branches ("Delete block mixes ordering types"); Hudi reads
     either. Each key is in one block only, so the order of the blocks does not matter."""
-    parts: dict[str, list[DeleteRecord]] = {}
-    for r in records:  # per deleted key
-        ov = r.ordering_value
-        parts.setdefault("" if ov is None else ov.kind, []).append(r)
-    return list(parts.values())
+    branches = records.branches
+    if not branches.size:
+        return []
+    kinds, first = np.unique(branches, return_index=True)
+    return [records.take(np.flatnonzero(branches == b)) for b in kinds[np.argsort(first)]]
 
 
 def _rows_per_block(records: pa.Table, max_bytes: int) -> int:
@@ -566,8 +572,8 @@ class MergedLogs:
     natural deletes that must still precede surviving records."""
 
     records: pa.Table
-    deletes: list[DeleteRecord]
-    barriers: list[DeleteRecord]
+    deletes: DeleteColumns
+    barriers: DeleteColumns
     #: records and delete records read
     read: int = 0
 
@@ -589,24 +595,30 @@ def merge_log_records(blocks: Sequence[LogBlock], spec: MergeSpec) -> MergedLogs
     data = [b for b in blocks if b.block_type != BlockType.DELETE]
     records = merge_slice(None, list(blocks), spec) if data else pa.table({})
     read = sum(int(b.record_count() or 0) for b in data)
-    recs: list[DeleteRecord] = []
+    parts = []
     for b in blocks:
         if b.block_type == BlockType.DELETE:
-            recs.extend(r for r in b.delete_records() if r.record_key is not None)
-    read += len(recs)
-    if not recs:
-        return MergedLogs(records, [], [], read)
+            cols = b.delete_columns()
+            if cols.keys.null_count:
+                cols = cols.take(np.flatnonzero(cols.keys.is_valid().to_numpy(
+                    zero_copy_only=False)))
+            parts.append(cols)
+    recs = DeleteColumns.concat(parts)
     n = len(recs)
-    keys = pa.array([r.record_key for r in recs], pa.string())  # per delete record, as merge
+    read += n
+    if not n:
+        return MergedLogs(records, recs, recs, read)
+    keys = recs.keys
     live = (key_array(records, spec.key_field) if records.num_rows
             else pa.array([], pa.string()))
     is_live = pc.is_in(keys, value_set=live).to_numpy(zero_copy_only=False)
     seq = np.arange(n, dtype=np.int64)
     event = spec.merge_mode == EVENT_TIME and bool(spec.orderings)
+    none = np.zeros(0, dtype=np.int64)
     if not event:
         pick = _last_per_key(keys, seq, ~is_live)
-        return MergedLogs(records, [recs[i] for i in _by_key(keys, pick)], [], read)
-    natural = np.array([_is_natural(r) for r in recs], dtype=bool)
+        return MergedLogs(records, recs.take(_by_key(keys, pick)), recs.take(none), read)
+    natural = recs.natural()
     barrier_keys = pc.unique(keys.filter(pa.array(natural)))
     has_barrier = pc.is_in(keys, value_set=barrier_keys).to_numpy(zero_copy_only=False)
     # keys with a barrier: its last natural delete (alone for a deleted key, before the
@@ -618,21 +630,16 @@ def merge_log_records(blocks: Sequence[LogBlock], spec: MergeSpec) -> MergedLogs
     plain = ~is_live & ~has_barrier
     best = _max_ordering_per_key(recs, keys, seq, plain, len(spec.orderings) > 1)
     deletes = _by_key(keys, np.concatenate([nat_dead, best]))
-    return MergedLogs(records, [recs[i] for i in deletes],
-                      [recs[i] for i in _by_key(keys, nat_live)], read)
+    return MergedLogs(records, recs.take(deletes), recs.take(_by_key(keys, nat_live)), read)
 
 
-def _by_key(keys: pa.Array, idx: np.ndarray) -> list[int]:
+def _by_key(keys: pa.Array, idx: np.ndarray) -> np.ndarray:
     """``idx`` ordered by the keys at those positions (UTF-8 bytes)."""
+    idx = np.asarray(idx, dtype=np.int64)
     if len(idx) == 0:
-        return []
+        return idx
     order = pc.sort_indices(keys.take(pa.array(idx)).cast(pa.binary())).to_numpy()
-    return [int(i) for i in np.asarray(idx)[order]]
-
-
-def _is_natural(r: DeleteRecord) -> bool:
-    ov = r.ordering_value
-    return ov is None or (ov.kind == "int" and ov.value == 0)
+    return np.asarray(idx[order], dtype=np.int64)
 
 
 def _last_per_key(keys: pa.Array, seq: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -645,7 +652,7 @@ def _last_per_key(keys: pa.Array, seq: np.ndarray, mask: np.ndarray) -> np.ndarr
     return np.sort(g.column("i_max").to_numpy()).astype(np.int64)
 
 
-def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.ndarray,
+def _max_ordering_per_key(recs: DeleteColumns, keys: pa.Array, seq: np.ndarray,
                           mask: np.ndarray, several: bool) -> np.ndarray:
     """Positions of the delete with the greatest ordering value (the later on ties) of each
     key among ``mask``; several ordering fields compare as a tuple."""
@@ -653,9 +660,18 @@ def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.
     if idx.size == 0:
         return idx.astype(np.int64)
     width = 1
+    kinds = np.unique(recs.branches[idx]).tolist()
+    cols: dict[str, Any] = {"k": keys.take(pa.array(idx))}
+    if len(kinds) == 1 and kinds[0] not in (0, ARRAY_BRANCH) and kinds[0] in recs.values:
+        # one kind: its values column-wise, as the type pa.array infers for them
+        vals = recs.branch_values(kinds[0], idx)
+        wide = {pa.int32(): pa.int64(), pa.float32(): pa.float64()}.get(vals.type)
+        cols["o0"] = vals.cast(wide) if wide is not None else vals
+        return _max_of(cols, seq[idx], width)
     values: list[list[Any]] = []
-    for i in idx.tolist():
-        ov = recs[i].ordering_value
+    objects = recs.ordering_values()
+    for i in idx.tolist():  # mixed kinds or ArrayWrapper (several ordering fields): rare
+        ov = objects[i]
         v = None if ov is None else ov.value
         if several:
             items = v if isinstance(v, tuple) else (v,)
@@ -664,7 +680,6 @@ def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.
             row = [v]
         width = max(width, len(row))
         values.append(row)
-    cols: dict[str, Any] = {"k": keys.take(pa.array(idx))}
     try:
         for j in range(width):
             cols[f"o{j}"] = pa.array([r[j] if j < len(r) else None for r in values])
@@ -672,7 +687,12 @@ def _max_ordering_per_key(recs: Sequence[DeleteRecord], keys: pa.Array, seq: np.
         # ordering values that make no column: the reader compares them as nulls, so the
         # later delete wins (``merge._ordering_array``)
         return _last_per_key(keys, seq, mask)
-    cols["i"] = pa.array(seq[idx])
+    return _max_of(cols, seq[idx], width)
+
+
+def _max_of(cols: dict[str, Any], seq: np.ndarray, width: int) -> np.ndarray:
+    """The greatest ``o0..`` (nulls first; then ``seq``) of each key ``k``: their seqs."""
+    cols["i"] = pa.array(seq)
     t = pa.table(cols)
     sort = ([("k", "ascending", "at_start")]
             + [(f"o{j}", "ascending", "at_start") for j in range(width)]
