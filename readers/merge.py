@@ -245,7 +245,8 @@ def _pick_winners(records: pa.Table | None,
     mask = np.zeros(n, dtype=bool)
     mask[cand.column("__row").to_numpy()[alive]] = True
     # the winners in record order: a filter, not a take of the (many-chunked) records
-    return records.filter(pa.array(mask)).drop_columns([SEQ, KEY])
+    # the key and sequence columns dropped first: filtering copies every column it keeps
+    return records.drop_columns([SEQ, KEY]).filter(pa.array(mask))
 
 
 def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
