@@ -38,7 +38,7 @@ CACHE_BYTES = 256 * 1024 * 1024
 
 class _Cache:
     def __init__(self) -> None:
-        self.items: OrderedDict[tuple[str, int], BaseKeys] = OrderedDict()
+        self.items: OrderedDict[tuple[str, int, int], BaseKeys] = OrderedDict()
         self.bytes = 0
         self.lock = threading.Lock()
 
@@ -46,14 +46,14 @@ class _Cache:
     def cost(keys: BaseKeys) -> int:
         return int(keys.fingerprints.nbytes) + int(keys.keys.nbytes)
 
-    def get(self, key: tuple[str, int]) -> BaseKeys | None:
+    def get(self, key: tuple[str, int, int]) -> BaseKeys | None:
         with self.lock:
             found = self.items.get(key)
             if found is not None:
                 self.items.move_to_end(key)
             return found
 
-    def put(self, key: tuple[str, int], keys: BaseKeys) -> None:
+    def put(self, key: tuple[str, int, int], keys: BaseKeys) -> None:
         cost = self.cost(keys)
         if cost > CACHE_BYTES:
             return
@@ -88,15 +88,15 @@ class BaseKeysFinder:
     def __init__(self, location: TableLocation, storage: Storage) -> None:
         self.location = location
         self.storage = storage
-        self._indexes: dict[str, dict[str, int]] = {}
-        self._bases: dict[str, dict[str, int]] = {}
+        self._indexes: dict[str, dict[str, tuple[int, int]]] = {}
+        self._bases: dict[str, dict[str, tuple[int, int]]] = {}
 
-    def _listing(self, cache: dict[str, dict[str, int]], partition: str, directory: str
-                 ) -> dict[str, int]:
+    def _listing(self, cache: dict[str, dict[str, tuple[int, int]]], partition: str,
+                 directory: str) -> dict[str, tuple[int, int]]:
         found = cache.get(partition)
         if found is None:
             try:
-                found = self.storage.sizes(directory)
+                found = self.storage.versions(directory)
             except (OSError, MorlogError):
                 found = {}
             cache[partition] = found
@@ -109,9 +109,9 @@ class BaseKeysFinder:
         if base_file + SUFFIX not in self._listing(self._indexes, partition, d):
             return None
         path = self.storage.join(d, base_file + SUFFIX)
-        # the index file's size with its path: a file rewritten under the same name (a
-        # retried task) is read again
-        ident = (f"{self.location.uri}|{path}", self._indexes[partition][base_file + SUFFIX])
+        # the index file's size and modification time with its path: a file rewritten
+        # under the same name (a retried task, damage) is read again
+        ident = (f"{self.location.uri}|{path}", *self._indexes[partition][base_file + SUFFIX])
         keys = _CACHE.get(ident)
         if keys is None:
             try:
@@ -121,7 +121,8 @@ class BaseKeysFinder:
                               stacklevel=3)
                 return None
             _CACHE.put(ident, keys)
-        size = self._listing(self._bases, partition, base_dir).get(base_file)
+        base = self._listing(self._bases, partition, base_dir).get(base_file)
+        size = None if base is None else base[0]
         if keys.base_file != base_file or size is None or keys.base_size != size:
             warnings.warn(f"base-key index {path} not used: it describes "
                           f"{keys.base_file!r} of {keys.base_size} bytes, the file has "

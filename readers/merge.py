@@ -284,7 +284,8 @@ def _key_groups(keys: pa.Array) -> npt.NDArray[np.int64]:
     n = len(keys)
     if n == 0 or keys.null_count:
         enc = pc.dictionary_encode(keys)
-        return enc.indices.fill_null(len(enc.dictionary)).to_numpy().astype(np.int64)
+        return np.asarray(enc.indices.fill_null(len(enc.dictionary)).to_numpy(),
+                          dtype=np.int64)
     h = xxh64_batch(KeyBatch.of(keys))
     o = np.argsort(h, kind="stable")
     hs = h[o]
@@ -295,7 +296,7 @@ def _key_groups(keys: pa.Array) -> npt.NDArray[np.int64]:
         b = keys.take(pa.array(o[pairs + 1]))
         if not pc.all(pc.equal(a, b)).as_py():
             enc = pc.dictionary_encode(keys)
-            return enc.indices.to_numpy().astype(np.int64)
+            return np.asarray(enc.indices.to_numpy(), dtype=np.int64)
     g = np.empty(n, dtype=np.int64)
     g[o] = np.concatenate(([0], np.cumsum(~same)))
     return g

@@ -507,10 +507,10 @@ class SliceProbe:
         rows = np.flatnonzero(pos.is_valid().to_numpy(zero_copy_only=False))
         if rows.size == 0:
             return
-        i = any_cand[pos.take(pa.array(rows)).to_numpy()]
-        j = np.concatenate(owners)[rows]
-        keep = cand[j, i]  # a key confirmed only where it was a candidate
-        masks.confirmed[j[keep], i[keep]] = True
+        key_at = any_cand[pos.take(pa.array(rows)).to_numpy()]
+        block_at = np.concatenate(owners)[rows]
+        keep = cand[block_at, key_at]  # a key confirmed only where it was a candidate
+        masks.confirmed[block_at[keep], key_at[keep]] = True
 
 
 def _blocks_of(directory: Directory) -> list[ProbedBlock]:

@@ -238,6 +238,12 @@ class Storage:
         """Size of every file in a directory, from one listing ({} when it does not exist)."""
         raise NotImplementedError
 
+    def versions(self, path: str) -> dict[str, tuple[int, int]]:
+        """Size and modification time (ns; 0 where the storage gives none) of every file in
+        a directory, from one listing ({} when it does not exist): a file rewritten in
+        place shows a new version."""
+        raise NotImplementedError
+
     def isfile(self, path: str) -> bool:
         raise NotImplementedError
 
@@ -267,6 +273,14 @@ class LocalStorage(Storage):
 
     def subdirs(self, path: str) -> list[str]:
         return [n for n in self.listdir(path) if os.path.isdir(os.path.join(path, n))]
+
+    def versions(self, path: str) -> dict[str, tuple[int, int]]:
+        try:
+            with os.scandir(path) as it:
+                return {e.name: (st.st_size, st.st_mtime_ns) for e in it if e.is_file()
+                        for st in (e.stat(),)}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
 
     def sizes(self, path: str) -> dict[str, int]:
         try:
@@ -314,6 +328,12 @@ class ArrowStorage(Storage):
         import pyarrow.fs as pafs
 
         return [i.base_name for i in self._infos(path) if i.type == pafs.FileType.Directory]
+
+    def versions(self, path: str) -> dict[str, tuple[int, int]]:
+        import pyarrow.fs as pafs
+
+        return {i.base_name: (int(i.size), int(i.mtime_ns or 0)) for i in self._infos(path)
+                if i.type == pafs.FileType.File}
 
     def sizes(self, path: str) -> dict[str, int]:
         import pyarrow.fs as pafs
