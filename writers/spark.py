@@ -356,14 +356,19 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                   and (s.partition, s.file_id) not in pending.clustering}
         bins: dict[str, list[tuple[str, int, bool]]] = {}
         record_size = cfg.record_size or max(16, _estimate_record_size(arrow_schema))
+        # one Spark job for both: rows per (partition, file group) of the tagged batch
+        # (no file group: the partition's inserts) give the insert counts to route and the
+        # existing groups touched; the routed-to groups come from the bins
+        per_group = tagged.groupBy(_PART, _FID).count().collect()
+        touched_set = {(r[_PART], r[_FID]) for r in per_group if r[_FID] is not None}
         if operation != "delete":
-            counts = tagged.filter(F.col(_FID).isNull()).groupBy(_PART).count().collect()
-            for row in counts:
-                bins[row[_PART]] = table.insert_bins(row[_PART], int(row["count"]),
-                                                     record_size, slices)
+            for row in per_group:
+                if row[_FID] is None:
+                    bins[row[_PART]] = table.insert_bins(row[_PART], int(row["count"]),
+                                                         record_size, slices)
+            touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
         groups = _assign(tagged, bins, _KEY, operation, F, Window)
-        touched = [(r[_PART], r[_FID]) for r in groups.select(_PART, _FID).distinct()
-                   .collect()]
+        touched = sorted(touched_set)
         apply_drops(table.store, location, view, table.metadata_plan,
                     fsync=cfg.fsync)
         commit.start(sorted(touched))
