@@ -31,6 +31,7 @@ from morlog.logformat.delete_content import (
     OrderingValue,
     _decode_columns,
     _Miss,
+    _zigzag_varint,
     decode_delete_columns,
     decode_delete_content,
     decode_delete_content_fastavro,
@@ -195,12 +196,7 @@ def _raw_content(records: list[DeleteRecord], blocks: list[int], sized: bool,
 
 
 def _zz(v: int, pad: bool = False) -> bytes:
-    u = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while u > 0x7F:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
+    out = bytearray(_zigzag_varint(v))
     if pad:  # a non-canonical (padded) varint: fastavro reads it, the fast path does not
         out[-1] |= 0x80
         out.append(0)

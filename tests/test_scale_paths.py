@@ -231,15 +231,15 @@ def test_key_groups_are_exact(keys: list[str], collide: bool) -> None:
 
     import numpy as np
 
-    import morlog.readers.merge as merge
+    import morlog.logformat.xxh64 as xxh64
 
     arr = pa.array(keys, pa.string())
     if collide:  # every key hashes the same
-        with mock.patch.object(merge, "xxh64_batch",
+        with mock.patch.object(xxh64, "xxh64_batch",
                                lambda b: np.zeros(len(b), dtype=np.uint64)):
-            g = merge._key_groups(arr)
+            g = xxh64.key_groups(arr)
     else:
-        g = merge._key_groups(arr)
+        g = xxh64.key_groups(arr)
     assert len(g) == len(keys)
     first: dict[str, int] = {}
     for k, gi in zip(keys, g.tolist(), strict=True):
@@ -253,10 +253,10 @@ def test_distinct_batch_keys_by_hash() -> None:
 
     import numpy as np
 
-    import morlog.writers.client as client
+    import morlog.logformat.xxh64 as xxh64
 
-    assert client._distinct(pa.array(["a", "b", "c"]))
-    assert not client._distinct(pa.array(["a", "b", "a"]))
-    with mock.patch.object(client, "xxh64_batch", lambda b: np.zeros(len(b), dtype=np.uint64)):
-        assert client._distinct(pa.array(["a", "b", "c"]))
-        assert not client._distinct(pa.array(["a", "b", "b"]))
+    assert xxh64.all_distinct(pa.array(["a", "b", "c"]))
+    assert not xxh64.all_distinct(pa.array(["a", "b", "a"]))
+    with mock.patch.object(xxh64, "xxh64_batch", lambda b: np.zeros(len(b), dtype=np.uint64)):
+        assert xxh64.all_distinct(pa.array(["a", "b", "c"]))
+        assert not xxh64.all_distinct(pa.array(["a", "b", "b"]))

@@ -52,7 +52,6 @@ from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
-from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
@@ -64,7 +63,7 @@ from morlog.logformat.table_files import (
     new_table_properties,
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
-from morlog.logformat.xxh64 import xxh64_batch
+from morlog.logformat.xxh64 import all_distinct
 from morlog.readers.base_files import table_base_format
 from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
@@ -474,7 +473,7 @@ class MorTable:
                             ) -> tuple[pa.Table, pa.Array, pa.Array]:
         """One record per key: the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
-        if _distinct(keys):
+        if all_distinct(keys):
             return table, keys, parts
         idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
         order_cols = [("k", "ascending")]
@@ -872,17 +871,6 @@ class GroupWrite:
     def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
         return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
                 "numWrites": self.num_writes, "partitionPath": self.partition}
-
-
-def _distinct(keys: pa.Array) -> bool:
-    """Whether no key repeats: distinct XXH64 hashes prove it (a sort of 64-bit integers,
-    3x faster than hashing the strings into a set); equal hashes are checked exactly."""
-    if len(keys) < 2:
-        return True
-    h = np.sort(xxh64_batch(KeyBatch.of(keys)))
-    if not bool((h[1:] == h[:-1]).any()):
-        return True
-    return len(pc.unique(keys)) == len(keys)
 
 
 def _rows_by_code(codes: npt.NDArray[np.integer[Any]]
