@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from . import hudi_fixtures
 from .spark_session import spark  # noqa: F401  (the session-scoped Spark fixture)
 
 settings.register_profile("dev", max_examples=200, deadline=None)
@@ -24,6 +25,19 @@ settings.register_profile("hunt", max_examples=1500, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 )
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under CI (``CI=true``) the real Hudi fixtures are required: without them about 1,100
+    conformance cases would skip and the run would pass having checked much less."""
+    if _ci() and hudi_fixtures.ROOT is None and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(
+            "CI=true but the real Hudi fixtures are missing: "
+            + hudi_fixtures.SKIP_REASON + " (unset CI to run without them, skipping those tests)")
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 The fixtures are read-only inputs written by Apache Hudi itself; they are never copied into
 this repository. They are found at ``$MORLOG_HUDI_FIXTURES`` if set, else at
 ``shared/fixtures/hudi`` in the nearest ancestor directory of this checkout that has one.
-Tests that need them skip with a clear reason when they are absent.
+Tests that need them skip with a clear reason when they are absent, except under CI
+(``CI=true``), where their absence stops the run before any test (``tests/conftest.py``).
 """
 
 from __future__ import annotations

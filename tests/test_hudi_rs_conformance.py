@@ -378,15 +378,39 @@ def test_real_schema_written_by_morlog(carrier: str, tmp_path: Path) -> None:
     assert_same_rows(read_log_files(table, [rel]), source.to_pylist(), source.schema)
 
 
+class HudiRsPanic(Exception):
+    """hudi-rs panicked (a Rust ``PanicException``, which derives from ``BaseException``)."""
+
+
+def _metadata_tables() -> list[Path]:
+    return [t / ".hoodie" / "metadata" for t in hf.tables()
+            if (t / ".hoodie" / "metadata" / ".hoodie").is_dir()]
+
+
 @hf.requires_fixtures
-def test_metadata_table_logs_not_read_by_hudi_rs() -> None:
-    pytest.skip(
-        "hudi-rs 0.5 cannot read the metadata-table logs (.hoodie/metadata, 182 files, HFile "
-        "and delete blocks): building the HoodieMetadataRecord schema panics in "
-        "crates/core/src/avro_to_arrow/schema.rs ('not yet implemented: Add support for "
-        "AvroSchema::Ref'), and its data-table log reader refuses HFile blocks ('Unexpected "
-        "HFile records in regular table log file'); morlog's own decoding of them is covered "
-        "by test_fixture_conformance.py")
+@pytest.mark.xfail(strict=True, raises=HudiRsPanic, reason=(
+    "hudi-rs 0.5 cannot read the metadata-table logs (HFile and delete blocks): building the "
+    "HoodieMetadataRecord schema panics in crates/core/src/avro_to_arrow/schema.rs ('not yet "
+    "implemented: Add support for AvroSchema::Ref'). Strict: the day hudi-rs reads them this "
+    "test passes and fails the run, so it becomes a real conformance check; morlog's own "
+    "decoding of them is covered by test_fixture_conformance.py"))
+def test_metadata_table_logs_read_by_hudi_rs() -> None:
+    mdts = _metadata_tables()
+    assert mdts, "no fixture table has a metadata table"
+    for mdt in mdts:
+        groups: dict[tuple[str, str], list[str]] = {}
+        for rel in log_paths(mdt):
+            name = LogFileName.parse(Path(rel).name)
+            groups.setdefault((str(Path(rel).parent), name.file_id), []).append(rel)
+        assert groups, f"{mdt} holds no log file"
+        for rels in groups.values():
+            try:
+                batch = read_log_files(mdt, rels)
+            except BaseException as e:  # noqa: B036 - a Rust panic is a BaseException
+                if type(e).__name__ != "PanicException":
+                    raise
+                raise HudiRsPanic(str(e)) from None
+            assert batch.num_rows > 0, rels
 
 
 # =============================================================================================

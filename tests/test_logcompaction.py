@@ -539,7 +539,7 @@ def test_chains_of_log_compactions(tmp_path: Path, version: int) -> None:
         assert not set(earlier) & set(replaced)
         assert replaced == sorted(replaced, reverse=True)
     _check_same(path, before, second.instant)
-    assert _rows(_hudi_rs(path)) == before[None][0] if version == 8 else True
+    assert _rows(_hudi_rs(path)) == before[None][0]
 
 
 def test_the_size_rule_leaves_large_blocks_alone(tmp_path: Path) -> None:
