@@ -194,7 +194,7 @@ def test_every_command_explains_itself_and_its_options() -> None:
     commands = _subparsers(parser)
     assert set(commands) == {"blocks", "verify", "index", "lookup", "slices", "snapshot",
                              "tag", "demo", "spark-demo", "bench", "repair", "compact",
-                             "clean", "logcompact", "prune", "rli"}
+                             "clean", "logcompact", "prune", "rli", "timeline"}
     for name, sub in commands.items():
         assert sub.description and len(sub.description) > 100, name
         for action in sub._actions:

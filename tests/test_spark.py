@@ -428,3 +428,12 @@ def test_hudi_time_formats_of_as_of_instant(spark: Any, tmp_path: Path) -> None:
         assert got == n, value
     with pytest.raises(Exception, match="an instant is yyyyMMddHHmmssSSS"):
         spark.read.format("morlog").option("as.of.instant", "yesterday").load(path).count()
+
+
+@requires_fixtures
+def test_spark_read_refuses_unknown_columns(spark: Any) -> None:
+    path = next(p for p in tables() if p.name == "v9_txns_simple_nometa")
+    with pytest.raises(Exception, match="unknown column 'nope'"):
+        spark.read.format("morlog").option("columns", "txn_id,nope").load(str(path)).count()
+    df = spark.read.format("morlog").option("columns", "txn_id").load(str(path))
+    assert df.count() == Table(str(path)).read().num_rows
