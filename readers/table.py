@@ -211,7 +211,14 @@ def query_instant(text: str) -> str:
 
 
 class Table:
-    """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem."""
+    """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem,
+    opened for reading (any Hudi MOR table of version 6, 8 or 9; ``rides`` is the table of
+    the :meth:`MorTable.create <morlog.writers.client.MorTable.create>` example).
+
+    >>> t = Table("rides")
+    >>> t.read().num_rows, len(t.file_slices()), t.partitions()
+    (3, 2, ['nyc', 'sf'])
+    """
 
     def __init__(self, path: str | TableLocation, filesystem: Any = None) -> None:
         """``path``: a local path, a URI (``s3://bucket/table``) read through pyarrow.fs, or a
@@ -305,8 +312,8 @@ class Table:
         ``hoodie.datasource.write.drop.partition.columns``). A :class:`UsageError` when the
         table records no schema at all.
 
-        >>> Table(path).schema().names[-3:]
-        ['rider', 'fare', 'city']
+        >>> Table("rides").schema().names[-4:]
+        ['uuid', 'ts', 'fare', 'city']
         """
         tl = self.timeline
         schema: pa.Schema | None = None
@@ -384,8 +391,11 @@ class Table:
         Hudi's archived timeline. Any ``instant`` of a completed write is a valid
         ``as_of``.
 
-        >>> [(i.action, i.state) for i in Table(path).instants()]
+        >>> [(i.action, i.state) for i in Table("rides").instants()]
         [('deltacommit', 'COMPLETED'), ('deltacommit', 'COMPLETED')]
+        >>> first = Table("rides").instants()[0].instant
+        >>> Table("rides").read(first, columns=["uuid", "fare"]).sort_by("uuid").to_pylist()[0]
+        {'uuid': 'a', 'fare': 10.0}
         """
         return [InstantInfo(i.requested, i.action, i.state,
                             i.completed if i.is_completed else None)
@@ -422,8 +432,8 @@ class Table:
         :func:`morlog.readers.prune.prune` keeps are read, and only the merged rows for
         which the predicate is TRUE are returned.
 
-        >>> sum(t.num_rows for t in Table(path).snapshot(columns=["uuid", "fare"]))
-        3
+        >>> sum(t.num_rows for t in Table("rides").snapshot(where="fare > 15"))
+        2
         """
         as_of = self.resolve_instant(as_of)
         if as_of is not None:
@@ -493,9 +503,9 @@ class Table:
         column the table does not have is a :class:`UsageError` naming it; a read that finds
         no rows returns no rows with the table's columns (:meth:`empty`).
 
-        >>> Table(path).read(columns=["uuid", "fare"]).column_names
-        ['uuid', 'fare']
-        >>> Table(path).read(columns=["nope"])
+        >>> Table("rides").read(columns=["uuid", "fare"]).sort_by("uuid").to_pylist()
+        [{'uuid': 'a', 'fare': 12.5}, {'uuid': 'b', 'fare': 20.0}, {'uuid': 'c', 'fare': 30.0}]
+        >>> Table("rides").read(columns=["nope"])
         Traceback (most recent call last):
         ...
         morlog.logformat.errors.UsageError: ...: unknown column 'nope'; the table's columns are ...
