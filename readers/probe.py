@@ -202,7 +202,14 @@ class RangeTester:
 
 
 class SliceProbe:
-    """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last."""
+    """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last (a
+    table's slices: :meth:`Table.file_slices <morlog.readers.table.Table.file_slices>`).
+
+    >>> s = next(s for s in Table("rides").file_slices() if s.log_files)
+    >>> with SliceProbe(f"rides/{s.partition}", s.log_files) as probe:
+    ...     sorted(probe.probe(["a", "zz"]).found())
+    ['a']
+    """
 
     def __init__(self, directory: str, log_files: Sequence[str], *,
                  key_field: KeyField = RECORD_KEY_FIELD, fpp: float = 0.01,

@@ -63,7 +63,8 @@ DOCTESTED = ["MorTable.create", "MorTable.upsert", "MorTable.insert", "MorTable.
              "MorTable.insert_overwrite", "MorTable.insert_overwrite_table",
              "MorTable.delete_partitions", "Table", "Table.read", "Table.snapshot",
              "Table.instants", "Table.schema", "tag_keys", "KeyTagger", "LogFileReader",
-             "probe_log_file"]
+             "probe_log_file", "SliceProbe", "IndexedLogWriter", "LogFileWriter", "MorTable",
+             "WriteConfig"]
 
 
 def _run_docstring(name: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,7 +105,12 @@ from .store import (
 
 @dataclass
 class WriteConfig:
-    """Knobs of the write path; Hudi's names where Hudi has the same knob."""
+    """Knobs of the write path; Hudi's names where Hudi has the same knob.
+
+    >>> WriteConfig.from_hoodie_options({"hoodie.parquet.max.file.size": "1048576"}
+    ...                                 ).max_file_size
+    1048576
+    """
 
     #: hoodie.parquet.max.file.size
     max_file_size: int = 120 * 1024 * 1024
@@ -188,7 +193,13 @@ class CommitResult:
 
 
 class MorTable:
-    """A merge-on-read table opened for writing."""
+    """A merge-on-read table opened for writing (any Hudi MOR table of version 6, 8 or 9
+    whose ``hoodie.properties`` morlog can honour; new ones from :meth:`create`).
+
+    >>> table = MorTable("rides", WriteConfig(fsync=False))
+    >>> table.key_field, table.partition_field, table.ordering_field
+    ('uuid', 'city', 'ts')
+    """
 
     def __init__(self, path: str | TableLocation, config: WriteConfig | None = None) -> None:
         """``path``: a local path, a URI (``s3://bucket/table?endpoint_override=...``) or a
