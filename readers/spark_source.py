@@ -247,6 +247,8 @@ class MorlogReadSource(DataSource):
     def reader(self, schema: StructType) -> MorlogReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
+        if columns is not None:
+            Table(self.location()).check_columns(columns)  # an unknown column names itself
         pushdown = _flag(opts.get("pushdown"), self.PUSHDOWN, "filter.pushdown")
         cls = MorlogFilteringReader if pushdown else MorlogReader
         return cls(self.location(), schema, opts.get("as_of"), columns)
