@@ -377,7 +377,9 @@ def decimal_of(unscaled: int, scale: int) -> decimal.Decimal:
 
 def encode_value(s: ColumnStats, v: Any) -> bytes:
     """One bound of a known tag (spec/index.md §4.11)."""
-    tag = _PLAIN_FLOAT.get(s.type_tag, s.type_tag)  # NaN tags: bounds as their type's
+    tag = s.type_tag
+    if tag in _PLAIN_FLOAT:  # NaN tags: bounds as their type's
+        tag = int(_PLAIN_FLOAT[StatsType(tag)])
     if tag == StatsType.BOOLEAN:
         return struct.pack("<B", 1 if v else 0)
     if tag in _I32:

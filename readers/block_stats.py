@@ -296,8 +296,8 @@ def parquet_footer_ranges(metadata: Any, file_schema: pa.Schema, arrow_schema: p
             lo = hi = None
         nan: int | None = None
         if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
-            n = nan_counts.get(col)
-            nan = n if n is not None and n <= rows - nulls else None
+            counted = nan_counts.get(col)
+            nan = counted if counted is not None and counted <= rows - nulls else None
         out[col] = ColumnRange(file_name, col, lo, hi, nulls, rows, 0, 0, rtype, nan)
     return out
 
