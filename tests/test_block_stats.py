@@ -633,6 +633,13 @@ def test_mdt_ranges_keep_only_filter_order_bounds() -> None:
         assert f1[col].min is None and f1[col].max is None, col
         assert f1[col].value_count == 3
     assert "f" not in f1  # a base file's doubles: left to its footer
+    log = ".fg-1_20250101000000001.log.1_0-1-1"
+    got = mdt_ranges([_stats(log, "f", -0.0, 2.5, wrapper="DoubleWrapper"),
+                      _stats(log + "x", "f", 1.0, float("nan"), wrapper="DoubleWrapper")],
+                     {"f": pa.float64()})
+    # a log file's doubles were reduced NaN-largest: a number as maximum means no NaN
+    assert (got[log]["f"].min, got[log]["f"].max, got[log]["f"].nan_count) == (-0.0, 2.5, 0)
+    assert (got[log + "x"]["f"].min, got[log + "x"]["f"].nan_count) == (None, None)
     assert (f1["i"].min, f1["i"].max, f1["i"].null_count) == (5, 9, 1)
     assert (f2["d"].min, f2["d"].max) == (10, 12)
     assert f2["i"].min is None and "zz" not in f2
