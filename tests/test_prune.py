@@ -530,6 +530,43 @@ def test_base_files_record_their_nan_counts(tmp_path: Path) -> None:
     assert not _decision(prune(Table(str(root)), "fare > 5"))[by_city["x"].file_id].kept
 
 
+_VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "prune"
+
+
+def _float_value(v: Any) -> Any:
+    return float(v) if isinstance(v, str) else v
+
+
+def test_nan_counts_vector(tmp_path: Path) -> None:
+    """spec/vectors/prune/nan-counts: the entry writers record, and what readers take from
+    entries (valid, other layouts, wrong row count, counts out of range, not JSON)."""
+    import pyarrow.parquet as pq
+
+    from morlog.readers.block_stats import NAN_COUNTS_KEY, parquet_footer_ranges
+    from morlog.writers.base_file import nan_counts_entry
+
+    case = json.loads((_VECTORS / "nan-counts" / "case.json").read_text(encoding="utf-8"))
+    types = {"double": pa.float64(), "float": pa.float32(), "string": pa.string()}
+    for w in case["write"]:
+        t = pa.table({c["name"]: pa.array([_float_value(v) if c["type"] != "string" else v
+                                           for v in c["values"]], types[c["type"]])
+                      for c in w["columns"]})
+        want = {} if w["key"] is None else {w["key"].encode(): w["value"].encode()}
+        assert nan_counts_entry(t) == want
+    for i, r in enumerate(case["read"]):
+        rows = r["rows"]
+        t = pa.table({name: pa.array([1.0] * n + [None] * (rows - n), pa.float64())
+                      for name, n in r["non_null"].items()})
+        path = tmp_path / f"{i}.parquet"
+        with pq.ParquetWriter(path, t.schema) as pw:
+            pw.add_key_value_metadata({NAN_COUNTS_KEY: r["value"]})
+            pw.write_table(t)
+        pf = pq.ParquetFile(path)
+        got = parquet_footer_ranges(pf.metadata, pf.schema_arrow, t.schema, t.column_names)
+        assert {c: g.nan_count for c, g in got.items() if g.nan_count is not None} == \
+            r["counts"], r["value"]
+
+
 def test_prune_command_says_why_slices_are_kept(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     _fare_table(tmp_path / "t")
