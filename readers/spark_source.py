@@ -15,9 +15,11 @@ prunes file slices on the driver
 (:class:`~morlog.readers.prune.Pruner`), and the read tasks filter the merged rows with it
 (:class:`~morlog.readers.prune.SliceFilter`). Such a filter is reported fully handled (not
 returned to Spark) unless its column is a float or double one: Spark orders NaN above every
-number and equal to itself, the predicate follows IEEE, so those filters prune only and Spark
-evaluates them again. Filters on nested fields, string matching (``StartsWith`` ...), NaN
-literals and literals that do not fit the column are left to Spark.
+number and equal to itself, the predicate follows IEEE, so those filters prune only (rewritten
+to Spark's order by :func:`~morlog.readers.predicate.nan_largest`: ``fare > 5`` prunes as
+``fare > 5 OR fare is NaN``) and Spark evaluates them again. Filters on nested fields,
+string matching (``StartsWith`` ...), NaN literals and literals that do not fit the column
+are left to Spark.
 
 Read options use Hudi's names (short aliases in brackets); any other option is an error naming
 it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
@@ -192,7 +194,8 @@ class MorlogFilteringReader(MorlogReader):
             if expr is None:
                 left.append(f)
                 continue
-            pushed.append(expr)
+            # pruning is IEEE; Spark orders NaN above every number (spec/prune.md §8.1)
+            pushed.append(pr.nan_largest(expr))
             if _float_column(schema, expr):
                 left.append(f)
             else:
