@@ -92,7 +92,10 @@ def filter_expr(f: sds.Filter) -> pr.Expr | None:
     if isinstance(f, sds.EqualNullSafe):  # a <=> v: TRUE or FALSE, never NULL
         if f.value is None:
             return pr.IsNull(col)
-        return None if _is_nan(f.value) else pr.Compare(col, "=", f.value)
+        if _is_nan(f.value):
+            return None
+        # a NULL a gives FALSE (not NULL): NOT (a <=> v) is TRUE for it
+        return pr.And((pr.Not(pr.IsNull(col)), pr.Compare(col, "=", f.value)))
     if isinstance(f, sds.In):
         vals = tuple(f.value)
         if not vals or any(v is None or _is_nan(v) for v in vals):

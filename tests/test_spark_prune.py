@@ -113,6 +113,8 @@ QUERIES = [
     "fare = 'NaN'",
     "isnan(fare)",
     "fare <=> 9.0",
+    "NOT (note <=> 'n5')",
+    "NOT (grp <=> 3)",
     "city LIKE 'city0%' AND id = 7",
     "id = 305",
     "id > 100000",
@@ -185,7 +187,8 @@ def test_no_filter_taken_leaves_the_read_unchanged(table_path: str) -> None:
 def test_filter_expr_forms() -> None:
     assert filter_expr(sds.GreaterThan(("a",), 1)) == pr.Compare("a", ">", 1)
     assert filter_expr(sds.Not(sds.In(("a",), (1, 2)))) == pr.Not(pr.In("a", (1, 2)))
-    assert filter_expr(sds.EqualNullSafe(("a",), 3)) == pr.Compare("a", "=", 3)
+    assert filter_expr(sds.EqualNullSafe(("a",), 3)) == pr.And(
+        (pr.Not(pr.IsNull("a")), pr.Compare("a", "=", 3)))
     assert filter_expr(sds.IsNotNull(("a",))) == pr.Not(pr.IsNull("a"))
     assert filter_expr(sds.EqualTo(("a",), None)) is None
     assert filter_expr(sds.Not(sds.StringEndsWith(("a",), "x"))) is None
