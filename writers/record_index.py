@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.virtual_keys import key_array, key_columns
+from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
@@ -41,6 +43,7 @@ from morlog.readers.record_index import (
     SCHEMA,
     SHARDS_PROPERTY,
     RecordIndex,
+    enabled,
     index_location,
     shard_count,
     shard_file_id,
@@ -54,6 +57,12 @@ from .logwriter import Mode
 from .store import WriteStore
 
 DEFAULT_SHARDS = 16
+#: Hudi's write option for a global record index (``HoodieIndexConfig.
+#: RECORD_INDEX_UPDATE_PARTITION_PATH_ENABLE``, default ``false``): a record whose key lives in
+#: another partition than the batch gives it is moved there (``true``: a delete in the old
+#: partition and an insert in the new) or written where the key lives (``false``)
+UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+UPDATE_PARTITION_PATH_DEFAULT = "false"
 #: the index table's write settings: no metadata table of its own; its services run inline
 #: after every data commit (:meth:`RecordIndexWriter.committed`): log compaction of a shard
 #: with 5 log blocks or more, compaction of every shard with logs after 10 delta commits,
@@ -115,6 +124,43 @@ def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
 
 class IndexServiceWarning(UserWarning):
     """An inline service of the record index failed after a data commit."""
+
+
+def update_partition_path(options: Mapping[str, str]) -> bool:
+    """``hoodie.record.index.update.partition.path`` of a write's Hudi options (Hudi's
+    default ``false``); another value than true or false is a :class:`UsageError`."""
+    raw = str(options.get(UPDATE_PARTITION_PATH, UPDATE_PARTITION_PATH_DEFAULT)).strip()
+    if raw.lower() not in ("true", "false"):
+        raise UsageError(f"{UPDATE_PARTITION_PATH} must be true or false", actual=raw)
+    return raw.lower() == "true"
+
+
+@dataclass
+class GlobalTags:
+    """Where each key of a batch lives in a table whose writers keep morlog's record index
+    (a global index: a key lives in one file group of the whole table). ``tags``: the file
+    group of every key, wherever it is; ``moved[i]``: key ``i`` lives in another partition
+    than the batch gives it."""
+
+    tags: TagResult
+    moved: npt.NDArray[np.bool_]
+
+
+def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | None:
+    """The global tags of a batch (``keys`` and their ``parts``) when ``table`` enables
+    morlog's record index, else None. The index answers when it covers the table; otherwise
+    (stale, damaged: a warning) the file probes of every partition do, so the answer is
+    global either way."""
+    if not enabled(table):
+        return None
+    tags = KeyTagger(table).tag(keys, None)
+    codes = tags.codes
+    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
+    at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
+    same = np.asarray(pc.equal(at, parts.cast(pa.string())).fill_null(False)
+                      .to_numpy(zero_copy_only=False))
+    moved = (codes >= 0) & ~same
+    return GlobalTags(tags, moved)
 
 
 class RecordIndexWriter(CommitHooks):
@@ -414,7 +460,8 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
         sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
 
 
-__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "BuildResult", "BuildRunner",
-           "IndexServiceWarning", "RecordIndexWriter", "VerifyResult", "build", "index_table",
+__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "UPDATE_PARTITION_PATH", "BuildResult",
+           "BuildRunner", "GlobalTags", "IndexServiceWarning", "global_tags",
+           "update_partition_path", "RecordIndexWriter", "VerifyResult", "build", "index_table",
            "shard_pieces", "slice_entries",
            "table_entries", "verify", "write_shard"]
