@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.logformat.constants import BlockType
-from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.errors import ContentError, MorlogWarning, UsageError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
 from morlog.logformat.virtual_keys import VirtualKeys, key_array
@@ -69,6 +69,12 @@ MAX_SHARDS = 4096
 
 class StaleIndexError(ContentError):
     """The index does not cover every completed write of the data table."""
+
+
+class DamagedIndexWarning(MorlogWarning):
+    """A file of morlog's record index does not read (a typed error naming it); tagging
+    read the table's files instead. ``morlog rli verify`` reports the damage and ``morlog
+    rli build`` rebuilds the index."""
 
 
 def shard_file_id(shard: int) -> str:
@@ -211,7 +217,8 @@ class RecordIndex:
         base = (self._base_file(s) if not s.log_files and s.base_file is not None
                 and self._direct() else None)
         if base is not None:
-            with decoder_errors(self.location.uri, "record index base file does not decode"):
+            with decoder_errors(self._path(s, s.base_file),
+                                "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
             t = self.table.read_slice(s, None, list(SCHEMA.names))
@@ -229,11 +236,16 @@ class RecordIndex:
     def _base_file(self, s: FileSlice) -> pq.ParquetFile | None:
         """The shard's base file opened with pyarrow (None: not Parquet)."""
         assert s.base_file is not None
-        path = self.table.storage.join(self.table.slice_dir(s.partition), s.base_file)
+        path = self._path(s, s.base_file)
         if format_of_path(path) is not BaseFormat.PARQUET:
             return None
-        return pq.ParquetFile(self.table.storage.open_input(path),
-                              read_dictionary=list(_LOCATION))
+        with decoder_errors(path, "record index base file does not open"):
+            return pq.ParquetFile(self.table.storage.open_input(path),
+                                  read_dictionary=list(_LOCATION))
+
+    def _path(self, s: FileSlice, name: str) -> str:
+        """The path of file ``name`` of shard slice ``s``."""
+        return self.table.storage.join(self.table.slice_dir(s.partition), name)
 
     def probe_shard(self, s: FileSlice, keys: pa.Array, *, instants: bool = True
                     ) -> tuple[npt.NDArray[np.int64], pa.Table]:
@@ -281,7 +293,9 @@ class RecordIndex:
             row[at] = rows
 
         if base is not None:
-            with decoder_errors(self.location.uri, "record index base file does not decode"):
+            assert s.base_file is not None
+            with decoder_errors(self._path(s, s.base_file),
+                                "record index base file does not decode"):
                 bt = base.read(columns=["key", *cols], use_threads=False)
             sources.append(bt)
             bk = key_array(bt, self.table.key_field, path=self.location.uri)
@@ -300,16 +314,19 @@ class RecordIndex:
             try:
                 blocks: list[LogBlock] = []
                 for name in s.log_files:
-                    r = LogFileReader(st.source(st.join(directory, name)))
-                    readers.append(r)
-                    blocks.extend(r.blocks())
+                    path = st.join(directory, name)
+                    with decoder_errors(path, "record index log file does not read"):
+                        r = LogFileReader(st.source(path))
+                        readers.append(r)
+                        blocks.extend(r.blocks())
                 for b in effective_blocks(blocks, self.table.timeline,
                                           self.table.merge_spec(None)):
-                    if b.block_type == BlockType.DELETE:
-                        sources.append(None)
-                        apply(-2, pc.drop_null(b.delete_columns().keys))
-                        continue
-                    t = b.to_arrow()
+                    with decoder_errors(b.path, "record index log block does not decode"):
+                        if b.block_type == BlockType.DELETE:
+                            sources.append(None)
+                            apply(-2, pc.drop_null(b.delete_columns().keys))
+                            continue
+                        t = b.to_arrow()
                     sources.append(t)
                     apply(len(sources) - 1, key_array(t, self.table.key_field, path=b.path))
             finally:
@@ -475,6 +492,7 @@ def _map(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int | None) -> lis
 
 
 __all__ = ["BUILT_AS_OF_PROPERTY", "ENABLE_PROPERTY", "HASH", "HASH_PROPERTY", "INDEX_DIR",
-           "SCHEMA", "SHARDS_PROPERTY", "IndexLookup", "RecordIndex", "StaleIndexError",
+           "SCHEMA", "SHARDS_PROPERTY", "DamagedIndexWarning", "IndexLookup", "RecordIndex",
+           "StaleIndexError",
            "enabled", "index_location", "index_timeline", "shard_file_id",
            "shard_count", "shard_of_file_id", "shards_of"]

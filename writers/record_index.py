@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.errors import FormatError, MorlogError, StorageError, UsageError
 from morlog.logformat.virtual_keys import key_array, key_columns
 from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
@@ -424,15 +424,20 @@ class VerifyResult:
     extra: list[str] = field(default_factory=list)
     misplaced: list[dict[str, Any]] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    #: shards whose files do not read: the typed error of each (its text names the file);
+    #: their keys are not compared
+    damaged: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.misplaced or self.stale)
+        return not (self.missing or self.extra or self.misplaced or self.stale
+                    or self.damaged)
 
     def as_dict(self, limit: int = 100) -> dict[str, Any]:
         return {"ok": self.ok, "entries": self.entries, "keys": self.keys,
                 "missing": len(self.missing), "extra": len(self.extra),
                 "misplaced": len(self.misplaced), "stale_instants": self.stale[:limit],
+                "damaged": self.damaged[:limit],
                 "examples": {"missing": self.missing[:limit], "extra": self.extra[:limit],
                              "misplaced": self.misplaced[:limit]}}
 
@@ -441,8 +446,24 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
     """Compare the index of ``table`` with the table's live keys (as of the latest
     instant)."""
     index = RecordIndex(table)
-    have = index.entries(threads)
+    slices = index.slices()
+
+    def one(k: int) -> pa.Table | str:
+        try:
+            return index.read_shard(slices[k])
+        except (FormatError, StorageError) as exc:
+            return f"shard {k}: {type(exc).__name__}: {exc}"
+
+    shards = sorted(slices)
+    got = run_all(one, shards, threads if threads is not None else 2)
+    damaged = [x for x in got if isinstance(x, str)]
+    bad = [k for k, x in zip(shards, got, strict=True) if isinstance(x, str)]
+    have = pa.concat_tables([SCHEMA.empty_table(),
+                             *[x for x in got if not isinstance(x, str)]]).sort_by("key")
     want, _ = table_entries(table, threads=threads)
+    if bad:  # the keys of damaged shards are not compared
+        keep = ~np.isin(shards_of(want.column("key"), index.shards), bad)
+        want = want.filter(pa.array(keep))
     j = want.select(["key", "partition", "file_id"]).join(
         have.select(["key", "partition", "file_id"]).rename_columns(
             ["key", "i_partition", "i_file_id"]), "key", join_type="full outer")
@@ -457,7 +478,8 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
     return VerifyResult(
         have.num_rows, want.num_rows,
         sorted(missing.column("key").to_pylist()), sorted(extra.column("key").to_pylist()),
-        sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
+        sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants(),
+        damaged)
 
 
 __all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "UPDATE_PARTITION_PATH", "BuildResult",

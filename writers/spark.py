@@ -56,8 +56,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -82,6 +83,7 @@ from .commit import RecordChanges, base_file_name
 from .metadata import apply_drops
 from .options import WriteOptions, parse_write_options
 from .overwrite import partitions_of
+from .record_index import update_partition_path
 from .store import WriteStore, store_at
 
 #: save modes (Spark's names, any case) -> Hudi's meaning; see the module's docstring
@@ -340,7 +342,9 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                                                (_BASE, "string"), (_KEY, "string")])
         check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None,
-                            tuple(table.ordering_fields) if operation != "delete" else ())
+                            tuple(table.ordering_fields) if operation != "delete" else (),
+                            moves=update_partition_path(cfg.hoodie_options),
+                            delete=operation == "delete")
         # every row gets its record key from the table's key generator (composite keys,
         # timestamp partitions...) while tagged; duplicates are then combined by that key
         tagged = df.mapInArrow(_tagger(location, check), tag_schema)
@@ -447,6 +451,10 @@ class _BatchRules:
     ordering: str | None
     #: every ordering field (several: table version 9)
     orderings: tuple[str, ...] = ()
+    #: hoodie.record.index.update.partition.path (morlog's record index on)
+    moves: bool = False
+    #: the operation is a delete
+    delete: bool = False
 
     @property
     def key(self) -> str:
@@ -470,9 +478,15 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             return
         data = pa.Table.from_batches(rows)
         keys, parts = rules.keys_and_partitions(data, location.uri)
-        index = KeyTagger(Table(location))
-        locs = index.tag(keys, parts).locations
-        slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+        table = Table(location)
+        found = _global_tags(table, keys, parts, rules, location)
+        if found is None:
+            index = KeyTagger(table)
+            locs = index.tag(keys, parts).locations
+            slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+        else:
+            locs, parts = found
+            slices = {(s.partition, s.file_id): s.base_instant for s in table.file_slices()}
         fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
         bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
                          pa.string())
@@ -485,6 +499,34 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
                 names=[*b.schema.names, _PART, _FID, _BASE, _KEY])
             start += n
     return tag
+
+
+def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,
+                 location: TableLocation) -> tuple[list[tuple[str, str] | None], pa.Array] | None:
+    """With morlog's record index on (``morlog.writers.record_index.global_tags``): the
+    location of every key wherever it lives, and the partition each row is written to: a
+    key living in another partition is written (or deleted) there. Moving it
+    (``hoodie.record.index.update.partition.path`` true) takes a delete and an insert of one
+    key, which this job's one row per key cannot carry: refused before anything is written
+    (``MorTable`` and the ``format("morlog")`` source move keys)."""
+    from .record_index import UPDATE_PARTITION_PATH, global_tags
+
+    found = global_tags(table, keys, parts)
+    if found is None:
+        return None
+    tags = found.tags
+    if found.moved.any():
+        i = int(np.flatnonzero(found.moved)[0])
+        if rules.moves and not rules.delete:
+            raise UsageError(
+                f"the distributed upsert does not move keys between partitions "
+                f"({UPDATE_PARTITION_PATH}=true): {int(found.moved.sum())} key(s) live in "
+                f"another partition (first {keys[i].as_py()!r}); write them with "
+                "MorTable.upsert or format('morlog')", path=location.uri)
+        where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
+        at = where.take(pa.array(np.where(tags.codes >= 0, tags.codes, 0)))
+        parts = pc.if_else(pa.array(found.moved), at, parts.cast(pa.string()))
+    return tags.locations, parts
 
 
 def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
