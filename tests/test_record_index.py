@@ -211,15 +211,107 @@ def test_a_writer_that_does_not_maintain_it_makes_it_stale(tmp_path: Path) -> No
     _agree(root, ["k00110", "k00001"])
 
 
-def test_a_partition_move_is_refused(tmp_path: Path) -> None:
+MOVE = "hoodie.record.index.update.partition.path"
+
+
+def _rows(root: Path) -> list[tuple[str, str, int, str]]:
+    """(key, stored partition, v, p column) of every row of the snapshot, sorted."""
+    return sorted((r["id"], r["_hoodie_partition_path"], r["v"], r["p"])
+                  for r in Table(str(root)).read().to_pylist())
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_a_key_given_another_partition_stays_where_it_lives_by_default(
+        tmp_path: Path, operation: str) -> None:
+    """Issue 23: ``insert`` did not tag, so a key living in another partition was written a
+    second time (``rli verify``: 1 in the wrong file group). With Hudi's default
+    ``hoodie.record.index.update.partition.path=false`` the record is written where the key
+    lives (HoodieIndexUtils.tagGlobalLocationBackToRecords tags it to the existing
+    location)."""
     root = tmp_path / "t"
     t = _table(root)
-    t.upsert(_batch(range(10), 1))
+    t.upsert(_batch(range(3), 1))  # k00001 lives in p1
     build(t, 2)
-    moved = pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA)
-    with pytest.raises(UsageError, match="global"):
-        t.upsert(moved)
+    getattr(t, operation)(pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p1", 2, "p2")]
+    _agree(root, ["k00001", "k00002"])
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_a_key_given_another_partition_moves_when_asked(tmp_path: Path,
+                                                       operation: str) -> None:
+    """``hoodie.record.index.update.partition.path=true``: a delete in the old partition and
+    an insert in the new; the key reads once, from the new partition."""
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(3), 1))
+    build(t, 2)
+    mover = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={MOVE: "true"}))
+    getattr(mover, operation)(pa.table({"id": ["k00001", "k00007"], "v": [2, 2],
+                                        "p": ["p2", "p1"]}, schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert [r for r in _rows(root) if r[0] in ("k00001", "k00007")] == [
+        ("k00001", "p2", 2, "p2"), ("k00007", "p1", 2, "p1")]
+    _agree(root, ["k00001", "k00002", "k00007"])
+    # and back again, by a later upsert
+    mover.upsert(pa.table({"id": ["k00001"], "v": [3], "p": ["p0"]}, schema=SCHEMA))
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p0", 3, "p0")]
     _agree(root, ["k00001"])
+
+
+def test_a_delete_in_another_partition_removes_the_key(tmp_path: Path) -> None:
+    """Issue 23's lost delete: a global index deletes the key wherever it lives."""
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(6), 1))
+    build(t, 2)
+    r = t.delete(pa.table({"id": ["k00001", "k00002"], "p": ["p0", "p0"]}))
+    assert r.deletes == 2
+    assert {x[0] for x in _rows(root)} == {"k00000", "k00003", "k00004", "k00005"}
+    _agree(root, ["k00001", "k00002", "k00003"])
+
+
+def test_the_option_is_checked_and_registered(tmp_path: Path) -> None:
+    from morlog.writers.options import parse_write_options
+
+    assert parse_write_options({MOVE: "TRUE"}).config.hoodie_options[MOVE] == "true"
+    with pytest.raises(UsageError, match=MOVE):
+        parse_write_options({MOVE: "sometimes"})
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(3), 1))
+    build(t, 2)
+    odd = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={MOVE: "maybe"}))
+    with pytest.raises(UsageError, match=MOVE):
+        odd.upsert(_batch(range(2), 2))
+
+
+def test_insert_overwrite_of_a_key_living_elsewhere_is_refused(tmp_path: Path) -> None:
+    """An ``insert_overwrite`` batch holding a key that lives in a partition it does not
+    replace would leave the key twice: refused before the first byte; a key of a replaced
+    partition may change partition, and delete_partition and insert_overwrite_table keep
+    the index exact."""
+    from .test_table_model import _snapshot_files
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(9), 1))
+    build(t, 2)
+    before = _snapshot_files(root)
+    with pytest.raises(UsageError, match="does not replace"):
+        t.insert_overwrite(pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA))
+    assert _snapshot_files(root) == before
+    # p1 and p2 replaced: k00001 (of p1) may go to p2
+    t.insert_overwrite(pa.table({"id": ["k00001", "k00002"], "v": [2, 2], "p": ["p2", "p1"]},
+                                schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert {x[0] for x in _rows(root)} == {"k00000", "k00003", "k00006", "k00001", "k00002"}
+    t.delete_partitions(["p0"])
+    assert main(["rli", "verify", str(root)]) == 0
+    t.insert_overwrite_table(_batch([5, 6], 3))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert {x[0] for x in _rows(root)} == {"k00005", "k00006"}
 
 
 def test_build_refuses_keys_in_two_groups(tmp_path: Path) -> None:
@@ -334,7 +426,44 @@ def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: 
 
 def test_services_on_the_index_shards(tmp_path: Path) -> None:
     """After enough commits the index's shards are log-compacted, compacted and cleaned
-    inline (the index's own instants, which count once completed), and it stays exact."""
+    inline (the index's own instants, which count once completed), and it stays exact;
+    then the data table's own services (log compaction, compaction, clean) keep it so."""
+    from morlog.writers.cleaning import clean
+    from morlog.writers.compaction import compact
+    from morlog.writers.logcompaction import log_compact
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="v", config=WriteConfig(fsync=False, hoodie_options={
+                            "hoodie.log.compaction.blocks.threshold": "2",
+                            "hoodie.cleaner.commits.retained": "1"}))
+    t.upsert(_batch(range(60), 1))
+    build(t, 2)
+    probe = [f"k{i:05d}" for i in range(0, 200, 3)]
+    for n in range(12):
+        t.upsert(_batch(range(100 + 5 * n, 105 + 5 * n), n + 2))
+        t.upsert(_batch(range(n, n + 3), n + 2))  # updates in place: no index block
+        if n % 4 == 3:
+            t.delete(_batch([n], 0).select(["id", "p"]))
+    index_dir = index_location(t.location).path
+    names = [p.name for p in (Path(index_dir) / ".hoodie").iterdir()]
+    done = {i.action for i in RecordIndex(Table(str(root))).raw_timeline.instants
+            if i.is_completed}
+    assert {"commit", "clean"} <= done  # the shards' compactions and a clean
+    assert any(n.endswith(".logcompaction.requested") for n in names)
+    assert len([n for n in Path(index_dir).iterdir() if n.suffix == ".parquet"]) == 4
+    _agree(root, probe)
+    assert main(["rli", "verify", str(root)]) == 0
+    # the data table's services on top
+    assert log_compact(t).results
+    _agree(root, probe)
+    assert compact(t).results
+    _agree(root, probe)
+    clean(t)
+    _agree(root, probe)
+    t.upsert(_batch(range(300, 310), 40))
+    _agree(root, probe + ["k00305"])
+    assert main(["rli", "verify", str(root)]) == 0
 
 
 # --- the lookup's direct shard probe (RecordIndex.probe_shard) against the general merge ----
@@ -537,3 +666,96 @@ def test_shard_vectors() -> None:
     for c in doc["cases"]:
         got = int(shards_of(pa.array([c["key"]], pa.string()), c["shards"])[0])
         assert got == c["shard"] and shard_file_id(got) == c["file_id"], c
+
+
+# --- damaged shard files (issue 23: untyped pyarrow errors blocked every write) ------------
+
+
+def _damaged_table(root: Path) -> MorTable:
+    """A table with the index on whose shards have a base file and a log file each."""
+    t = _table(root)
+    t.upsert(_batch(range(60), 1))
+    build(t, 2)
+    t.upsert(_batch(range(55, 75), 2))  # inserts: index log blocks
+    return t
+
+
+def _shard_files(root: Path) -> list[Path]:
+    d = Path(index_location(Table(str(root)).location).path)
+    return sorted(p for p in d.iterdir() if p.is_file())
+
+
+def _damage(path: Path, how: str, at: float) -> None:
+    data = bytearray(path.read_bytes())
+    pos = min(len(data) - 1, int(at * len(data)))
+    if how == "truncate":
+        del data[pos:]
+    else:
+        data[pos] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_shard_base_file_is_typed_and_writes_go_on(tmp_path: Path) -> None:
+    """Issue 23: a shard base file cut in half raised ``ArrowInvalid: Parquet magic bytes
+    not found`` from tagging (the next upsert), lookup and verify (CLI exit 3). Now: a
+    ContentError naming the file; tagging falls back to the table's files with a
+    DamagedIndexWarning (a MorlogWarning); verify reports the shard (exit 1); a rebuild
+    makes the index exact again."""
+    from morlog.logformat.errors import ContentError, MorlogWarning
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    _damage(base, "truncate", 0.5)
+    keys = [f"k{i:05d}" for i in range(80)]
+    with pytest.raises(ContentError) as err:
+        RecordIndex(Table(str(root))).lookup(keys)
+    assert base.name in str(err.value)
+    assert issubclass(DamagedIndexWarning, MorlogWarning)
+    with pytest.warns(DamagedIndexWarning, match=base.name):
+        r = t.upsert(_batch(range(70, 90), 3))  # updates and inserts: not blocked
+    assert (r.updates, r.inserts) == (5, 15)
+    got = {x["id"]: x["v"] for x in Table(str(root)).read().to_pylist()}
+    assert len(got) == 90 and got["k00071"] == 3 and got["k00001"] == 1
+    v = verify(Table(str(root)))
+    assert not v.ok and v.damaged and base.name in v.damaged[0]
+    assert main(["rli", "verify", str(root)]) == 1
+    assert main(["rli", "lookup", str(root), *keys[:5]]) == 2
+    build(t, 2)
+    _agree(root, keys + ["k00089"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(which=st.integers(0, 50), how=st.sampled_from(["truncate", "flip"]),
+       at=st.floats(0.0, 0.999))
+def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: float) -> None:
+    """A shard base file or log file truncated or with a byte flipped: lookup, verify and
+    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3), and an upsert
+    still succeeds and reads back."""
+    import tempfile
+    import warnings
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "t"
+        t = _damaged_table(root)
+        files = _shard_files(root)
+        _damage(files[which % len(files)], how, at)
+        keys = [f"k{i:05d}" for i in range(80)]
+        try:
+            RecordIndex(Table(str(root))).lookup(keys)
+        except MorlogError:
+            pass
+        try:
+            verify(Table(str(root)))
+        except MorlogError:
+            pass
+        assert main(["rli", "verify", str(root)]) in (0, 1, 2)
+        assert main(["rli", "lookup", str(root), "k00001", "k00070"]) in (0, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t.upsert(_batch(range(85, 95), 4))
+        got = {x["id"]: x["v"] for x in Table(str(root)).read().to_pylist()}
+        assert all(got[f"k{i:05d}"] == 4 for i in range(85, 95))
+        assert got["k00001"] == 1

@@ -42,6 +42,7 @@ from morlog.readers.record_index import (
     MAX_SHARDS,
     SCHEMA,
     SHARDS_PROPERTY,
+    DamagedIndexWarning,
     RecordIndex,
     enabled,
     index_location,
@@ -201,6 +202,16 @@ class RecordIndexWriter(CommitHooks):
         ins_by = _by_shard(ins, shards)
         del_by = _by_shard(pa.table({"key": dels}), shards) if len(dels) else {}
         work = sorted(set(ins_by) | set(del_by))
+        damaged = self._damaged_shards(mt, instant, work)
+        if damaged:
+            # nothing is written to the index: it misses this data instant, so readers
+            # take it as stale (spec/rli.md §5) and tag through the table's files until
+            # 'morlog rli build' rebuilds it; the data commit goes on
+            warnings.warn(f"morlog's record index of {self.data_location.uri} is damaged "
+                          f"({damaged[0]}); it was not updated by {instant} and is stale "
+                          "until rebuilt with 'morlog rli build'", DamagedIndexWarning,
+                          stacklevel=3)
+            return
         with Commit(self.store, self.location, mode=self.mode, operation="upsert",
                     schema=mt.commit_schema(), fsync=self.fsync, instant=instant) as c:
             slices = {s.file_id: s for s in c.table().file_slices()}
@@ -218,6 +229,23 @@ class RecordIndexWriter(CommitHooks):
                     stats.setdefault("", []).append(w.stat(self.store, self.location.path))
             c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
                                "morlog.rli.deleted": str(len(dels))})
+
+    def _damaged_shards(self, mt: Any, instant: str, work: list[int]) -> list[str]:
+        """The typed errors of the shards in ``work`` whose log files do not read: what a
+        write to them would load first (the slice's cumulative key index). Checked before
+        the index's first byte, so that a damaged shard never fails the data commit."""
+        slices = {s.file_id: s for s in Table(mt.location).file_slices()}
+        out: list[str] = []
+        for k in work:
+            s = slices.get(shard_file_id(k))
+            if s is None or not s.log_files:
+                continue
+            w = mt._log_writer("", s.file_id, s.base_instant, instant, s.log_files)
+            try:
+                w.state  # noqa: B018 - loads (and so checks) the slice's index
+            except FormatError as exc:
+                out.append(f"shard {k}: {type(exc).__name__}: {exc}")
+        return out
 
     def committed(self, instant: str) -> None:
         """The data instant completed (the data table's lock is held, no index instant is
