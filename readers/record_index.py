@@ -225,7 +225,15 @@ class RecordIndex:
         if t.num_rows == 0:
             return SCHEMA.empty_table()
         t = t.select(list(SCHEMA.names))
-        return pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+        out = pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+        _check_utf8(out, self._slice_file(s))
+        return out
+
+    def _slice_file(self, s: FileSlice) -> str:
+        """A file of shard slice ``s`` to name in its errors (its base file, else its
+        latest log)."""
+        name = s.base_file or (s.log_files[-1] if s.log_files else s.file_id)
+        return self._path(s, name)
 
     def _direct(self) -> bool:
         """Whether the shards can be read without the general merge: the latest write of a
@@ -395,6 +403,7 @@ class RecordIndex:
             rows = order[bounds[k]:bounds[k + 1]]
             at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
                                         instants=instants)
+            _check_utf8(locs, self._slice_file(slices[k]))
             return rows[at], locs
 
         t1 = time.perf_counter()
@@ -424,6 +433,13 @@ class RecordIndex:
         return IndexLookup(arr, codes, groups, inst, shards_read=len(wanted),
                            seconds={"prepare": t1 - t0, "probe": t2 - t1,
                                     "assemble": time.perf_counter() - t2})
+
+
+def _check_utf8(t: pa.Table, path: str) -> None:
+    """A :class:`ContentError` naming ``path`` when a string of ``t`` is not valid UTF-8
+    (Parquet's reader does not check: a damaged page may decode to such bytes)."""
+    with decoder_errors(path, "record index entries are not valid UTF-8"):
+        t.validate(full=True)
 
 
 def _fixed_width(a: pa.Array) -> npt.NDArray[np.uint8] | None:

@@ -335,7 +335,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert built["entries"] == 30 and built["shards"] == 3
     assert main(["rli", "lookup", str(root), "k00001", "nope", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["nope"] is None and got["k00001"]["partition"] == "p1"
+    assert got["index"] == "morlog"
+    assert got["keys"]["nope"] is None and got["keys"]["k00001"]["partition"] == "p1"
     assert main(["rli", "verify", str(root), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
     assert main(["rli", "build", str(root), "--shards", "0"]) == 2
@@ -863,3 +864,28 @@ def test_every_operation_keeps_the_index_exact(ops: list[tuple[Any, Any, Any]],
             assert tags.stats.morlog_index_shards > 0 or not model
             assert {k: (x or {}).get("partition") for k, x in tags.as_dict().items()} == {
                 f"k{k}": model[f"k{k}"][0] if f"k{k}" in model else None for k in range(10)}
+
+
+@pytest.mark.parametrize("name", ["v8_trips_8i3u1d/v8_trips_8i3u1d",
+                                  "v9_txns_simple_meta/v9_txns_simple_meta"],
+                         ids=lambda n: n.split("/")[0])
+def test_lookup_through_hudis_record_index(name: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: ``rli lookup`` on a table with Hudi's own record_index (metadata table)
+    said "no morlog record index". It answers through that index and says so."""
+    from morlog.logformat.blocks import RECORD_KEY_FIELD
+
+    from .hudi_fixtures import fixture_table
+
+    path = fixture_table(name)
+    keys = [str(k) for k in Table(str(path)).read(columns=[RECORD_KEY_FIELD])
+            .column(RECORD_KEY_FIELD).to_pylist()[:5]] + ["no-such-key"]
+    want = KeyTagger(Table(str(path)), use_record_index=False,
+                     use_morlog_index=False).tag(keys).as_dict()
+    assert main(["rli", "lookup", str(path), *keys, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["index"] == "hudi"
+    assert {k: None if x is None else {"partition": x["partition"], "file_id": x["file_id"]}
+            for k, x in got["keys"].items()} == want
+    assert main(["rli", "lookup", str(path), keys[0]]) == 0
+    assert "answered by Hudi's record index" in capsys.readouterr().out
