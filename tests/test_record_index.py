@@ -889,3 +889,44 @@ def test_lookup_through_hudis_record_index(name: str,
             for k, x in got["keys"].items()} == want
     assert main(["rli", "lookup", str(path), keys[0]]) == 0
     assert "answered by Hudi's record index" in capsys.readouterr().out
+
+
+def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) -> None:
+    """Spark with the index on: the distributed upsert writes a key given another partition
+    where it lives (update.partition.path false) and deletes it wherever it lives; asked to
+    move keys it refuses before any write; ``format("morlog")`` inserts (bulk_insert) move
+    them with the option true. ``rli verify`` is clean after each, every key reads once."""
+    from morlog.logformat.errors import WriteError
+    from morlog.writers.spark import upsert
+
+    from .test_spark import _df
+
+    path = str(tmp_path / "s")
+    cfg = WriteConfig(fsync=False)
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(20), 1), path, **kw)  # k0001 in eu, k0002 in us
+    build(MorTable(path, cfg), 2)
+    swapped = spark.createDataFrame([("k0001", "us", 2, 1.0), ("k0002", "eu", 2, 2.0)],
+                                    "id string, region string, ts long, amount double")
+    upsert(spark, swapped, path, operation="insert", **kw)
+
+    def where() -> dict[str, tuple[str, str, int]]:
+        rows = Table(path).read().to_pylist()
+        assert len(rows) == len({r["id"] for r in rows}), "a key reads twice"
+        return {r["id"]: (r["_hoodie_partition_path"], r["region"], r["ts"]) for r in rows}
+
+    assert where()["k0001"] == ("eu", "us", 2) and where()["k0002"] == ("us", "eu", 2)
+    assert main(["rli", "verify", path]) == 0
+    before = where()
+    mover = WriteConfig(fsync=False, hoodie_options={MOVE: "true"})
+    with pytest.raises((UsageError, WriteError), match="does not move keys"):
+        upsert(spark, swapped, path, **{**kw, "config": mover})
+    assert where() == before and main(["rli", "verify", path]) == 0
+    dels = spark.createDataFrame([("k0003", "us")], "id string, region string")
+    upsert(spark, dels, path, operation="delete", **kw)  # k0003 lives in eu
+    assert "k0003" not in where() and main(["rli", "verify", path]) == 0
+    (spark.createDataFrame([("k0004", "eu", 3, 4.0)], swapped.schema).write
+     .format("morlog").option("hoodie.datasource.write.operation", "bulk_insert")
+     .option(MOVE, "true").mode("append").save(path))
+    assert where()["k0004"] == ("eu", "eu", 3)
+    assert main(["rli", "verify", path]) == 0

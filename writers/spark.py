@@ -50,6 +50,7 @@ pyspark is imported only by modules whose name contains "spark"; nothing else ne
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -304,7 +305,11 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     except Exception as exc:
         # Spark reports a task's MorlogError (a refused batch) as its own exception: the
         # commit, if it had begun, was rolled back already (see Commit)
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        text = str(exc)
+        # a task's own typed error, where the Python worker's traceback holds one
+        typed = re.search(r"morlog\.logformat\.errors\.(\w+): (.*)", text)
+        first = (f"{typed.group(1)}: {typed.group(2)}" if typed is not None
+                 else (text.strip().splitlines() or [""])[0])[:300]
         raise WriteError(f"the Spark write failed: {type(exc).__name__}: {first}",
                          path=path) from exc
 
