@@ -213,7 +213,11 @@ class RecordIndex:
     def read_shard(self, s: FileSlice) -> pa.Table:
         """The live entries of one shard (merged). A slice that is only a Parquet base file
         is read straight (its rows are the entries); one with logs through the general
-        merge (``Table.read_slice``)."""
+        merge (``Table.read_slice``). Damage is a typed error naming a file of the shard."""
+        with decoder_errors(self._slice_file(s), "record index shard does not decode"):
+            return self._read_shard(s)
+
+    def _read_shard(self, s: FileSlice) -> pa.Table:
         base = (self._base_file(s) if not s.log_files and s.base_file is not None
                 and self._direct() else None)
         if base is not None:
@@ -401,8 +405,11 @@ class RecordIndex:
 
         def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table]:
             rows = order[bounds[k]:bounds[k + 1]]
-            at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
-                                        instants=instants)
+            # a damaged page may decode to indices or strings that are not valid: typed
+            with decoder_errors(self._slice_file(slices[k]), "record index shard does "
+                                "not decode"):
+                at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
+                                            instants=instants)
             _check_utf8(locs, self._slice_file(slices[k]))
             return rows[at], locs
 
