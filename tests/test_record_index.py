@@ -258,6 +258,10 @@ def test_a_key_given_another_partition_moves_when_asked(tmp_path: Path,
     mover.upsert(pa.table({"id": ["k00001"], "v": [3], "p": ["p0"]}, schema=SCHEMA))
     assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p0", 3, "p0")]
     _agree(root, ["k00001"])
+    # a stored record with the greater ordering value wins Hudi's merge: it stays
+    mover.upsert(pa.table({"id": ["k00001"], "v": [2], "p": ["p1"]}, schema=SCHEMA))
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p0", 3, "p0")]
+    _agree(root, ["k00001"])
 
 
 def test_a_delete_in_another_partition_removes_the_key(tmp_path: Path) -> None:
@@ -782,13 +786,17 @@ def _oracle_write(model: dict[str, tuple[str, str, int, int]], move: bool,
                   rows: list[tuple[int, str, int]], n: int) -> None:
     """Hudi's global index: a new key goes to its partition; a key living there is updated
     (the greater ts wins, the later on ties); a key living in another partition moves
-    (``move``: a natural delete there and an insert, whatever the ts) or is updated where
-    it lives (written there with its own partition column)."""
+    (``move``: a delete there and an insert, unless the stored record has the greater ts
+    and so wins Hudi's merge: it stays) or is updated where it lives (written there with
+    its own partition column)."""
     for k, p, ts in rows:
         key = f"k{k}"
         old = model.get(key)
-        if old is None or (old[0] != p and move):
+        if old is None:
             model[key] = (p, p, ts, n)
+        elif old[0] != p and move:
+            if ts >= old[2]:
+                model[key] = (p, p, ts, n)
         elif ts >= old[2]:
             model[key] = (old[0], p, ts, n)
 

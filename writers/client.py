@@ -497,6 +497,7 @@ class MorTable:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         plan.keys = keys
+        plan.batch = batch
         tagged = self._global_tags(table_view, keys, parts, operation, plan)
         if tagged is None and operation != "insert":
             tagged = KeyTagger(table_view).tag(keys, parts)
@@ -556,7 +557,7 @@ class MorTable:
         (``hoodie.record.index.update.partition.path`` false, Hudi's default) or moved: a
         delete where it lives, an insert in its own partition (true). None without the
         index."""
-        from .record_index import global_tags, update_partition_path
+        from .record_index import global_tags, stored_wins, update_partition_path
 
         move = update_partition_path(self.config.hoodie_options)
         found = global_tags(table_view, keys, parts)
@@ -564,10 +565,13 @@ class MorTable:
             return None
         tagged = found.tags
         if operation != "delete" and move and found.moved.any():
+            assert plan.batch is not None
+            # a stored record that wins the merge stays where it is (an update there)
+            moves = found.moved & ~stored_wins(table_view, found, plan.batch, keys)
             codes = tagged.codes.copy()
-            for code, held in _rows_by_code(np.where(found.moved, codes, -1)):
+            for code, held in _rows_by_code(np.where(moves, codes, -1)):
                 plan.deletes.setdefault(tagged.groups[code], []).extend(held.tolist())
-            codes[found.moved] = -1
+            codes[moves] = -1
             tagged.codes = codes
             # the old copy goes whatever its ordering value: a natural delete
             plan.delete_columns = list(self.keygen.required_columns)

@@ -295,6 +295,56 @@ class RecordIndexWriter(CommitHooks):
                          self.fsync)
 
 
+def stored_wins(table: Table, found: GlobalTags, batch: pa.Table,
+                keys: pa.Array) -> npt.NDArray[np.bool_]:
+    """Per record of ``batch``: whether a key that would move (``found.moved``) stays
+    where it lives because the stored record wins the merge with it (event-time ordering:
+    its ordering values, compared as a tuple, are greater; on ties the incoming record
+    wins). Hudi merges the two before it moves a record
+    (``HoodieIndexUtils.mergeForPartitionUpdatesAndDeletionsIfNeeded``): the merged record
+    is the stored one then, and stays in its partition. Only the slices holding moving keys
+    are read, only their key and ordering columns."""
+    from morlog.readers.merge import EVENT_TIME
+
+    out = np.zeros(len(keys), dtype=bool)
+    spec = table.merge_spec(None)
+    fields = list(spec.orderings)
+    if (spec.merge_mode != EVENT_TIME or not fields or not found.moved.any()
+            or any(f not in batch.column_names for f in fields)):
+        return out
+    tags = found.tags
+    slices = {(s.partition, s.file_id): s for s in table.file_slices()}
+    moving = np.flatnonzero(found.moved)
+    for code in np.unique(tags.codes[moving]).tolist():
+        rows = moving[tags.codes[moving] == code]
+        s = slices.get(tags.groups[code])
+        if s is None:
+            continue
+        stored = table.read_slice(s, None, [*key_columns(table.key_field), *fields])
+        if stored.num_rows == 0:
+            continue
+        skeys = key_array(stored, table.key_field, path=table.path)
+        at = pc.index_in(keys.take(pa.array(rows)), value_set=skeys)
+        hit = np.asarray(at.is_valid().to_numpy(zero_copy_only=False))
+        if not hit.any():
+            continue
+        pos = pa.array(np.asarray(at.fill_null(0).to_numpy(zero_copy_only=False))[hit])
+        mine = rows[hit]
+        greater = np.zeros(mine.size, dtype=bool)
+        equal = np.ones(mine.size, dtype=bool)
+        for f in fields:
+            old = stored.column(f).take(pos)
+            new = batch.column(f).take(pa.array(mine)).cast(old.type)
+            gt = np.asarray(pc.greater(old, new).fill_null(False)
+                            .to_numpy(zero_copy_only=False))
+            eq = np.asarray(pc.equal(old, new).fill_null(False)
+                            .to_numpy(zero_copy_only=False))
+            greater |= equal & gt
+            equal &= eq
+        out[mine] = greater
+    return out
+
+
 @dataclass
 class BuildResult:
     """What :func:`build` did."""
@@ -511,7 +561,7 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
 
 
 __all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "UPDATE_PARTITION_PATH", "BuildResult",
-           "BuildRunner", "GlobalTags", "IndexServiceWarning", "global_tags",
+           "BuildRunner", "GlobalTags", "IndexServiceWarning", "global_tags", "stored_wins",
            "update_partition_path", "RecordIndexWriter", "VerifyResult", "build", "index_table",
            "shard_pieces", "slice_entries",
            "table_entries", "verify", "write_shard"]
