@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.errors import FormatError, MorlogError, StorageError, UsageError
+from morlog.logformat.naming import LogFileName
 from morlog.logformat.virtual_keys import key_array, key_columns
 from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
@@ -54,6 +55,7 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
 from .commit import Commit, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
+from .indexed import load_slice_state
 from .logwriter import Mode
 from .store import WriteStore
 
@@ -202,7 +204,7 @@ class RecordIndexWriter(CommitHooks):
         ins_by = _by_shard(ins, shards)
         del_by = _by_shard(pa.table({"key": dels}), shards) if len(dels) else {}
         work = sorted(set(ins_by) | set(del_by))
-        damaged = self._damaged_shards(mt, instant, work)
+        damaged = self._damaged_shards(mt, work)
         if damaged:
             # nothing is written to the index: it misses this data instant, so readers
             # take it as stale (spec/rli.md §5) and tag through the table's files until
@@ -230,19 +232,23 @@ class RecordIndexWriter(CommitHooks):
             c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
                                "morlog.rli.deleted": str(len(dels))})
 
-    def _damaged_shards(self, mt: Any, instant: str, work: list[int]) -> list[str]:
+    def _damaged_shards(self, mt: Any, work: list[int]) -> list[str]:
         """The typed errors of the shards in ``work`` whose log files do not read: what a
         write to them would load first (the slice's cumulative key index). Checked before
         the index's first byte, so that a damaged shard never fails the data commit."""
-        slices = {s.file_id: s for s in Table(mt.location).file_slices()}
+        index = Table(mt.location)
+        slices = {s.file_id: s for s in index.file_slices()}
+        directory = index.slice_dir("")
+        key_field = index.key_field
         out: list[str] = []
         for k in work:
             s = slices.get(shard_file_id(k))
             if s is None or not s.log_files:
                 continue
-            w = mt._log_writer("", s.file_id, s.base_instant, instant, s.log_files)
             try:
-                w.state  # noqa: B018 - loads (and so checks) the slice's index
+                load_slice_state(directory, [LogFileName.parse(n) for n in s.log_files],
+                                 scope=s.base_instant, key_field=key_field,
+                                 storage=self.store.storage)
             except FormatError as exc:
                 out.append(f"shard {k}: {type(exc).__name__}: {exc}")
         return out
