@@ -221,8 +221,7 @@ class RecordIndex:
         base = (self._base_file(s) if not s.log_files and s.base_file is not None
                 and self._direct() else None)
         if base is not None:
-            with decoder_errors(self._path(s, s.base_file),
-                                "record index base file does not decode"):
+            with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
             t = self.table.read_slice(s, None, list(SCHEMA.names))

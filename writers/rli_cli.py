@@ -69,7 +69,8 @@ def lookup(table: Table, keys: list[str]) -> LookupAnswer:
     :class:`UsageError` when it has neither."""
     index = RecordIndex.open(table)
     if index is not None:
-        found: dict[str, dict[str, str | None] | None] = dict(index.lookup(keys).as_dict())
+        found: dict[str, dict[str, str | None] | None] = {
+            k: None if v is None else dict(v) for k, v in index.lookup(keys).as_dict().items()}
         return LookupAnswer(MORLOG_INDEX, found)
     if record_index_listed(table):
         h = HudiRecordIndex(table).lookup(keys)
