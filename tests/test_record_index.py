@@ -1,6 +1,9 @@
 """morlog's record-level index (``morlog.readers.record_index``, ``morlog.writers.record_index``,
 spec/rli.md): build, lookup, maintenance by every write, crash windows, staleness, the CLI,
-and real Hudi tables. The oracle test with the index on: ``tests/test_table_model.py``
+and real Hudi tables; keys given other partitions (§4a, both values of
+``hoodie.record.index.update.partition.path``), damaged shard files, and the oracle of every
+operation with the index on (``test_every_operation_keeps_the_index_exact``). The table
+oracle with the index on: ``tests/test_table_model.py``
 (``test_refused_and_failed_batches_leave_the_table_as_before``)."""
 
 from __future__ import annotations
