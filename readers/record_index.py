@@ -224,6 +224,9 @@ class RecordIndex:
             with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
+            check_shard_blocks(shard_log_blocks(self.table.storage,
+                                                self.table.slice_dir(s.partition),
+                                                s.log_files), self.location)
             t = self.table.read_slice(s, None, list(SCHEMA.names))
         if t.num_rows == 0:
             return SCHEMA.empty_table()
@@ -330,6 +333,7 @@ class RecordIndex:
                         r = LogFileReader(st.source(path))
                         readers.append(r)
                         blocks.extend(r.blocks())
+                check_shard_blocks(blocks, self.location)
                 for b in effective_blocks(blocks, self.table.timeline,
                                           self.table.merge_spec(None)):
                     with decoder_errors(b.path, "record index log block does not decode"):
@@ -441,6 +445,39 @@ class RecordIndex:
                                     "assemble": time.perf_counter() - t2})
 
 
+def check_shard_blocks(blocks: Sequence[LogBlock], index: TableLocation) -> None:
+    """A :class:`ContentError` naming the file and offset when a shard's logs hold a corrupt
+    block that nothing explains: readers skip corrupt blocks (a writer that died mid-block
+    left it), which for the index would silently lose the entries of a damaged block. A
+    corrupt block is explained when a rollback command block follows it (the next writer
+    rolled the dead one back), or when it is the slice's last block while an index instant
+    is pending (a write in progress, or a dead writer not yet rolled back)."""
+    bad = [i for i, b in enumerate(blocks) if b.is_corrupt]
+    if not bad:
+        return
+    for i in bad:
+        if any(b.block_type == BlockType.COMMAND for b in blocks[i + 1:]):
+            continue
+        if i == len(blocks) - 1 and Table(index).timeline.pending():
+            continue
+        b = blocks[i]
+        raise ContentError("a record index log holds a damaged block (its entries would be "
+                           "lost); rebuild the index with 'morlog rli build'", path=b.path,
+                           offset=b.offset)
+
+
+def shard_log_blocks(storage: Any, directory: str, log_files: Sequence[str]
+                     ) -> list[LogBlock]:
+    """Every block of a shard slice's log files, in order (typed errors naming the file)."""
+    blocks: list[LogBlock] = []
+    for name in log_files:
+        path = storage.join(directory, name)
+        with decoder_errors(path, "record index log file does not read"), \
+                LogFileReader(storage.source(path)) as r:
+            blocks.extend(r.blocks())
+    return blocks
+
+
 def _check_utf8(t: pa.Table, path: str) -> None:
     """A :class:`ContentError` naming ``path`` when a string of ``t`` is not valid UTF-8
     (Parquet's reader does not check: a damaged page may decode to such bytes)."""
@@ -515,6 +552,6 @@ def _map(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int | None) -> lis
 
 __all__ = ["BUILT_AS_OF_PROPERTY", "ENABLE_PROPERTY", "HASH", "HASH_PROPERTY", "INDEX_DIR",
            "SCHEMA", "SHARDS_PROPERTY", "DamagedIndexWarning", "IndexLookup", "RecordIndex",
-           "StaleIndexError",
+           "StaleIndexError", "check_shard_blocks", "shard_log_blocks",
            "enabled", "index_location", "index_timeline", "shard_file_id",
            "shard_count", "shard_of_file_id", "shards_of"]

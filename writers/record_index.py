@@ -45,10 +45,12 @@ from morlog.readers.record_index import (
     SHARDS_PROPERTY,
     DamagedIndexWarning,
     RecordIndex,
+    check_shard_blocks,
     enabled,
     index_location,
     shard_count,
     shard_file_id,
+    shard_log_blocks,
     shards_of,
 )
 from morlog.readers.storage import TableLocation
@@ -246,6 +248,8 @@ class RecordIndexWriter(CommitHooks):
             if s is None or not s.log_files:
                 continue
             try:
+                check_shard_blocks(shard_log_blocks(self.store.storage, directory,
+                                                    s.log_files), self.location)
                 load_slice_state(directory, [LogFileName.parse(n) for n in s.log_files],
                                  scope=s.base_instant, key_field=key_field,
                                  storage=self.store.storage)
