@@ -177,6 +177,8 @@ class RecordIndex:
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
+        #: file id -> (instant, log file) of the log writes of completed index instants
+        self._writes: dict[str, list[tuple[str, str]]] | None = None
 
     @classmethod
     def open(cls, data: Table) -> RecordIndex | None:
@@ -198,6 +200,22 @@ class RecordIndex:
                 f"the record index misses {len(missing)} data commit(s) (first {missing[0]}: "
                 "written by a writer that does not maintain it); rebuild it with "
                 "'morlog rli build'", path=self.location.uri, actual=missing[0])
+
+    def log_writes(self, s: FileSlice) -> list[tuple[str, str]]:
+        """(instant, log file name) of every log write the completed, counting index
+        instants after slice ``s``'s base instant made to its file group, by their commit
+        metadata (what :func:`check_shard_blocks` expects to read back)."""
+        if self._writes is None:
+            self._writes = {}
+            for i in self.table.timeline.completed(frozenset({"deltacommit"})):
+                stats = self.table.timeline.metadata(i).get("partitionToWriteStats") or {}
+                for st in stats.get("", []) if isinstance(stats, dict) else []:
+                    name = str(st.get("path") or "").rsplit("/", 1)[-1]
+                    if ".log." in name and int(st.get("numWrites") or 0) > 0:
+                        self._writes.setdefault(str(st.get("fileId")), []).append(
+                            (i.requested, name))
+        return [(inst, name) for inst, name in self._writes.get(s.file_id, [])
+                if inst >= s.base_instant and name in s.log_files]
 
     def slices(self) -> dict[int, FileSlice]:
         """Shard -> its latest file slice (shards without one hold no key)."""
@@ -224,9 +242,9 @@ class RecordIndex:
             with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
-            check_shard_blocks(shard_log_blocks(self.table.storage,
-                                                self.table.slice_dir(s.partition),
-                                                s.log_files), self.location)
+            directory = self.table.slice_dir(s.partition)
+            check_shard_blocks(shard_log_blocks(self.table.storage, directory, s.log_files),
+                               self.location, self.log_writes(s), directory)
             t = self.table.read_slice(s, None, list(SCHEMA.names))
         if t.num_rows == 0:
             return SCHEMA.empty_table()
@@ -333,7 +351,7 @@ class RecordIndex:
                         r = LogFileReader(st.source(path))
                         readers.append(r)
                         blocks.extend(r.blocks())
-                check_shard_blocks(blocks, self.location)
+                check_shard_blocks(blocks, self.location, self.log_writes(s), directory)
                 for b in effective_blocks(blocks, self.table.timeline,
                                           self.table.merge_spec(None)):
                     with decoder_errors(b.path, "record index log block does not decode"):
@@ -445,13 +463,23 @@ class RecordIndex:
                                     "assemble": time.perf_counter() - t2})
 
 
-def check_shard_blocks(blocks: Sequence[LogBlock], index: TableLocation) -> None:
-    """A :class:`ContentError` naming the file and offset when a shard's logs hold a corrupt
-    block that nothing explains: readers skip corrupt blocks (a writer that died mid-block
-    left it), which for the index would silently lose the entries of a damaged block. A
-    corrupt block is explained when a rollback command block follows it (the next writer
-    rolled the dead one back), or when it is the slice's last block while an index instant
-    is pending (a write in progress, or a dead writer not yet rolled back)."""
+def check_shard_blocks(blocks: Sequence[LogBlock], index: TableLocation,
+                       written: Sequence[tuple[str, str]] = (), directory: str = "") -> None:
+    """A :class:`ContentError` naming the file when a shard's logs lost blocks: readers skip
+    corrupt blocks (a writer that died mid-block left it) and cannot see blocks of a log
+    cut short, which for the index would silently lose entries. ``written``: (instant, log
+    file name) of every completed index instant's log write to this slice
+    (:meth:`RecordIndex.log_writes`): each must have a readable block. A corrupt block is
+    explained when a rollback command block follows it (the next writer rolled the dead one
+    back), or when it is the slice's last block while an index instant is pending (a write
+    in progress, or a dead writer not yet rolled back)."""
+    have = {(b.instant, (b.path or "").rsplit("/", 1)[-1]) for b in blocks
+            if not b.is_corrupt}
+    for inst, name in written:
+        if (inst, name) not in have:
+            raise ContentError(f"a record index log lost the block of instant {inst} (its "
+                               "entries would be lost); rebuild the index with 'morlog rli "
+                               "build'", path=f"{directory}/{name}" if directory else name)
     bad = [i for i, b in enumerate(blocks) if b.is_corrupt]
     if not bad:
         return

@@ -680,8 +680,9 @@ def test_shard_vectors() -> None:
 
 
 def _damaged_table(root: Path) -> MorTable:
-    """A table with the index on whose shards have a base file and a log file each."""
-    t = _table(root)
+    """A table with the index on whose shards have a base file and a log file each; new
+    keys go to new file groups (a key the index lost would be written twice)."""
+    t = _table(root, route_inserts=False)
     t.upsert(_batch(range(60), 1))
     build(t, 2)
     t.upsert(_batch(range(55, 75), 2))  # inserts: index log blocks
@@ -763,10 +764,36 @@ def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: fl
         assert main(["rli", "lookup", str(root), "k00001", "k00070"]) in (0, 2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t.upsert(_batch(range(85, 95), 4))
-        got = {x["id"]: x["v"] for x in Table(str(root)).read().to_pylist()}
-        assert all(got[f"k{i:05d}"] == 4 for i in range(85, 95))
+            t.upsert(_batch(range(50, 95), 4))  # keys of base files, of logs, new ones
+        rows = Table(str(root)).read().to_pylist()
+        got = {x["id"]: x["v"] for x in rows}
+        assert len(rows) == len(got) == 95, "a key reads twice"
+        assert all(got[f"k{i:05d}"] == 4 for i in range(50, 95))
         assert got["k00001"] == 1
+
+
+def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:
+    """A shard log cut inside its block: readers skip a corrupt block (a writer that died
+    mid-block), so the index silently lost the block's entries and an upsert of those keys
+    wrote them a second time. Now a corrupt block nothing explains is a ContentError naming
+    the log; writes tag through the files and the keys stay once."""
+    from morlog.logformat.errors import ContentError
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    log = next(p for p in _shard_files(root) if ".log." in p.name)
+    _damage(log, "truncate", 0.5)
+    with pytest.raises(ContentError, match="damaged block|lost the block") as err:
+        RecordIndex(Table(str(root))).lookup([f"k{i:05d}" for i in range(80)])
+    assert log.name in str(err.value)
+    v = verify(Table(str(root)))
+    assert v.damaged and not v.missing
+    with pytest.warns(UserWarning):
+        t.upsert(_batch(range(55, 75), 5))
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 75
+    build(t, 2)
+    _agree(root, [f"k{i:05d}" for i in range(80)])
 
 
 # --- the oracle: every operation with the index on, against a dict model ---------------------

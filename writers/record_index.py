@@ -206,7 +206,7 @@ class RecordIndexWriter(CommitHooks):
         ins_by = _by_shard(ins, shards)
         del_by = _by_shard(pa.table({"key": dels}), shards) if len(dels) else {}
         work = sorted(set(ins_by) | set(del_by))
-        damaged = self._damaged_shards(mt, work)
+        damaged = self._damaged_shards(work)
         if damaged:
             # nothing is written to the index: it misses this data instant, so readers
             # take it as stale (spec/rli.md §5) and tag through the table's files until
@@ -234,11 +234,12 @@ class RecordIndexWriter(CommitHooks):
             c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
                                "morlog.rli.deleted": str(len(dels))})
 
-    def _damaged_shards(self, mt: Any, work: list[int]) -> list[str]:
+    def _damaged_shards(self, work: list[int]) -> list[str]:
         """The typed errors of the shards in ``work`` whose log files do not read: what a
         write to them would load first (the slice's cumulative key index). Checked before
         the index's first byte, so that a damaged shard never fails the data commit."""
-        index = Table(mt.location)
+        reader = RecordIndex(Table(self.data_location))
+        index = reader.table
         slices = {s.file_id: s for s in index.file_slices()}
         directory = index.slice_dir("")
         key_field = index.key_field
@@ -249,7 +250,8 @@ class RecordIndexWriter(CommitHooks):
                 continue
             try:
                 check_shard_blocks(shard_log_blocks(self.store.storage, directory,
-                                                    s.log_files), self.location)
+                                                    s.log_files), self.location,
+                                   reader.log_writes(s), directory)
                 load_slice_state(directory, [LogFileName.parse(n) for n in s.log_files],
                                  scope=s.base_instant, key_field=key_field,
                                  storage=self.store.storage)
