@@ -177,8 +177,8 @@ class RecordIndex:
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
-        #: file id -> (instant, log file) of the log writes of completed index instants
-        self._writes: dict[str, list[tuple[str, str]]] | None = None
+        #: instant -> (file id, log file) of its log writes (completed index instants)
+        self._writes: dict[str, list[tuple[str, str]]] = {}
 
     @classmethod
     def open(cls, data: Table) -> RecordIndex | None:
@@ -205,17 +205,23 @@ class RecordIndex:
         """(instant, log file name) of every log write the completed, counting index
         instants after slice ``s``'s base instant made to its file group, by their commit
         metadata (what :func:`check_shard_blocks` expects to read back)."""
-        if self._writes is None:
-            self._writes = {}
-            for i in self.table.timeline.completed(frozenset({"deltacommit"})):
+        out: list[tuple[str, str]] = []
+        # only the instants since the slice's base (the shards are compacted every few
+        # commits): the metadata of each is read once per RecordIndex
+        for i in self.table.timeline.completed(frozenset({"deltacommit"})):
+            if i.requested < s.base_instant:
+                continue
+            writes = self._writes.get(i.requested)
+            if writes is None:
+                writes = self._writes[i.requested] = []
                 stats = self.table.timeline.metadata(i).get("partitionToWriteStats") or {}
                 for st in stats.get("", []) if isinstance(stats, dict) else []:
                     name = str(st.get("path") or "").rsplit("/", 1)[-1]
                     if ".log." in name and int(st.get("numWrites") or 0) > 0:
-                        self._writes.setdefault(str(st.get("fileId")), []).append(
-                            (i.requested, name))
-        return [(inst, name) for inst, name in self._writes.get(s.file_id, [])
-                if inst >= s.base_instant and name in s.log_files]
+                        writes.append((str(st.get("fileId")), name))
+            out += [(i.requested, name) for fid, name in writes
+                    if fid == s.file_id and name in s.log_files]
+        return out
 
     def slices(self) -> dict[int, FileSlice]:
         """Shard -> its latest file slice (shards without one hold no key)."""
