@@ -968,3 +968,28 @@ def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) 
      .option(MOVE, "true").mode("append").save(path))
     assert where()["k0004"] == ("eu", "eu", 3)
     assert main(["rli", "verify", path]) == 0
+
+
+def test_an_entry_naming_no_file_group_of_the_table_is_not_trusted(tmp_path: Path) -> None:
+    """A damaged entry that decodes (a flipped byte in a file id, even a NUL: an untyped
+    ValueError from the file system before) names a file group the table does not have:
+    writers warn and tag through the table's files."""
+    from morlog.readers.record_index import DamagedIndexWarning
+    from morlog.writers.record_index import index_table
+
+    root = tmp_path / "t"
+    t = _table(root, route_inserts=False)
+    t.upsert(_batch(range(6), 1))
+    build(t, 2)
+    idx = index_table(t.location, False)
+    idx.upsert(pa.table({"key": ["k00001", "k00002"], "partition": ["p1", "p2\x00"],
+                         "file_id": ["nope\x00-0", "x-0"], "instant": ["1", "1"]},
+                        schema=idx.data_schema))
+    with pytest.warns(DamagedIndexWarning, match="does not have"):
+        r = t.upsert(_batch([1, 2, 9], 2))
+    assert (r.updates, r.inserts) == (2, 1)
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 7
+    assert main(["rli", "verify", str(root)]) == 1
+    build(t, 2)
+    _agree(root, [f"k{i:05d}" for i in range(10)])

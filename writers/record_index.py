@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from morlog.logformat.errors import FormatError, MorlogError, StorageError, UsageError
 from morlog.logformat.naming import LogFileName
+from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.virtual_keys import key_array, key_columns
 from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
@@ -159,6 +160,12 @@ def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | N
     if not enabled(table):
         return None
     tags = KeyTagger(table).tag(keys, None)
+    if tags.stats.morlog_index_shards and not _groups_live(table, tags.groups):
+        warnings.warn(f"morlog's record index of {table.location.uri} names file groups the "
+                      "table does not have (damaged); tagging reads the table's files "
+                      "instead: 'morlog rli verify' reports it, 'morlog rli build' rebuilds "
+                      "the index", DamagedIndexWarning, stacklevel=3)
+        tags = KeyTagger(table, use_morlog_index=False).tag(keys, None)
     codes = tags.codes
     where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
     at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
@@ -305,6 +312,21 @@ class RecordIndexWriter(CommitHooks):
             t = Table(self.location)
         rollback_instant(self.store, self.location, self._timeline(), t, failed, self.mode,
                          self.fsync)
+
+
+def _groups_live(table: Table, groups: list[tuple[str, str]]) -> bool:
+    """Whether every (partition, file id) the index answered is a file group of the table
+    (a damaged entry may name another, or no safe path at all); lists only the partitions
+    named."""
+    live: set[tuple[str, str]] = set()
+    for p in sorted({g[0] for g in groups}):
+        try:
+            if p:
+                check_relative_partition_path(p)
+            live |= {(s.partition, s.file_id) for s in table.file_slices(partition=p)}
+        except MorlogError:
+            return False
+    return all(g in live for g in groups)
 
 
 def stored_wins(table: Table, found: GlobalTags, batch: pa.Table,
