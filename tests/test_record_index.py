@@ -931,10 +931,11 @@ def test_lookup_through_hudis_record_index(name: str,
 
 def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) -> None:
     """Spark with the index on: the distributed upsert writes a key given another partition
-    where it lives (update.partition.path false) and deletes it wherever it lives; asked to
-    move keys it refuses before any write; ``format("morlog")`` inserts (bulk_insert) move
-    them with the option true. ``rli verify`` is clean after each, every key reads once."""
-    from morlog.logformat.errors import WriteError
+    where it lives (update.partition.path false) and deletes it wherever it lives; with the
+    option true it moves it (a delete where it lives, an insert in its partition) unless the
+    stored record has the greater ordering value; ``format("morlog")`` inserts
+    (bulk_insert) move keys too. ``rli verify`` is clean after each, every key reads
+    once."""
     from morlog.writers.spark import upsert
 
     from .test_spark import _df
@@ -944,8 +945,8 @@ def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) 
     kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
     upsert(spark, _df(spark, range(20), 1), path, **kw)  # k0001 in eu, k0002 in us
     build(MorTable(path, cfg), 2)
-    swapped = spark.createDataFrame([("k0001", "us", 2, 1.0), ("k0002", "eu", 2, 2.0)],
-                                    "id string, region string, ts long, amount double")
+    schema = "id string, region string, ts long, amount double"
+    swapped = spark.createDataFrame([("k0001", "us", 2, 1.0), ("k0002", "eu", 2, 2.0)], schema)
     upsert(spark, swapped, path, operation="insert", **kw)
 
     def where() -> dict[str, tuple[str, str, int]]:
@@ -955,15 +956,19 @@ def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) 
 
     assert where()["k0001"] == ("eu", "us", 2) and where()["k0002"] == ("us", "eu", 2)
     assert main(["rli", "verify", path]) == 0
-    before = where()
     mover = WriteConfig(fsync=False, hoodie_options={MOVE: "true"})
-    with pytest.raises((UsageError, WriteError), match="does not move keys"):
-        upsert(spark, swapped, path, **{**kw, "config": mover})
-    assert where() == before and main(["rli", "verify", path]) == 0
+    moving = spark.createDataFrame([("k0001", "us", 3, 1.0), ("k0002", "eu", 1, 2.0),
+                                    ("k0005", "us", 3, 5.0), ("k0030", "eu", 3, 3.0)], schema)
+    upsert(spark, moving, path, **{**kw, "config": mover})
+    got = where()
+    assert got["k0001"] == ("us", "us", 3)  # moved
+    assert got["k0002"] == ("us", "eu", 2)  # the stored record (ts 2 > 1) stays
+    assert got["k0005"] == ("us", "us", 3) and got["k0030"] == ("eu", "eu", 3)
+    assert main(["rli", "verify", path]) == 0
     dels = spark.createDataFrame([("k0003", "us")], "id string, region string")
     upsert(spark, dels, path, operation="delete", **kw)  # k0003 lives in eu
     assert "k0003" not in where() and main(["rli", "verify", path]) == 0
-    (spark.createDataFrame([("k0004", "eu", 3, 4.0)], swapped.schema).write
+    (spark.createDataFrame([("k0004", "eu", 3, 4.0)], schema).write
      .format("morlog").option("hoodie.datasource.write.operation", "bulk_insert")
      .option(MOVE, "true").mode("append").save(path))
     assert where()["k0004"] == ("eu", "eu", 3)
