@@ -25,7 +25,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import ContentError, UnsupportedVersionError, UsageError
+from morlog.logformat.errors import (
+    ContentError,
+    FormatError,
+    StorageError,
+    UnsupportedVersionError,
+    UsageError,
+)
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
@@ -244,19 +250,27 @@ class KeyTagger:
         not cover the table: a warning, and the file probes answer). The index is global:
         a key it places in another partition than ``partitions`` gives is a
         :class:`UsageError` (moving a record between partitions is not supported with it)."""
-        from .record_index import RecordIndex
+        from .record_index import DamagedIndexWarning, RecordIndex
 
-        index = RecordIndex.open(self.table)
-        if index is None:
+        try:
+            index = RecordIndex.open(self.table)
+            if index is None:
+                return None
+            missing = index.missing_instants()
+            if missing:
+                warnings.warn(f"morlog's record index of {self.table.location} misses "
+                              f"{len(missing)} data commit(s) (first {missing[0]}); tagging "
+                              "reads the table's files instead: rebuild it with "
+                              "'morlog rli build'", StaleIndexWarning, stacklevel=3)
+                return None
+            lk = index.lookup(arr, check=False, instants=False)
+        except (FormatError, StorageError) as exc:
+            # a damaged index never blocks a write: the file probes answer instead
+            warnings.warn(f"morlog's record index of {self.table.location} does not read "
+                          f"({type(exc).__name__}: {exc}); tagging reads the table's files "
+                          "instead: 'morlog rli verify' reports the damage, 'morlog rli "
+                          "build' rebuilds the index", DamagedIndexWarning, stacklevel=3)
             return None
-        missing = index.missing_instants()
-        if missing:
-            warnings.warn(f"morlog's record index of {self.table.location} misses "
-                          f"{len(missing)} data commit(s) (first {missing[0]}); tagging "
-                          "reads the table's files instead: rebuild it with "
-                          "'morlog rli build'", StaleIndexWarning, stacklevel=3)
-            return None
-        lk = index.lookup(arr, check=False, instants=False)
         if partitions is not None and lk.groups:
             parts = (partitions if isinstance(partitions, pa.Array) else pa.array(
                 list(partitions), type=pa.string())).cast(pa.string())

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.logformat.constants import BlockType
-from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.errors import ContentError, MorlogWarning, UsageError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
 from morlog.logformat.virtual_keys import VirtualKeys, key_array
@@ -69,6 +69,12 @@ MAX_SHARDS = 4096
 
 class StaleIndexError(ContentError):
     """The index does not cover every completed write of the data table."""
+
+
+class DamagedIndexWarning(MorlogWarning):
+    """A file of morlog's record index does not read (a typed error naming it); tagging
+    read the table's files instead. ``morlog rli verify`` reports the damage and ``morlog
+    rli build`` rebuilds the index."""
 
 
 def shard_file_id(shard: int) -> str:
@@ -171,6 +177,8 @@ class RecordIndex:
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
+        #: instant -> (file id, log file) of its log writes (completed index instants)
+        self._writes: dict[str, list[tuple[str, str]]] = {}
 
     @classmethod
     def open(cls, data: Table) -> RecordIndex | None:
@@ -193,6 +201,28 @@ class RecordIndex:
                 "written by a writer that does not maintain it); rebuild it with "
                 "'morlog rli build'", path=self.location.uri, actual=missing[0])
 
+    def log_writes(self, s: FileSlice) -> list[tuple[str, str]]:
+        """(instant, log file name) of every log write the completed, counting index
+        instants after slice ``s``'s base instant made to its file group, by their commit
+        metadata (what :func:`check_shard_blocks` expects to read back)."""
+        out: list[tuple[str, str]] = []
+        # only the instants since the slice's base (the shards are compacted every few
+        # commits): the metadata of each is read once per RecordIndex
+        for i in self.table.timeline.completed(frozenset({"deltacommit"})):
+            if i.requested < s.base_instant:
+                continue
+            writes = self._writes.get(i.requested)
+            if writes is None:
+                writes = self._writes[i.requested] = []
+                stats = self.table.timeline.metadata(i).get("partitionToWriteStats") or {}
+                for st in stats.get("", []) if isinstance(stats, dict) else []:
+                    name = str(st.get("path") or "").rsplit("/", 1)[-1]
+                    if ".log." in name and int(st.get("numWrites") or 0) > 0:
+                        writes.append((str(st.get("fileId")), name))
+            out += [(i.requested, name) for fid, name in writes
+                    if fid == s.file_id and name in s.log_files]
+        return out
+
     def slices(self) -> dict[int, FileSlice]:
         """Shard -> its latest file slice (shards without one hold no key)."""
         out: dict[int, FileSlice] = {}
@@ -207,18 +237,33 @@ class RecordIndex:
     def read_shard(self, s: FileSlice) -> pa.Table:
         """The live entries of one shard (merged). A slice that is only a Parquet base file
         is read straight (its rows are the entries); one with logs through the general
-        merge (``Table.read_slice``)."""
+        merge (``Table.read_slice``). Damage is a typed error naming a file of the shard."""
+        with decoder_errors(self._slice_file(s), "record index shard does not decode"):
+            return self._read_shard(s)
+
+    def _read_shard(self, s: FileSlice) -> pa.Table:
         base = (self._base_file(s) if not s.log_files and s.base_file is not None
                 and self._direct() else None)
         if base is not None:
-            with decoder_errors(self.location.uri, "record index base file does not decode"):
+            with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
+            directory = self.table.slice_dir(s.partition)
+            check_shard_blocks(shard_log_blocks(self.table.storage, directory, s.log_files),
+                               self.location, self.log_writes(s), directory)
             t = self.table.read_slice(s, None, list(SCHEMA.names))
         if t.num_rows == 0:
             return SCHEMA.empty_table()
         t = t.select(list(SCHEMA.names))
-        return pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+        out = pa.Table.from_arrays([_strings(c) for c in t.columns], schema=SCHEMA)
+        _check_utf8(out, self._slice_file(s))
+        return out
+
+    def _slice_file(self, s: FileSlice) -> str:
+        """A file of shard slice ``s`` to name in its errors (its base file, else its
+        latest log)."""
+        name = s.base_file or (s.log_files[-1] if s.log_files else s.file_id)
+        return self._path(s, name)
 
     def _direct(self) -> bool:
         """Whether the shards can be read without the general merge: the latest write of a
@@ -229,11 +274,16 @@ class RecordIndex:
     def _base_file(self, s: FileSlice) -> pq.ParquetFile | None:
         """The shard's base file opened with pyarrow (None: not Parquet)."""
         assert s.base_file is not None
-        path = self.table.storage.join(self.table.slice_dir(s.partition), s.base_file)
+        path = self._path(s, s.base_file)
         if format_of_path(path) is not BaseFormat.PARQUET:
             return None
-        return pq.ParquetFile(self.table.storage.open_input(path),
-                              read_dictionary=list(_LOCATION))
+        with decoder_errors(path, "record index base file does not open"):
+            return pq.ParquetFile(self.table.storage.open_input(path),
+                                  read_dictionary=list(_LOCATION))
+
+    def _path(self, s: FileSlice, name: str) -> str:
+        """The path of file ``name`` of shard slice ``s``."""
+        return self.table.storage.join(self.table.slice_dir(s.partition), name)
 
     def probe_shard(self, s: FileSlice, keys: pa.Array, *, instants: bool = True
                     ) -> tuple[npt.NDArray[np.int64], pa.Table]:
@@ -281,7 +331,9 @@ class RecordIndex:
             row[at] = rows
 
         if base is not None:
-            with decoder_errors(self.location.uri, "record index base file does not decode"):
+            assert s.base_file is not None
+            with decoder_errors(self._path(s, s.base_file),
+                                "record index base file does not decode"):
                 bt = base.read(columns=["key", *cols], use_threads=False)
             sources.append(bt)
             bk = key_array(bt, self.table.key_field, path=self.location.uri)
@@ -300,16 +352,20 @@ class RecordIndex:
             try:
                 blocks: list[LogBlock] = []
                 for name in s.log_files:
-                    r = LogFileReader(st.source(st.join(directory, name)))
-                    readers.append(r)
-                    blocks.extend(r.blocks())
+                    path = st.join(directory, name)
+                    with decoder_errors(path, "record index log file does not read"):
+                        r = LogFileReader(st.source(path))
+                        readers.append(r)
+                        blocks.extend(r.blocks())
+                check_shard_blocks(blocks, self.location, self.log_writes(s), directory)
                 for b in effective_blocks(blocks, self.table.timeline,
                                           self.table.merge_spec(None)):
-                    if b.block_type == BlockType.DELETE:
-                        sources.append(None)
-                        apply(-2, pc.drop_null(b.delete_columns().keys))
-                        continue
-                    t = b.to_arrow()
+                    with decoder_errors(b.path, "record index log block does not decode"):
+                        if b.block_type == BlockType.DELETE:
+                            sources.append(None)
+                            apply(-2, pc.drop_null(b.delete_columns().keys))
+                            continue
+                        t = b.to_arrow()
                     sources.append(t)
                     apply(len(sources) - 1, key_array(t, self.table.key_field, path=b.path))
             finally:
@@ -376,8 +432,12 @@ class RecordIndex:
 
         def probe(k: int) -> tuple[npt.NDArray[np.int64], pa.Table]:
             rows = order[bounds[k]:bounds[k + 1]]
-            at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
-                                        instants=instants)
+            # a damaged page may decode to indices or strings that are not valid: typed
+            with decoder_errors(self._slice_file(slices[k]), "record index shard does "
+                                "not decode"):
+                at, locs = self.probe_shard(slices[k], uniq.take(pa.array(rows)),
+                                            instants=instants)
+            _check_utf8(locs, self._slice_file(slices[k]))
             return rows[at], locs
 
         t1 = time.perf_counter()
@@ -407,6 +467,56 @@ class RecordIndex:
         return IndexLookup(arr, codes, groups, inst, shards_read=len(wanted),
                            seconds={"prepare": t1 - t0, "probe": t2 - t1,
                                     "assemble": time.perf_counter() - t2})
+
+
+def check_shard_blocks(blocks: Sequence[LogBlock], index: TableLocation,
+                       written: Sequence[tuple[str, str]] = (), directory: str = "") -> None:
+    """A :class:`ContentError` naming the file when a shard's logs lost blocks: readers skip
+    corrupt blocks (a writer that died mid-block left it) and cannot see blocks of a log
+    cut short, which for the index would silently lose entries. ``written``: (instant, log
+    file name) of every completed index instant's log write to this slice
+    (:meth:`RecordIndex.log_writes`): each must have a readable block. A corrupt block is
+    explained when a rollback command block follows it (the next writer rolled the dead one
+    back), or when it is the slice's last block while an index instant is pending (a write
+    in progress, or a dead writer not yet rolled back)."""
+    have = {(b.instant, (b.path or "").rsplit("/", 1)[-1]) for b in blocks
+            if not b.is_corrupt}
+    for inst, name in written:
+        if (inst, name) not in have:
+            raise ContentError(f"a record index log lost the block of instant {inst} (its "
+                               "entries would be lost); rebuild the index with 'morlog rli "
+                               "build'", path=f"{directory}/{name}" if directory else name)
+    bad = [i for i, b in enumerate(blocks) if b.is_corrupt]
+    if not bad:
+        return
+    for i in bad:
+        if any(b.block_type == BlockType.COMMAND for b in blocks[i + 1:]):
+            continue
+        if i == len(blocks) - 1 and Table(index).timeline.pending():
+            continue
+        b = blocks[i]
+        raise ContentError("a record index log holds a damaged block (its entries would be "
+                           "lost); rebuild the index with 'morlog rli build'", path=b.path,
+                           offset=b.offset)
+
+
+def shard_log_blocks(storage: Any, directory: str, log_files: Sequence[str]
+                     ) -> list[LogBlock]:
+    """Every block of a shard slice's log files, in order (typed errors naming the file)."""
+    blocks: list[LogBlock] = []
+    for name in log_files:
+        path = storage.join(directory, name)
+        with decoder_errors(path, "record index log file does not read"), \
+                LogFileReader(storage.source(path)) as r:
+            blocks.extend(r.blocks())
+    return blocks
+
+
+def _check_utf8(t: pa.Table, path: str) -> None:
+    """A :class:`ContentError` naming ``path`` when a string of ``t`` is not valid UTF-8
+    (Parquet's reader does not check: a damaged page may decode to such bytes)."""
+    with decoder_errors(path, "record index entries are not valid UTF-8"):
+        t.validate(full=True)
 
 
 def _fixed_width(a: pa.Array) -> npt.NDArray[np.uint8] | None:
@@ -475,6 +585,7 @@ def _map(fn: Callable[[_J], _R], jobs: Sequence[_J], threads: int | None) -> lis
 
 
 __all__ = ["BUILT_AS_OF_PROPERTY", "ENABLE_PROPERTY", "HASH", "HASH_PROPERTY", "INDEX_DIR",
-           "SCHEMA", "SHARDS_PROPERTY", "IndexLookup", "RecordIndex", "StaleIndexError",
+           "SCHEMA", "SHARDS_PROPERTY", "DamagedIndexWarning", "IndexLookup", "RecordIndex",
+           "StaleIndexError", "check_shard_blocks", "shard_log_blocks",
            "enabled", "index_location", "index_timeline", "shard_file_id",
            "shard_count", "shard_of_file_id", "shards_of"]

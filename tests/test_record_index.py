@@ -1,6 +1,9 @@
 """morlog's record-level index (``morlog.readers.record_index``, ``morlog.writers.record_index``,
 spec/rli.md): build, lookup, maintenance by every write, crash windows, staleness, the CLI,
-and real Hudi tables. The oracle test with the index on: ``tests/test_table_model.py``
+and real Hudi tables; keys given other partitions (§4a, both values of
+``hoodie.record.index.update.partition.path``), damaged shard files, and the oracle of every
+operation with the index on (``test_every_operation_keeps_the_index_exact``). The table
+oracle with the index on: ``tests/test_table_model.py``
 (``test_refused_and_failed_batches_leave_the_table_as_before``)."""
 
 from __future__ import annotations
@@ -211,15 +214,111 @@ def test_a_writer_that_does_not_maintain_it_makes_it_stale(tmp_path: Path) -> No
     _agree(root, ["k00110", "k00001"])
 
 
-def test_a_partition_move_is_refused(tmp_path: Path) -> None:
+MOVE = "hoodie.record.index.update.partition.path"
+
+
+def _rows(root: Path) -> list[tuple[str, str, int, str]]:
+    """(key, stored partition, v, p column) of every row of the snapshot, sorted."""
+    return sorted((r["id"], r["_hoodie_partition_path"], r["v"], r["p"])
+                  for r in Table(str(root)).read().to_pylist())
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_a_key_given_another_partition_stays_where_it_lives_by_default(
+        tmp_path: Path, operation: str) -> None:
+    """Issue 23: ``insert`` did not tag, so a key living in another partition was written a
+    second time (``rli verify``: 1 in the wrong file group). With Hudi's default
+    ``hoodie.record.index.update.partition.path=false`` the record is written where the key
+    lives (HoodieIndexUtils.tagGlobalLocationBackToRecords tags it to the existing
+    location)."""
     root = tmp_path / "t"
     t = _table(root)
-    t.upsert(_batch(range(10), 1))
+    t.upsert(_batch(range(3), 1))  # k00001 lives in p1
     build(t, 2)
-    moved = pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA)
-    with pytest.raises(UsageError, match="global"):
-        t.upsert(moved)
+    getattr(t, operation)(pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p1", 2, "p2")]
+    _agree(root, ["k00001", "k00002"])
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_a_key_given_another_partition_moves_when_asked(tmp_path: Path,
+                                                       operation: str) -> None:
+    """``hoodie.record.index.update.partition.path=true``: a delete in the old partition and
+    an insert in the new; the key reads once, from the new partition."""
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(3), 1))
+    build(t, 2)
+    mover = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={MOVE: "true"}))
+    getattr(mover, operation)(pa.table({"id": ["k00001", "k00007"], "v": [2, 2],
+                                        "p": ["p2", "p1"]}, schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert [r for r in _rows(root) if r[0] in ("k00001", "k00007")] == [
+        ("k00001", "p2", 2, "p2"), ("k00007", "p1", 2, "p1")]
+    _agree(root, ["k00001", "k00002", "k00007"])
+    # and back again, by a later upsert
+    mover.upsert(pa.table({"id": ["k00001"], "v": [3], "p": ["p0"]}, schema=SCHEMA))
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p0", 3, "p0")]
     _agree(root, ["k00001"])
+    # a stored record with the greater ordering value wins Hudi's merge: it stays
+    mover.upsert(pa.table({"id": ["k00001"], "v": [2], "p": ["p1"]}, schema=SCHEMA))
+    assert [r for r in _rows(root) if r[0] == "k00001"] == [("k00001", "p0", 3, "p0")]
+    _agree(root, ["k00001"])
+
+
+def test_a_delete_in_another_partition_removes_the_key(tmp_path: Path) -> None:
+    """Issue 23's lost delete: a global index deletes the key wherever it lives."""
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(6), 1))
+    build(t, 2)
+    r = t.delete(pa.table({"id": ["k00001", "k00002"], "p": ["p0", "p0"]}))
+    assert r.deletes == 2
+    assert {x[0] for x in _rows(root)} == {"k00000", "k00003", "k00004", "k00005"}
+    _agree(root, ["k00001", "k00002", "k00003"])
+
+
+def test_the_option_is_checked_and_registered(tmp_path: Path) -> None:
+    from morlog.writers.options import parse_write_options
+
+    assert parse_write_options({MOVE: "TRUE"}).config.hoodie_options[MOVE] == "true"
+    with pytest.raises(UsageError, match=MOVE):
+        parse_write_options({MOVE: "sometimes"})
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(3), 1))
+    build(t, 2)
+    odd = MorTable(str(root), WriteConfig(fsync=False, hoodie_options={MOVE: "maybe"}))
+    with pytest.raises(UsageError, match=MOVE):
+        odd.upsert(_batch(range(2), 2))
+
+
+def test_insert_overwrite_of_a_key_living_elsewhere_is_refused(tmp_path: Path) -> None:
+    """An ``insert_overwrite`` batch holding a key that lives in a partition it does not
+    replace would leave the key twice: refused before the first byte; a key of a replaced
+    partition may change partition, and delete_partition and insert_overwrite_table keep
+    the index exact."""
+    from .test_table_model import _snapshot_files
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(9), 1))
+    build(t, 2)
+    before = _snapshot_files(root)
+    with pytest.raises(UsageError, match="does not replace"):
+        t.insert_overwrite(pa.table({"id": ["k00001"], "v": [2], "p": ["p2"]}, schema=SCHEMA))
+    assert _snapshot_files(root) == before
+    # p1 and p2 replaced: k00001 (of p1) may go to p2
+    t.insert_overwrite(pa.table({"id": ["k00001", "k00002"], "v": [2, 2], "p": ["p2", "p1"]},
+                                schema=SCHEMA))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert {x[0] for x in _rows(root)} == {"k00000", "k00003", "k00006", "k00001", "k00002"}
+    t.delete_partitions(["p0"])
+    assert main(["rli", "verify", str(root)]) == 0
+    t.insert_overwrite_table(_batch([5, 6], 3))
+    assert main(["rli", "verify", str(root)]) == 0
+    assert {x[0] for x in _rows(root)} == {"k00005", "k00006"}
 
 
 def test_build_refuses_keys_in_two_groups(tmp_path: Path) -> None:
@@ -243,7 +342,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert built["entries"] == 30 and built["shards"] == 3
     assert main(["rli", "lookup", str(root), "k00001", "nope", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["nope"] is None and got["k00001"]["partition"] == "p1"
+    assert got["index"] == "morlog"
+    assert got["keys"]["nope"] is None and got["keys"]["k00001"]["partition"] == "p1"
     assert main(["rli", "verify", str(root), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
     assert main(["rli", "build", str(root), "--shards", "0"]) == 2
@@ -334,7 +434,44 @@ def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: 
 
 def test_services_on_the_index_shards(tmp_path: Path) -> None:
     """After enough commits the index's shards are log-compacted, compacted and cleaned
-    inline (the index's own instants, which count once completed), and it stays exact."""
+    inline (the index's own instants, which count once completed), and it stays exact;
+    then the data table's own services (log compaction, compaction, clean) keep it so."""
+    from morlog.writers.cleaning import clean
+    from morlog.writers.compaction import compact
+    from morlog.writers.logcompaction import log_compact
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="v", config=WriteConfig(fsync=False, hoodie_options={
+                            "hoodie.log.compaction.blocks.threshold": "2",
+                            "hoodie.cleaner.commits.retained": "1"}))
+    t.upsert(_batch(range(60), 1))
+    build(t, 2)
+    probe = [f"k{i:05d}" for i in range(0, 200, 3)]
+    for n in range(12):
+        t.upsert(_batch(range(100 + 5 * n, 105 + 5 * n), n + 2))
+        t.upsert(_batch(range(n, n + 3), n + 2))  # updates in place: no index block
+        if n % 4 == 3:
+            t.delete(_batch([n], 0).select(["id", "p"]))
+    index_dir = index_location(t.location).path
+    names = [p.name for p in (Path(index_dir) / ".hoodie").iterdir()]
+    done = {i.action for i in RecordIndex(Table(str(root))).raw_timeline.instants
+            if i.is_completed}
+    assert {"commit", "clean"} <= done  # the shards' compactions and a clean
+    assert any(n.endswith(".logcompaction.requested") for n in names)
+    assert len([n for n in Path(index_dir).iterdir() if n.suffix == ".parquet"]) == 4
+    _agree(root, probe)
+    assert main(["rli", "verify", str(root)]) == 0
+    # the data table's services on top
+    assert log_compact(t).results
+    _agree(root, probe)
+    assert compact(t).results
+    _agree(root, probe)
+    clean(t)
+    _agree(root, probe)
+    t.upsert(_batch(range(300, 310), 40))
+    _agree(root, probe + ["k00305"])
+    assert main(["rli", "verify", str(root)]) == 0
 
 
 # --- the lookup's direct shard probe (RecordIndex.probe_shard) against the general merge ----
@@ -537,3 +674,327 @@ def test_shard_vectors() -> None:
     for c in doc["cases"]:
         got = int(shards_of(pa.array([c["key"]], pa.string()), c["shards"])[0])
         assert got == c["shard"] and shard_file_id(got) == c["file_id"], c
+
+
+# --- damaged shard files (issue 23: untyped pyarrow errors blocked every write) ------------
+
+
+def _damaged_table(root: Path) -> MorTable:
+    """A table with the index on whose shards have a base file and a log file each; new
+    keys go to new file groups (a key the index lost would be written twice)."""
+    t = _table(root, route_inserts=False)
+    t.upsert(_batch(range(60), 1))
+    build(t, 2)
+    t.upsert(_batch(range(55, 75), 2))  # inserts: index log blocks
+    return t
+
+
+def _shard_files(root: Path) -> list[Path]:
+    d = Path(index_location(Table(str(root)).location).path)
+    return sorted(p for p in d.iterdir() if p.is_file())
+
+
+def _damage(path: Path, how: str, at: float) -> None:
+    data = bytearray(path.read_bytes())
+    pos = min(len(data) - 1, int(at * len(data)))
+    if how == "truncate":
+        del data[pos:]
+    else:
+        data[pos] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_shard_base_file_is_typed_and_writes_go_on(tmp_path: Path) -> None:
+    """Issue 23: a shard base file cut in half raised ``ArrowInvalid: Parquet magic bytes
+    not found`` from tagging (the next upsert), lookup and verify (CLI exit 3). Now: a
+    ContentError naming the file; tagging falls back to the table's files with a
+    DamagedIndexWarning (a MorlogWarning); verify reports the shard (exit 1); a rebuild
+    makes the index exact again."""
+    from morlog.logformat.errors import ContentError, MorlogWarning
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    _damage(base, "truncate", 0.5)
+    keys = [f"k{i:05d}" for i in range(80)]
+    with pytest.raises(ContentError) as err:
+        RecordIndex(Table(str(root))).lookup(keys)
+    assert base.name in str(err.value)
+    assert issubclass(DamagedIndexWarning, MorlogWarning)
+    with pytest.warns(DamagedIndexWarning, match=base.name):
+        r = t.upsert(_batch(range(70, 90), 3))  # updates and inserts: not blocked
+    assert (r.updates, r.inserts) == (5, 15)
+    got = {x["id"]: x["v"] for x in Table(str(root)).read().to_pylist()}
+    assert len(got) == 90 and got["k00071"] == 3 and got["k00001"] == 1
+    v = verify(Table(str(root)))
+    assert not v.ok and v.damaged and base.name in v.damaged[0]
+    assert main(["rli", "verify", str(root)]) == 1
+    assert main(["rli", "lookup", str(root), *keys[:5]]) == 2
+    build(t, 2)
+    _agree(root, keys + ["k00089"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(which=st.integers(0, 50), how=st.sampled_from(["truncate", "flip"]),
+       at=st.floats(0.0, 0.999))
+def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: float) -> None:
+    """A shard base file or log file truncated or with a byte flipped: lookup, verify and
+    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3), and an upsert
+    still succeeds and reads back."""
+    import tempfile
+    import warnings
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "t"
+        t = _damaged_table(root)
+        files = _shard_files(root)
+        _damage(files[which % len(files)], how, at)
+        keys = [f"k{i:05d}" for i in range(80)]
+        try:
+            RecordIndex(Table(str(root))).lookup(keys)
+        except MorlogError:
+            pass
+        try:
+            verify(Table(str(root)))
+        except MorlogError:
+            pass
+        assert main(["rli", "verify", str(root)]) in (0, 1, 2)
+        assert main(["rli", "lookup", str(root), "k00001", "k00070"]) in (0, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t.upsert(_batch(range(50, 95), 4))  # keys of base files, of logs, new ones
+        rows = Table(str(root)).read().to_pylist()
+        got = {x["id"]: x["v"] for x in rows}
+        assert len(rows) == len(got) == 95, "a key reads twice"
+        assert all(got[f"k{i:05d}"] == 4 for i in range(50, 95))
+        assert got["k00001"] == 1
+
+
+def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:
+    """A shard log cut inside its block: readers skip a corrupt block (a writer that died
+    mid-block), so the index silently lost the block's entries and an upsert of those keys
+    wrote them a second time. Now a corrupt block nothing explains is a ContentError naming
+    the log; writes tag through the files and the keys stay once."""
+    from morlog.logformat.errors import ContentError
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    log = next(p for p in _shard_files(root) if ".log." in p.name)
+    _damage(log, "truncate", 0.5)
+    with pytest.raises(ContentError, match="damaged block|lost the block") as err:
+        RecordIndex(Table(str(root))).lookup([f"k{i:05d}" for i in range(80)])
+    assert log.name in str(err.value)
+    v = verify(Table(str(root)))
+    assert v.damaged and not v.missing
+    with pytest.warns(UserWarning):
+        t.upsert(_batch(range(55, 75), 5))
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 75
+    build(t, 2)
+    _agree(root, [f"k{i:05d}" for i in range(80)])
+
+
+# --- the oracle: every operation with the index on, against a dict model ---------------------
+
+_KEYS = st.integers(0, 9)
+_PART = st.sampled_from(["a", "b", "c"])
+_ROWS = st.lists(st.tuples(_KEYS, _PART, st.integers(0, 3)), min_size=1, max_size=5,
+                 unique_by=lambda r: r[0])
+_OPS = st.one_of(
+    st.tuples(st.sampled_from(["upsert", "insert", "bulk_insert"]), st.booleans(), _ROWS),
+    st.tuples(st.just("delete"), _PART, st.lists(_KEYS, min_size=1, max_size=4, unique=True)),
+    st.tuples(st.sampled_from(["insert_overwrite", "insert_overwrite_table"]), st.just(None),
+              _ROWS),
+    st.tuples(st.just("delete_partition"), _PART, st.just(None)))
+_MSCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
+                      ("v", pa.int64())])
+
+
+def _oracle_write(model: dict[str, tuple[str, str, int, int]], move: bool,
+                  rows: list[tuple[int, str, int]], n: int) -> None:
+    """Hudi's global index: a new key goes to its partition; a key living there is updated
+    (the greater ts wins, the later on ties); a key living in another partition moves
+    (``move``: a delete there and an insert, unless the stored record has the greater ts
+    and so wins Hudi's merge: it stays) or is updated where it lives (written there with
+    its own partition column)."""
+    for k, p, ts in rows:
+        key = f"k{k}"
+        old = model.get(key)
+        if old is None:
+            model[key] = (p, p, ts, n)
+        elif old[0] != p and move:
+            if ts >= old[2]:
+                model[key] = (p, p, ts, n)
+        elif ts >= old[2]:
+            model[key] = (old[0], p, ts, n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=st.lists(_OPS, min_size=1, max_size=10), routed=st.booleans())
+def test_every_operation_keeps_the_index_exact(ops: list[tuple[Any, Any, Any]],
+                                               routed: bool) -> None:
+    """Issue 23's oracle: upsert, insert and bulk_insert with keys given other partitions
+    (both values of hoodie.record.index.update.partition.path), deletes naming any
+    partition, insert_overwrite(_table) and delete_partition, on a table with morlog's
+    record index: after every step the snapshot equals the dict model (key -> stored
+    partition, partition column, ts, step), ``rli verify`` is clean, and tagging through
+    the index places every key. A refused insert_overwrite changes no byte."""
+    import tempfile
+
+    from morlog.writers.options import OPERATIONS
+
+    from .test_table_model import _snapshot_files
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "t"
+        cfg = dict(fsync=False, route_inserts=routed)
+        t = MorTable.create(str(root), _MSCHEMA, key_field="id", partition_field="p",
+                            ordering_field="ts", config=WriteConfig(**cfg))  # type: ignore[arg-type]
+        t.upsert(pa.table({"id": ["k0", "k1"], "p": ["a", "b"], "ts": [0, 0], "v": [0, 0]},
+                          schema=_MSCHEMA))
+        build(t, 3)
+        tables = {m: MorTable(str(root), WriteConfig(**cfg, hoodie_options={  # type: ignore[arg-type]
+            MOVE: str(m).lower()})) for m in (False, True)}
+        model: dict[str, tuple[str, str, int, int]] = {"k0": ("a", "a", 0, 0),
+                                                       "k1": ("b", "b", 0, 0)}
+        for n, (op, arg, rows) in enumerate(ops, start=1):
+            batch = None if rows is None or op == "delete" else pa.table(
+                {"id": [f"k{k}" for k, _, _ in rows], "p": [p for _, p, _ in rows],
+                 "ts": [ts for *_, ts in rows], "v": [n] * len(rows)}, schema=_MSCHEMA)
+            if op in ("upsert", "insert", "bulk_insert"):
+                assert batch is not None
+                getattr(tables[arg], OPERATIONS[op])(batch)
+                _oracle_write(model, arg, rows, n)
+            elif op == "delete":
+                gone = [f"k{k}" for k in rows]
+                t.delete(pa.table({"id": gone, "p": [arg] * len(gone)}))
+                for k in gone:
+                    model.pop(k, None)
+            elif op == "insert_overwrite":
+                assert batch is not None
+                parts = {p for _, p, _ in rows}
+                if any(f"k{k}" in model and model[f"k{k}"][0] not in parts
+                       for k, _, _ in rows):
+                    before = _snapshot_files(root)
+                    with pytest.raises(UsageError, match="does not replace"):
+                        t.insert_overwrite(batch)
+                    assert _snapshot_files(root) == before
+                else:
+                    t.insert_overwrite(batch)
+                    model = {k: x for k, x in model.items() if x[0] not in parts}
+                    model.update({f"k{k}": (p, p, ts, n) for k, p, ts in rows})
+            elif op == "insert_overwrite_table":
+                assert batch is not None
+                t.insert_overwrite_table(batch)
+                model = {f"k{k}": (p, p, ts, n) for k, p, ts in rows}
+            else:
+                t.delete_partitions([arg])
+                model = {k: x for k, x in model.items() if x[0] != arg}
+            got = {r["id"]: (r["_hoodie_partition_path"], r["p"], r["ts"], r["v"])
+                   for r in Table(str(root)).read().to_pylist()}
+            assert Table(str(root)).read().num_rows == len(got), "a key reads twice"
+            assert got == model, (n, op, arg, rows)
+            v = verify(Table(str(root)))
+            assert v.ok, v.as_dict(5)
+            tags = KeyTagger(Table(str(root))).tag([f"k{k}" for k in range(10)])
+            assert tags.stats.morlog_index_shards > 0 or not model
+            assert {k: (x or {}).get("partition") for k, x in tags.as_dict().items()} == {
+                f"k{k}": model[f"k{k}"][0] if f"k{k}" in model else None for k in range(10)}
+
+
+@pytest.mark.parametrize("name", ["v8_trips_8i3u1d/v8_trips_8i3u1d",
+                                  "v9_txns_simple_meta/v9_txns_simple_meta"],
+                         ids=lambda n: n.split("/")[0])
+def test_lookup_through_hudis_record_index(name: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: ``rli lookup`` on a table with Hudi's own record_index (metadata table)
+    said "no morlog record index". It answers through that index and says so."""
+    from morlog.logformat.blocks import RECORD_KEY_FIELD
+
+    from .hudi_fixtures import fixture_table
+
+    path = fixture_table(name)
+    keys = [str(k) for k in Table(str(path)).read(columns=[RECORD_KEY_FIELD])
+            .column(RECORD_KEY_FIELD).to_pylist()[:5]] + ["no-such-key"]
+    want = KeyTagger(Table(str(path)), use_record_index=False,
+                     use_morlog_index=False).tag(keys).as_dict()
+    assert main(["rli", "lookup", str(path), *keys, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["index"] == "hudi"
+    assert {k: None if x is None else {"partition": x["partition"], "file_id": x["file_id"]}
+            for k, x in got["keys"].items()} == want
+    assert main(["rli", "lookup", str(path), keys[0]]) == 0
+    assert "answered by Hudi's record index" in capsys.readouterr().out
+
+
+def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) -> None:
+    """Spark with the index on: the distributed upsert writes a key given another partition
+    where it lives (update.partition.path false) and deletes it wherever it lives; with the
+    option true it moves it (a delete where it lives, an insert in its partition) unless the
+    stored record has the greater ordering value; ``format("morlog")`` inserts
+    (bulk_insert) move keys too. ``rli verify`` is clean after each, every key reads
+    once."""
+    from morlog.writers.spark import upsert
+
+    from .test_spark import _df
+
+    path = str(tmp_path / "s")
+    cfg = WriteConfig(fsync=False)
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(20), 1), path, **kw)  # k0001 in eu, k0002 in us
+    build(MorTable(path, cfg), 2)
+    schema = "id string, region string, ts long, amount double"
+    swapped = spark.createDataFrame([("k0001", "us", 2, 1.0), ("k0002", "eu", 2, 2.0)], schema)
+    upsert(spark, swapped, path, operation="insert", **kw)
+
+    def where() -> dict[str, tuple[str, str, int]]:
+        rows = Table(path).read().to_pylist()
+        assert len(rows) == len({r["id"] for r in rows}), "a key reads twice"
+        return {r["id"]: (r["_hoodie_partition_path"], r["region"], r["ts"]) for r in rows}
+
+    assert where()["k0001"] == ("eu", "us", 2) and where()["k0002"] == ("us", "eu", 2)
+    assert main(["rli", "verify", path]) == 0
+    mover = WriteConfig(fsync=False, hoodie_options={MOVE: "true"})
+    moving = spark.createDataFrame([("k0001", "us", 3, 1.0), ("k0002", "eu", 1, 2.0),
+                                    ("k0005", "us", 3, 5.0), ("k0030", "eu", 3, 3.0)], schema)
+    upsert(spark, moving, path, **{**kw, "config": mover})
+    got = where()
+    assert got["k0001"] == ("us", "us", 3)  # moved
+    assert got["k0002"] == ("us", "eu", 2)  # the stored record (ts 2 > 1) stays
+    assert got["k0005"] == ("us", "us", 3) and got["k0030"] == ("eu", "eu", 3)
+    assert main(["rli", "verify", path]) == 0
+    dels = spark.createDataFrame([("k0003", "us")], "id string, region string")
+    upsert(spark, dels, path, operation="delete", **kw)  # k0003 lives in eu
+    assert "k0003" not in where() and main(["rli", "verify", path]) == 0
+    (spark.createDataFrame([("k0004", "eu", 3, 4.0)], schema).write
+     .format("morlog").option("hoodie.datasource.write.operation", "bulk_insert")
+     .option(MOVE, "true").mode("append").save(path))
+    assert where()["k0004"] == ("eu", "eu", 3)
+    assert main(["rli", "verify", path]) == 0
+
+
+def test_an_entry_naming_no_file_group_of_the_table_is_not_trusted(tmp_path: Path) -> None:
+    """A damaged entry that decodes (a flipped byte in a file id, even a NUL: an untyped
+    ValueError from the file system before) names a file group the table does not have:
+    writers warn and tag through the table's files."""
+    from morlog.readers.record_index import DamagedIndexWarning
+    from morlog.writers.record_index import index_table
+
+    root = tmp_path / "t"
+    t = _table(root, route_inserts=False)
+    t.upsert(_batch(range(6), 1))
+    build(t, 2)
+    idx = index_table(t.location, False)
+    idx.upsert(pa.table({"key": ["k00001", "k00002"], "partition": ["p1", "p2\x00"],
+                         "file_id": ["nope\x00-0", "x-0"], "instant": ["1", "1"]},
+                        schema=idx.data_schema))
+    with pytest.warns(DamagedIndexWarning, match="does not have"):
+        r = t.upsert(_batch([1, 2, 9], 2))
+    assert (r.updates, r.inserts) == (2, 1)
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 7
+    assert main(["rli", "verify", str(root)]) == 1
+    build(t, 2)
+    _agree(root, [f"k{i:05d}" for i in range(10)])

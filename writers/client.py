@@ -569,7 +569,10 @@ class MorTable:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
         plan.keys = keys
-        tagged = None if operation == "insert" else KeyTagger(table_view).tag(keys, parts)
+        plan.batch = batch
+        tagged = self._global_tags(table_view, keys, parts, operation, plan)
+        if tagged is None and operation != "insert":
+            tagged = KeyTagger(table_view).tag(keys, parts)
         target = plan.deletes if operation == "delete" else plan.updates
         codes = np.full(len(keys), -1, dtype=np.int32)
         if tagged is not None:
@@ -617,6 +620,34 @@ class MorTable:
                 result.inserts += len(rows)
                 self._route(part, rows, size, slices, plan, result)
         return plan
+
+    def _global_tags(self, table_view: Table, keys: pa.Array, parts: pa.Array,
+                     operation: str, plan: _Plan) -> Any:
+        """With morlog's record index on (a global index, spec/rli.md §4a): every key tagged
+        wherever it lives, inserts too. A delete removes the key where it lives; a record
+        whose key lives in another partition is written there
+        (``hoodie.record.index.update.partition.path`` false, Hudi's default) or moved: a
+        delete where it lives, an insert in its own partition (true). None without the
+        index."""
+        from .record_index import global_tags, stored_wins, update_partition_path
+
+        move = update_partition_path(self.config.hoodie_options)
+        found = global_tags(table_view, keys, parts)
+        if found is None:
+            return None
+        tagged = found.tags
+        if operation != "delete" and move and found.moved.any():
+            assert plan.batch is not None
+            # a stored record that wins the merge stays where it is (an update there)
+            moves = found.moved & ~stored_wins(table_view, found, plan.batch, keys)
+            codes = tagged.codes.copy()
+            for code, held in _rows_by_code(np.where(moves, codes, -1)):
+                plan.deletes.setdefault(tagged.groups[code], []).extend(held.tolist())
+            codes[moves] = -1
+            tagged.codes = codes
+            # the old copy goes whatever its ordering value: a natural delete
+            plan.delete_columns = list(self.keygen.required_columns)
+        return tagged
 
     def record_size(self, batch: pa.Table) -> int:
         """Estimated bytes per record of ``batch`` in a Parquet base file."""
@@ -756,6 +787,11 @@ class MorTable:
         def rows_of(idx: list[int] | None) -> pa.Table | None:
             return None if not idx else batch.take(pa.array(idx, type=pa.int64()))
 
+        def deletes_of(idx: list[int] | None) -> pa.Table | None:
+            rows = rows_of(idx)
+            cols = plan.delete_columns
+            return rows if rows is None or cols is None else rows.select(cols)
+
         jobs = [(k, plan.updates.get(k), plan.deletes.get(k), False)
                 for k in dict.fromkeys([*plan.updates, *plan.deletes])]
         jobs += [((p, f), rows, None, True) for p, f, rows in plan.new_groups]
@@ -773,7 +809,7 @@ class MorTable:
                 # slice the compaction starts (named after its instant), as Hudi's writers do
                 base = compaction
             return self.write_group(instant, partition, fid, base, rows_of(upd),
-                                    rows_of(dels),
+                                    deletes_of(dels),
                                     slice_logs=s.log_files if s is not None else ())
 
         for ((partition, fid), *_), writes in zip(jobs, run_all(run, jobs,
@@ -971,6 +1007,9 @@ class _Plan:
     #: (partition, file id) -> batch rows of inserts routed into that existing group
     #: (a subset of ``updates``)
     routed: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    #: the columns of the delete rows (None: the batch's; the record index's partition
+    #: moves: the key and partition fields, a natural delete)
+    delete_columns: list[str] | None = None
 
     def groups(self) -> list[tuple[str, str]]:
         out = list(self.updates) + [g for g in self.deletes if g not in self.updates]

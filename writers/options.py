@@ -47,6 +47,10 @@ hoodie.compact.*, hoodie.compaction.strategy,   ``hoodie_options``: compaction
 .logfile.size.threshold, .target.io             (``morlog.writers.compaction``)
 hoodie.log.compaction.*, hoodie.logfile.data    ``hoodie_options``: log compaction
 .block.max.size                                 (``morlog.writers.logcompaction``)
+hoodie.record.index.update.partition.path       ``hoodie_options``: with morlog's record
+                                                index, a key given another partition moves
+                                                there (true) or is written where it lives
+                                                (false, Hudi's default; spec/rli.md §4a)
 hoodie.clean.* / hoodie.cleaner.* (policy,      ``hoodie_options``: the cleaner
 retained commits/versions/hours, automatic,     (``morlog.writers.cleaning``)
 trigger, incremental mode)
@@ -91,6 +95,7 @@ from .compaction import OPTION_KEYS as COMPACTION_OPTIONS
 from .logcompaction import INLINE as LOG_COMPACTION_INLINE
 from .logcompaction import SETTINGS as LOG_COMPACTION_OPTIONS
 from .metadata import METADATA_SWITCHES
+from .record_index import UPDATE_PARTITION_PATH
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -157,9 +162,10 @@ _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
                    "hoodie.orc.compression.codec", *CLEAN_OPTIONS, *COMPACTION_OPTIONS,
-                   *LOG_COMPACTION_OPTIONS, STATS_COLUMN_LIST, STATS_MAX_COLUMNS}
+                   *LOG_COMPACTION_OPTIONS, STATS_COLUMN_LIST, STATS_MAX_COLUMNS,
+                   UPDATE_PARTITION_PATH}
 _BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS,
-                    *COMPACTION_BOOLEANS, LOG_COMPACTION_INLINE}
+                    *COMPACTION_BOOLEANS, LOG_COMPACTION_INLINE, UPDATE_PARTITION_PATH}
 _INTS = {"hoodie.parquet.max.file.size": "max_file_size",
          "morlog.max.file.size": "max_file_size",
          "hoodie.parquet.small.file.limit": "small_file_limit",

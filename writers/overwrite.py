@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -99,8 +100,10 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
 
     t0 = time.perf_counter()
     data = None if batch is None else table.validate(batch, "insert")
+    keys = parts = None
     if data is not None:
-        table.keys_of(data)  # refuses bad keys and partition values before any write
+        # refuses bad keys and partition values before any write
+        keys, parts = table.keys_of(data)
     with table.commit(operation, action="replacecommit") as c:
         view = c.table()
         result = CommitResult(c.instant, operation, rolled_back=c.rolled_back)
@@ -115,6 +118,8 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
         else:
             assert partitions is not None
             targets = _matching(partitions, list(live))
+        if keys is not None and parts is not None and operation == INSERT_OVERWRITE:
+            _refuse_keys_elsewhere(table, view, keys, parts, targets)
         result.replaced = {p: sorted(live[p]) for p in targets if live.get(p)}
         result.seconds["plan"] = time.perf_counter() - t0
         c.start([(p, f) for p, f, _ in groups])
@@ -155,6 +160,32 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
         c.complete(stats, summary, replaced=result.replaced, changes=changes)
     table.table_services()
     return result
+
+
+def _refuse_keys_elsewhere(table: MorTable, view: Table, keys: pa.Array, parts: pa.Array,
+                           targets: list[str]) -> None:
+    """With morlog's record index on (a global index): a :class:`UsageError` when a record
+    of an ``insert_overwrite`` batch has a key that lives in a partition the commit does not
+    replace (it would live twice; spec/rli.md §4a). Checked before anything is written."""
+    from .record_index import global_tags
+
+    found = global_tags(view, keys, parts)
+    if found is None or not found.moved.any():
+        return
+    tags = found.tags
+    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
+    at = where.take(pa.array(np.where(tags.codes >= 0, tags.codes, 0)))
+    kept = np.asarray(pc.invert(pc.is_in(at, value_set=pa.array(targets, pa.string())))
+                      .to_numpy(zero_copy_only=False))
+    outside = np.flatnonzero(found.moved & kept)
+    if outside.size:
+        i = int(outside[0])
+        raise UsageError(
+            "morlog's record index is global (a key lives in one partition): "
+            f"{outside.size} record(s) of the insert_overwrite batch have keys that live in "
+            f"partitions it does not replace (first {keys[i].as_py()!r}: in "
+            f"{at[i].as_py()!r}, batch {parts[i].as_py()!r}); upsert them, or overwrite "
+            "those partitions too", path=table.uri, actual=int(outside.size))
 
 
 def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> pa.Array:

@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.errors import FormatError, MorlogError, StorageError, UsageError
+from morlog.logformat.naming import LogFileName
+from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.virtual_keys import key_array, key_columns
+from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
@@ -40,20 +44,31 @@ from morlog.readers.record_index import (
     MAX_SHARDS,
     SCHEMA,
     SHARDS_PROPERTY,
+    DamagedIndexWarning,
     RecordIndex,
+    check_shard_blocks,
+    enabled,
     index_location,
     shard_count,
     shard_file_id,
+    shard_log_blocks,
     shards_of,
 )
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
 
 from .commit import Commit, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
+from .indexed import load_slice_state
 from .logwriter import Mode
 from .store import WriteStore
 
 DEFAULT_SHARDS = 16
+#: Hudi's write option for a global record index (``HoodieIndexConfig.
+#: RECORD_INDEX_UPDATE_PARTITION_PATH_ENABLE``, default ``false``): a record whose key lives in
+#: another partition than the batch gives it is moved there (``true``: a delete in the old
+#: partition and an insert in the new) or written where the key lives (``false``)
+UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+UPDATE_PARTITION_PATH_DEFAULT = "false"
 #: the index table's write settings: no metadata table of its own; its services run inline
 #: after every data commit (:meth:`RecordIndexWriter.committed`): log compaction of a shard
 #: with 5 log blocks or more, compaction of every shard with logs after 10 delta commits,
@@ -117,6 +132,49 @@ class IndexServiceWarning(UserWarning):
     """An inline service of the record index failed after a data commit."""
 
 
+def update_partition_path(options: Mapping[str, str]) -> bool:
+    """``hoodie.record.index.update.partition.path`` of a write's Hudi options (Hudi's
+    default ``false``); another value than true or false is a :class:`UsageError`."""
+    raw = str(options.get(UPDATE_PARTITION_PATH, UPDATE_PARTITION_PATH_DEFAULT)).strip()
+    if raw.lower() not in ("true", "false"):
+        raise UsageError(f"{UPDATE_PARTITION_PATH} must be true or false", actual=raw)
+    return raw.lower() == "true"
+
+
+@dataclass
+class GlobalTags:
+    """Where each key of a batch lives in a table whose writers keep morlog's record index
+    (a global index: a key lives in one file group of the whole table). ``tags``: the file
+    group of every key, wherever it is; ``moved[i]``: key ``i`` lives in another partition
+    than the batch gives it."""
+
+    tags: TagResult
+    moved: npt.NDArray[np.bool_]
+
+
+def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | None:
+    """The global tags of a batch (``keys`` and their ``parts``) when ``table`` enables
+    morlog's record index, else None. The index answers when it covers the table; otherwise
+    (stale, damaged: a warning) the file probes of every partition do, so the answer is
+    global either way."""
+    if not enabled(table):
+        return None
+    tags = KeyTagger(table).tag(keys, None)
+    if tags.stats.morlog_index_shards and not _groups_live(table, tags.groups):
+        warnings.warn(f"morlog's record index of {table.location.uri} names file groups the "
+                      "table does not have (damaged); tagging reads the table's files "
+                      "instead: 'morlog rli verify' reports it, 'morlog rli build' rebuilds "
+                      "the index", DamagedIndexWarning, stacklevel=3)
+        tags = KeyTagger(table, use_morlog_index=False).tag(keys, None)
+    codes = tags.codes
+    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
+    at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
+    same = np.asarray(pc.equal(at, parts.cast(pa.string())).fill_null(False)
+                      .to_numpy(zero_copy_only=False))
+    moved = (codes >= 0) & ~same
+    return GlobalTags(tags, moved)
+
+
 class RecordIndexWriter(CommitHooks):
     """Keeps the record index true in every commit and rollback (module docstring)."""
 
@@ -155,6 +213,16 @@ class RecordIndexWriter(CommitHooks):
         ins_by = _by_shard(ins, shards)
         del_by = _by_shard(pa.table({"key": dels}), shards) if len(dels) else {}
         work = sorted(set(ins_by) | set(del_by))
+        damaged = self._damaged_shards(work)
+        if damaged:
+            # nothing is written to the index: it misses this data instant, so readers
+            # take it as stale (spec/rli.md §5) and tag through the table's files until
+            # 'morlog rli build' rebuilds it; the data commit goes on
+            warnings.warn(f"morlog's record index of {self.data_location.uri} is damaged "
+                          f"({damaged[0]}); it was not updated by {instant} and is stale "
+                          "until rebuilt with 'morlog rli build'", DamagedIndexWarning,
+                          stacklevel=3)
+            return
         with Commit(self.store, self.location, mode=self.mode, operation="upsert",
                     schema=mt.commit_schema(), fsync=self.fsync, instant=instant) as c:
             slices = {s.file_id: s for s in c.table().file_slices()}
@@ -172,6 +240,31 @@ class RecordIndexWriter(CommitHooks):
                     stats.setdefault("", []).append(w.stat(self.store, self.location.path))
             c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
                                "morlog.rli.deleted": str(len(dels))})
+
+    def _damaged_shards(self, work: list[int]) -> list[str]:
+        """The typed errors of the shards in ``work`` whose log files do not read: what a
+        write to them would load first (the slice's cumulative key index). Checked before
+        the index's first byte, so that a damaged shard never fails the data commit."""
+        reader = RecordIndex(Table(self.data_location))
+        index = reader.table
+        slices = {s.file_id: s for s in index.file_slices()}
+        directory = index.slice_dir("")
+        key_field = index.key_field
+        out: list[str] = []
+        for k in work:
+            s = slices.get(shard_file_id(k))
+            if s is None or not s.log_files:
+                continue
+            try:
+                check_shard_blocks(shard_log_blocks(self.store.storage, directory,
+                                                    s.log_files), self.location,
+                                   reader.log_writes(s), directory)
+                load_slice_state(directory, [LogFileName.parse(n) for n in s.log_files],
+                                 scope=s.base_instant, key_field=key_field,
+                                 storage=self.store.storage)
+            except FormatError as exc:
+                out.append(f"shard {k}: {type(exc).__name__}: {exc}")
+        return out
 
     def committed(self, instant: str) -> None:
         """The data instant completed (the data table's lock is held, no index instant is
@@ -219,6 +312,71 @@ class RecordIndexWriter(CommitHooks):
             t = Table(self.location)
         rollback_instant(self.store, self.location, self._timeline(), t, failed, self.mode,
                          self.fsync)
+
+
+def _groups_live(table: Table, groups: list[tuple[str, str]]) -> bool:
+    """Whether every (partition, file id) the index answered is a file group of the table
+    (a damaged entry may name another, or no safe path at all); lists only the partitions
+    named."""
+    live: set[tuple[str, str]] = set()
+    for p in sorted({g[0] for g in groups}):
+        try:
+            if p:
+                check_relative_partition_path(p)
+            live |= {(s.partition, s.file_id) for s in table.file_slices(partition=p)}
+        except MorlogError:
+            return False
+    return all(g in live for g in groups)
+
+
+def stored_wins(table: Table, found: GlobalTags, batch: pa.Table,
+                keys: pa.Array) -> npt.NDArray[np.bool_]:
+    """Per record of ``batch``: whether a key that would move (``found.moved``) stays
+    where it lives because the stored record wins the merge with it (event-time ordering:
+    its ordering values, compared as a tuple, are greater; on ties the incoming record
+    wins). Hudi merges the two before it moves a record
+    (``HoodieIndexUtils.mergeForPartitionUpdatesAndDeletionsIfNeeded``): the merged record
+    is the stored one then, and stays in its partition. Only the slices holding moving keys
+    are read, only their key and ordering columns."""
+    from morlog.readers.merge import EVENT_TIME
+
+    out = np.zeros(len(keys), dtype=bool)
+    spec = table.merge_spec(None)
+    fields = list(spec.orderings)
+    if (spec.merge_mode != EVENT_TIME or not fields or not found.moved.any()
+            or any(f not in batch.column_names for f in fields)):
+        return out
+    tags = found.tags
+    slices = {(s.partition, s.file_id): s for s in table.file_slices()}
+    moving = np.flatnonzero(found.moved)
+    for code in np.unique(tags.codes[moving]).tolist():
+        rows = moving[tags.codes[moving] == code]
+        s = slices.get(tags.groups[code])
+        if s is None:
+            continue
+        stored = table.read_slice(s, None, [*key_columns(table.key_field), *fields])
+        if stored.num_rows == 0:
+            continue
+        skeys = key_array(stored, table.key_field, path=table.path)
+        at = pc.index_in(keys.take(pa.array(rows)), value_set=skeys)
+        hit = np.asarray(at.is_valid().to_numpy(zero_copy_only=False))
+        if not hit.any():
+            continue
+        pos = pa.array(np.asarray(at.fill_null(0).to_numpy(zero_copy_only=False))[hit])
+        mine = rows[hit]
+        greater = np.zeros(mine.size, dtype=bool)
+        equal = np.ones(mine.size, dtype=bool)
+        for f in fields:
+            old = stored.column(f).take(pos)
+            new = batch.column(f).take(pa.array(mine)).cast(old.type)
+            gt = np.asarray(pc.greater(old, new).fill_null(False)
+                            .to_numpy(zero_copy_only=False))
+            eq = np.asarray(pc.equal(old, new).fill_null(False)
+                            .to_numpy(zero_copy_only=False))
+            greater |= equal & gt
+            equal &= eq
+        out[mine] = greater
+    return out
 
 
 @dataclass
@@ -378,15 +536,20 @@ class VerifyResult:
     extra: list[str] = field(default_factory=list)
     misplaced: list[dict[str, Any]] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    #: shards whose files do not read: the typed error of each (its text names the file);
+    #: their keys are not compared
+    damaged: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.misplaced or self.stale)
+        return not (self.missing or self.extra or self.misplaced or self.stale
+                    or self.damaged)
 
     def as_dict(self, limit: int = 100) -> dict[str, Any]:
         return {"ok": self.ok, "entries": self.entries, "keys": self.keys,
                 "missing": len(self.missing), "extra": len(self.extra),
                 "misplaced": len(self.misplaced), "stale_instants": self.stale[:limit],
+                "damaged": self.damaged[:limit],
                 "examples": {"missing": self.missing[:limit], "extra": self.extra[:limit],
                              "misplaced": self.misplaced[:limit]}}
 
@@ -395,8 +558,24 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
     """Compare the index of ``table`` with the table's live keys (as of the latest
     instant)."""
     index = RecordIndex(table)
-    have = index.entries(threads)
+    slices = index.slices()
+
+    def one(k: int) -> pa.Table | str:
+        try:
+            return index.read_shard(slices[k])
+        except (FormatError, StorageError) as exc:
+            return f"shard {k}: {type(exc).__name__}: {exc}"
+
+    shards = sorted(slices)
+    got = run_all(one, shards, threads if threads is not None else 2)
+    damaged = [x for x in got if isinstance(x, str)]
+    bad = [k for k, x in zip(shards, got, strict=True) if isinstance(x, str)]
+    have = pa.concat_tables([SCHEMA.empty_table(),
+                             *[x for x in got if not isinstance(x, str)]]).sort_by("key")
     want, _ = table_entries(table, threads=threads)
+    if bad:  # the keys of damaged shards are not compared
+        keep = ~np.isin(shards_of(want.column("key"), index.shards), bad)
+        want = want.filter(pa.array(keep))
     j = want.select(["key", "partition", "file_id"]).join(
         have.select(["key", "partition", "file_id"]).rename_columns(
             ["key", "i_partition", "i_file_id"]), "key", join_type="full outer")
@@ -411,10 +590,12 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
     return VerifyResult(
         have.num_rows, want.num_rows,
         sorted(missing.column("key").to_pylist()), sorted(extra.column("key").to_pylist()),
-        sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants())
+        sorted(wrong.to_pylist(), key=lambda r: r["key"]), index.missing_instants(),
+        damaged)
 
 
-__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "BuildResult", "BuildRunner",
-           "IndexServiceWarning", "RecordIndexWriter", "VerifyResult", "build", "index_table",
+__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "UPDATE_PARTITION_PATH", "BuildResult",
+           "BuildRunner", "GlobalTags", "IndexServiceWarning", "global_tags", "stored_wins",
+           "update_partition_path", "RecordIndexWriter", "VerifyResult", "build", "index_table",
            "shard_pieces", "slice_entries",
            "table_entries", "verify", "write_shard"]

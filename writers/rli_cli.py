@@ -4,10 +4,13 @@ line (spec/rli.md)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
-from morlog.readers.record_index import IndexLookup, RecordIndex
+from morlog.readers.hudi_record_index import HudiRecordIndex, record_index_listed
+from morlog.readers.record_index import RecordIndex
 from morlog.readers.table import Table
 
 from .record_index import DEFAULT_SHARDS, BuildResult, VerifyResult, build, verify
@@ -29,23 +32,65 @@ def cmd_build(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def _lookup_text(r: IndexLookup, out: TextIO) -> None:
-    for k, loc in r.as_dict().items():
-        where = "new" if loc is None else f"{loc['partition'] or '.'}/{loc['file_id']} " \
-                                          f"({loc['instant']})"
+#: the names ``rli lookup`` gives the two indexes
+MORLOG_INDEX = "morlog"
+HUDI_INDEX = "hudi"
+_INDEX_NAMES = {MORLOG_INDEX: "morlog's record index (.hoodie/morlog/record_index)",
+                HUDI_INDEX: "Hudi's record index (metadata table partition record_index)"}
+
+
+@dataclass
+class LookupAnswer:
+    """Where keys live, and which index said so (``morlog``: morlog's own, ``hudi``: the
+    metadata table's ``record_index``; the latter records no instant per key)."""
+
+    index: str
+    keys: dict[str, dict[str, str | None] | None]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "keys": self.keys}
+
+
+def _lookup_text(r: LookupAnswer, out: TextIO) -> None:
+    print(f"# answered by {_INDEX_NAMES[r.index]}", file=out)
+    for k, loc in r.keys.items():
+        if loc is None:
+            where = "new"
+        else:
+            where = f"{loc['partition'] or '.'}/{loc['file_id']}"
+            if loc.get("instant"):
+                where += f" ({loc['instant']})"
         print(f"{k}\t{where}", file=out)
 
 
+def lookup(table: Table, keys: list[str]) -> LookupAnswer:
+    """Look ``keys`` up through the index the table has: morlog's record index when the
+    table enables it, else Hudi's ``record_index`` when the table lists it; a
+    :class:`UsageError` when it has neither."""
+    index = RecordIndex.open(table)
+    if index is not None:
+        found: dict[str, dict[str, str | None] | None] = {
+            k: None if v is None else dict(v) for k, v in index.lookup(keys).as_dict().items()}
+        return LookupAnswer(MORLOG_INDEX, found)
+    if record_index_listed(table):
+        h = HudiRecordIndex(table).lookup(keys)
+        out: dict[str, dict[str, str | None] | None] = {}
+        for k, c in zip(keys, h.codes.tolist(), strict=True):
+            out[k] = None if c < 0 else {"partition": h.groups[c][0],
+                                         "file_id": h.groups[c][1], "instant": None}
+        return LookupAnswer(HUDI_INDEX, out)
+    raise UsageError("the table has no record index: neither morlog's (build it with "
+                     "'morlog rli build TABLE') nor Hudi's record_index in its metadata "
+                     "table", path=table.location.uri)
+
+
 def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    index = _open(args.table)
-    r = index.lookup(args.keys)
+    r = lookup(Table(args.table), list(args.keys))
     emit_for(args, r, _lookup_text, out, to_json=lambda x: x.as_dict())
     return EXIT_OK
 
 
 def _open(path: str) -> RecordIndex:
-    from morlog.logformat.errors import UsageError
-
     t = Table(path)
     index = RecordIndex.open(t)
     if index is None:
@@ -58,6 +103,14 @@ def _verify_text(r: VerifyResult, out: TextIO) -> None:
     if r.ok:
         print(f"ok: the record index holds exactly the table's {r.keys} keys", file=out)
         return
+    for d in r.damaged[:20]:
+        print(f"DAMAGED: {d}", file=out)
+    if r.damaged:
+        print(f"the record index has {len(r.damaged)} damaged shard(s) (their keys are not "
+              "compared; writers tag through the table's files meanwhile): rebuild it with "
+              "'morlog rli build'", file=out)
+        if not (r.missing or r.extra or r.misplaced or r.stale):
+            return
     print(f"DIFFERENT: index {r.entries} entries, table {r.keys} keys; {len(r.missing)} "
           f"missing, {len(r.extra)} extra, {len(r.misplaced)} in the wrong file group"
           + (f"; misses {len(r.stale)} data commit(s)" if r.stale else ""), file=out)
@@ -108,12 +161,14 @@ def add_rli_commands(sub: Any) -> None:
     p = cmds.add_parser(
         "lookup", help="where keys live, by the index",
         description="For each KEY: the partition, file group and instant of its entry, or "
-        "'new'. Refuses an index that misses data commits (written by a writer that does "
-        "not maintain it).", epilog="Exit status: 0 ok, 2 error.")
+        "'new', through the index the table has: morlog's record index, else Hudi's "
+        "record_index (metadata table; no instant per key); the first line (JSON: 'index') "
+        "says which answered. Refuses morlog's index when it misses data commits (written "
+        "by a writer that does not maintain it).", epilog="Exit status: 0 ok, 2 error.")
     p.add_argument("table", metavar="TABLE", help="table path or URI")
     p.add_argument("keys", metavar="KEY", nargs="+", help="record keys")
-    add_output_options(p, "print one JSON object: key -> {partition, file_id, instant} "
-                       "or null")
+    add_output_options(p, "print one JSON object: {index: morlog|hudi, keys: key -> "
+                       "{partition, file_id, instant} or null}")
     p.set_defaults(func=cmd_lookup)
     p = cmds.add_parser(
         "verify", help="compare the index with the table",
@@ -125,4 +180,4 @@ def add_rli_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_verify)
 
 
-__all__ = ["add_rli_commands"]
+__all__ = ["HUDI_INDEX", "MORLOG_INDEX", "LookupAnswer", "add_rli_commands", "lookup"]

@@ -50,14 +50,16 @@ pyspark is imported only by modules whose name contains "spark"; nothing else ne
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -82,6 +84,7 @@ from .commit import RecordChanges, base_file_name
 from .metadata import apply_drops
 from .options import WriteOptions, parse_write_options
 from .overwrite import partitions_of
+from .record_index import update_partition_path
 from .store import WriteStore, store_at
 
 #: save modes (Spark's names, any case) -> Hudi's meaning; see the module's docstring
@@ -268,6 +271,9 @@ _FID, _PART, _NEW, _BASE, _DEL, _ORDER = ("__morlog_fid", "__morlog_part", "__mo
                                           "__morlog_base", "__morlog_delete", "__morlog_order")
 #: the record key (as the table's key generator renders it) and whether the row is an insert
 _KEY, _INS = "__morlog_key", "__morlog_insert"
+#: a record moving to another partition (morlog's record index,
+#: hoodie.record.index.update.partition.path=true): the partition and file group it leaves
+_OLDPART, _OLDFID = "__morlog_oldpart", "__morlog_oldfid"
 
 
 def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = None,
@@ -302,7 +308,11 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     except Exception as exc:
         # Spark reports a task's MorlogError (a refused batch) as its own exception: the
         # commit, if it had begun, was rolled back already (see Commit)
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        text = str(exc)
+        # a task's own typed error, where the Python worker's traceback holds one
+        typed = re.search(r"morlog\.logformat\.errors\.(\w+): (.*)", text)
+        first = (f"{typed.group(1)}: {typed.group(2)}" if typed is not None
+                 else (text.strip().splitlines() or [""])[0])[:300]
         raise WriteError(f"the Spark write failed: {type(exc).__name__}: {first}",
                          path=path) from exc
 
@@ -337,10 +347,13 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         view = commit.table()
         instant = commit.instant
         tag_schema = _with_columns(df.schema, [(_PART, "string"), (_FID, "string"),
-                                               (_BASE, "string"), (_KEY, "string")])
+                                               (_BASE, "string"), (_KEY, "string"),
+                                               (_OLDPART, "string"), (_OLDFID, "string")])
         check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None,
-                            tuple(table.ordering_fields) if operation != "delete" else ())
+                            tuple(table.ordering_fields) if operation != "delete" else (),
+                            moves=update_partition_path(cfg.hoodie_options),
+                            delete=operation == "delete")
         # every row gets its record key from the table's key generator (composite keys,
         # timestamp partitions...) while tagged; duplicates are then combined by that key
         tagged = df.mapInArrow(_tagger(location, check), tag_schema)
@@ -359,15 +372,27 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         # one Spark job for both: rows per (partition, file group) of the tagged batch
         # (no file group: the partition's inserts) give the insert counts to route and the
         # existing groups touched; the routed-to groups come from the bins
-        per_group = tagged.groupBy(_PART, _FID).count().collect()
+        per_group = tagged.groupBy(_PART, _FID, _OLDPART, _OLDFID).count().collect()
         touched_set = {(r[_PART], r[_FID]) for r in per_group if r[_FID] is not None}
+        # the groups moving records leave: a delete there
+        touched_set |= {(r[_OLDPART], r[_OLDFID]) for r in per_group
+                        if r[_OLDFID] is not None}
         if operation != "delete":
+            new_rows: dict[str, int] = {}
             for row in per_group:
                 if row[_FID] is None:
-                    bins[row[_PART]] = table.insert_bins(row[_PART], int(row["count"]),
-                                                         record_size, slices)
+                    new_rows[row[_PART]] = new_rows.get(row[_PART], 0) + int(row["count"])
+            for part, count in new_rows.items():
+                bins[part] = table.insert_bins(part, count, record_size, slices)
             touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
         groups = _assign(tagged, bins, _KEY, operation, F, Window)
+        if operation != "delete":
+            # a moving record: also a (natural) delete where its key lives
+            leaving = (tagged.filter(F.col(_OLDFID).isNotNull())
+                       .withColumn(_PART, F.col(_OLDPART)).withColumn(_FID, F.col(_OLDFID))
+                       .withColumn(_NEW, F.lit(False)).withColumn(_INS, F.lit(False))
+                       .withColumn(_DEL, F.lit(True)))
+            groups = groups.unionByName(leaving)
         touched = sorted(touched_set)
         apply_drops(table.store, location, view, table.metadata_plan,
                     fsync=cfg.fsync)
@@ -447,6 +472,10 @@ class _BatchRules:
     ordering: str | None
     #: every ordering field (several: table version 9)
     orderings: tuple[str, ...] = ()
+    #: hoodie.record.index.update.partition.path (morlog's record index on)
+    moves: bool = False
+    #: the operation is a delete
+    delete: bool = False
 
     @property
     def key(self) -> str:
@@ -470,9 +499,16 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             return
         data = pa.Table.from_batches(rows)
         keys, parts = rules.keys_and_partitions(data, location.uri)
-        index = KeyTagger(Table(location))
-        locs = index.tag(keys, parts).locations
-        slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+        table = Table(location)
+        found = _global_tags(table, keys, parts, rules, location, data)
+        old_parts = old_fids = pa.nulls(len(keys), pa.string())
+        if found is None:
+            index = KeyTagger(table)
+            locs = index.tag(keys, parts).locations
+            slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+        else:
+            locs, parts, old_parts, old_fids = found
+            slices = {(s.partition, s.file_id): s.base_instant for s in table.file_slices()}
         fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
         bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
                          pa.string())
@@ -481,10 +517,46 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             n = b.num_rows
             yield pa.RecordBatch.from_arrays(
                 [*b.columns, parts.slice(start, n), fids.slice(start, n),
-                 bases.slice(start, n), keys.slice(start, n).cast(pa.string())],
-                names=[*b.schema.names, _PART, _FID, _BASE, _KEY])
+                 bases.slice(start, n), keys.slice(start, n).cast(pa.string()),
+                 old_parts.slice(start, n), old_fids.slice(start, n)],
+                names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
             start += n
     return tag
+
+
+def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,
+                 location: TableLocation, data: pa.Table
+                 ) -> tuple[list[tuple[str, str] | None], pa.Array, pa.Array, pa.Array] | None:
+    """With morlog's record index on (``morlog.writers.record_index.global_tags``, spec/rli.md
+    §4a): the location of every key and the partition each row is written to, as
+    ``MorTable`` does: a key living in another partition is written (or deleted) where it
+    lives, or, with ``hoodie.record.index.update.partition.path`` true, moves: the row
+    becomes an insert in its own partition and the partition and file group it leaves
+    (the last two arrays, null for the other rows) get a delete of it, unless the stored
+    record wins the merge (``stored_wins``). None without the index."""
+    from .record_index import global_tags, stored_wins
+
+    found = global_tags(table, keys, parts)
+    if found is None:
+        return None
+    tags = found.tags
+    locs = tags.locations
+    none = pa.nulls(len(keys), pa.string())
+    if not found.moved.any():
+        return locs, parts, none, none
+    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
+    fid_of = pa.array([g[1] for g in tags.groups] or [""], pa.string())
+    at = pa.array(np.where(tags.codes >= 0, tags.codes, 0))
+    old_part, old_fid = where.take(at), fid_of.take(at)
+    moves = np.zeros(len(keys), dtype=bool)
+    if rules.moves and not rules.delete:
+        moves = found.moved & ~stored_wins(table, found, data, keys)
+    stay = pa.array(found.moved & ~moves)
+    parts = pc.if_else(stay, old_part, parts.cast(pa.string()))
+    if moves.any():
+        locs = [None if m else loc for loc, m in zip(locs, moves.tolist(), strict=True)]
+    mv = pa.array(moves)
+    return (locs, parts, pc.if_else(mv, old_part, none), pc.if_else(mv, old_fid, none))
 
 
 def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
@@ -557,8 +629,13 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
                 writes = table.write_group(instant, partition, fid, base, None, rows,
                                            slice_logs=slice_logs)
             else:
-                rows = table.validate(rows, operation)
-                writes = table.write_group(instant, partition, fid, base, rows, None,
+                gone = g.column(_DEL).fill_null(False)
+                # the deletes of records moving away (natural: no ordering value)
+                leaving = rows.filter(gone).select(list(table.keygen.required_columns))
+                rows = table.validate(rows.filter(pc.invert(gone)), operation)
+                writes = table.write_group(instant, partition, fid, base,
+                                           rows if rows.num_rows else None,
+                                           leaving if leaving.num_rows else None,
                                            slice_logs=slice_logs)
             out += [{"partition": w.partition, "file_id": w.file_id,
                      "path": st.relpath(w.path, location.path), "num_writes": w.num_writes,
