@@ -15,6 +15,10 @@ holding the table's writer lock. What it finds:
   committing.
 - ``STALE_LOCK``: an S3 lock object whose lease ran out, or that cannot be read (empty, not
   JSON) and is older than the lease.
+- ``MDT_DAMAGED``: a file of the metadata table that is damaged (a corrupt block, a torn
+  tail, a base file or timeline that does not read: ``morlog.readers.mdt_read
+  .damaged_files``). Applied by rebuilding the metadata table from the data table, as
+  Hudi's re-bootstrap does (``morlog.writers.metadata.rebuild_metadata_table``).
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -51,6 +55,7 @@ SPARK_STAGING = "SPARK_STAGING"
 STALE_LOCK = "STALE_LOCK"
 LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
+MDT_DAMAGED = "MDT_DAMAGED"
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -133,6 +138,7 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
             if LogFileName.matches(name):
                 plan.findings.extend(_log_findings(store, store.join(directory, name), table,
                                                    fixable))
+    plan.findings.extend(_mdt_findings(table, fixable))
     for path, mtime in _walk_files(store, inner):
         base = path.rsplit("/", 1)[-1]
         if base.startswith(TEMP_PREFIX):
@@ -316,7 +322,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     lock = store.lock(inner)
     try:
         for f in plan.findings:
-            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT):
+            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -327,6 +333,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
                 result.skipped.append((f, exc.message))
             except OSError as exc:
                 result.skipped.append((f, f"{type(exc).__name__}: {exc.strerror or ''}"))
+        _apply_mdt(store, plan, result, lease_seconds)
         pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
         if pending:
             from .client import MorTable, WriteConfig
@@ -361,6 +368,38 @@ def _apply_one(store: WriteStore, f: Finding) -> None:
             os.rmdir(f.path)
 
 
+# --- the metadata table -----------------------------------------------------------------------
+
+
+def _mdt_findings(table: Table, fixable: bool) -> list[Finding]:
+    """``MDT_DAMAGED`` for each damaged file of the table's metadata table."""
+    from morlog.readers.mdt_read import damaged_files
+
+    return [Finding(MDT_DAMAGED, path, f"metadata table: {why}; --apply rebuilds the "
+                    "metadata table from the data table", fixable=fixable)
+            for path, why in damaged_files(table.storage, table.path)]
+
+
+def _apply_mdt(store: WriteStore, plan: RepairPlan, result: RepairResult,
+               lease_seconds: float) -> None:
+    """Rebuild the metadata table once for all ``MDT_DAMAGED`` findings (the caller holds
+    the writer lock)."""
+    found = [f for f in plan.findings if f.kind == MDT_DAMAGED and f.fixable]
+    if not found:
+        return
+    from .client import MorTable, WriteConfig
+    from .metadata import rebuild_metadata_table
+
+    mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
+    try:
+        rebuild_metadata_table(store, mt.location, mt.table(), fsync=mt.config.fsync)
+    except (MorlogError, OSError) as exc:
+        why = exc.message if isinstance(exc, MorlogError) else f"{type(exc).__name__}: {exc}"
+        result.skipped.extend((f, why) for f in found)
+        return
+    result.done.extend(found)
+
+
 def repair(table_path: str, *, apply: bool = False,
            lease_seconds: float = DEFAULT_LEASE_SECONDS,
            min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS) -> RepairResult:
@@ -372,6 +411,6 @@ def repair(table_path: str, *, apply: bool = False,
     return apply_repair(plan, lease_seconds=lease_seconds)
 
 
-__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT", "SPARK_STAGING",
-           "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
-           "plan_repair", "repair", "sweep_orphan_temps"]
+__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP", "PENDING_INSTANT",
+           "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult",
+           "apply_repair", "plan_repair", "repair", "sweep_orphan_temps"]
