@@ -19,6 +19,10 @@ holding the table's writer lock. What it finds:
   tail, a base file or timeline that does not read: ``morlog.readers.mdt_read
   .damaged_files``). Applied by rebuilding the metadata table from the data table, as
   Hudi's re-bootstrap does (``morlog.writers.metadata.rebuild_metadata_table``).
+- ``UNREADABLE_PLAN``: a compaction or log compaction left requested whose plan does not
+  decode (``PendingServices.unreadable``). It wrote nothing and can never run; applied by
+  deleting its requested file, when no inflight file and no data file carries its instant
+  (spec/services.md §4.6).
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -32,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from morlog.logformat.constants import MAGIC_LEN
-from morlog.logformat.errors import MorlogError, UsageError
-from morlog.logformat.naming import LogFileName
+from morlog.logformat.errors import FormatError, MorlogError, UsageError
+from morlog.logformat.naming import REQUESTED, BaseFileName, LogFileName
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
 
@@ -56,6 +60,7 @@ STALE_LOCK = "STALE_LOCK"
 LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
 MDT_DAMAGED = "MDT_DAMAGED"
+UNREADABLE_PLAN = "UNREADABLE_PLAN"
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -139,6 +144,10 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                 plan.findings.extend(_log_findings(store, store.join(directory, name), table,
                                                    fixable))
     plan.findings.extend(_mdt_findings(table, fixable))
+    plans = _plan_findings(store, table, fixable)
+    covered = {f.instant for f in plans}  # reported as UNREADABLE_PLAN instead
+    plan.findings = [f for f in plan.findings
+                     if f.kind != PENDING_INSTANT or f.instant not in covered] + plans
     for path, mtime in _walk_files(store, inner):
         base = path.rsplit("/", 1)[-1]
         if base.startswith(TEMP_PREFIX):
@@ -322,7 +331,8 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     lock = store.lock(inner)
     try:
         for f in plan.findings:
-            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED):
+            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED,
+                                           UNREADABLE_PLAN):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -334,6 +344,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
             except OSError as exc:
                 result.skipped.append((f, f"{type(exc).__name__}: {exc.strerror or ''}"))
         _apply_mdt(store, plan, result, lease_seconds)
+        _apply_plans(store, plan, result)
         pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
         if pending:
             from .client import MorTable, WriteConfig
@@ -400,6 +411,74 @@ def _apply_mdt(store: WriteStore, plan: RepairPlan, result: RepairResult,
     result.done.extend(found)
 
 
+# --- service plans that do not decode ------------------------------------------------------
+
+
+def _plan_findings(store: WriteStore, table: Table, fixable: bool) -> list[Finding]:
+    """``UNREADABLE_PLAN`` for each requested compaction or log compaction whose plan does
+    not decode; fixable when no data file carries its instant (a base file of an attempt;
+    table version 6: logs written into the slice it starts, which need the plan)."""
+    unreadable: dict[str, MorlogError] = {}
+    inflight: set[str] = set()
+    for pending in table.timeline.pending():
+        if pending.action in ("compaction", "logcompaction"):
+            try:
+                table.timeline.plan(pending)
+            except FormatError as bad:
+                unreadable[pending.requested] = bad
+                if pending.state != REQUESTED:
+                    inflight.add(pending.requested)
+    if not unreadable:
+        return []
+    named: dict[str, str] = {}
+    for part in table.partitions():
+        directory = table.slice_dir(part)
+        for name in store.listdir(directory):
+            if LogFileName.matches(name):
+                at = LogFileName.parse(name).instant
+            elif BaseFileName.matches(name):
+                at = BaseFileName.parse(name).instant
+            else:
+                continue
+            if at in unreadable:
+                named.setdefault(at, store.join(directory, name))
+    out = []
+    for instant, exc in sorted(unreadable.items()):
+        path = exc.path or instant
+        if instant in inflight:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}) "
+                               "and the instant is inflight (it may have written files): "
+                               "roll it back with Hudi's CLI", instant=instant,
+                               fixable=False))
+        elif instant in named:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}) "
+                               f"and {named[instant]} carries its instant: restore the plan "
+                               "or roll it back with Hudi's CLI", instant=instant,
+                               fixable=False))
+        else:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}); "
+                               "requested, it wrote nothing: --apply deletes it",
+                               instant=instant, fixable=fixable))
+    return out
+
+
+def _apply_plans(store: WriteStore, plan: RepairPlan, result: RepairResult) -> None:
+    """Delete the requested files of the fixable ``UNREADABLE_PLAN`` findings, each only
+    while it is still requested (no inflight file; the caller holds the writer lock)."""
+    for f in plan.findings:
+        if f.kind != UNREADABLE_PLAN or not f.fixable:
+            continue
+        inflight = f.path.replace(".requested", ".inflight")
+        if inflight != f.path and store.exists(inflight):
+            result.skipped.append((f, "it is inflight now"))
+            continue
+        try:
+            store.delete(f.path)
+            result.done.append(f)
+        except (MorlogError, OSError) as exc:
+            result.skipped.append((f, f"{type(exc).__name__}: {exc}"))
+
+
 def repair(table_path: str, *, apply: bool = False,
            lease_seconds: float = DEFAULT_LEASE_SECONDS,
            min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS) -> RepairResult:
@@ -412,5 +491,6 @@ def repair(table_path: str, *, apply: bool = False,
 
 
 __all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP", "PENDING_INSTANT",
-           "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult",
-           "apply_repair", "plan_repair", "repair", "sweep_orphan_temps"]
+           "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "UNREADABLE_PLAN", "Finding",
+           "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair",
+           "sweep_orphan_temps"]
