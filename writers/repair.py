@@ -23,6 +23,15 @@ holding the table's writer lock. What it finds:
   decode (``PendingServices.unreadable``). It wrote nothing and can never run; applied by
   deleting its requested file, when no inflight file and no data file carries its instant
   (spec/services.md §4.6).
+- ``DAMAGED_BLOCK``: a block of a data log whose framing adds up but that readers cannot
+  use: its content or header does not decode, its type or log format version is garbage
+  (the scan stops there), or the file's first block magic is damaged (no reader opens the
+  file). Readers and the next upsert refuse the slice with an error naming the file, as
+  Hudi's do. Applied on local storage by patching the file in place: a damaged first
+  magic is written back; a damaged block's reverse pointer is zeroed, which makes its
+  framing not add up, so every reader (Hudi's ``HoodieLogFileReader.isBlockCorrupted``
+  and morlog's) takes it for a CORRUPT block and skips it (its records are lost, as they
+  were). spec/format.md §6.3.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -35,10 +44,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from morlog.logformat.constants import MAGIC_LEN
-from morlog.logformat.errors import FormatError, MorlogError, UsageError
+from morlog.logformat.constants import BLOCK_PREFIX_LEN, MAGIC, MAGIC_LEN, TRAILER_LEN, BlockType
+from morlog.logformat.errors import (
+    FormatError,
+    MorlogError,
+    UnknownBlockTypeError,
+    UnknownHeaderKeyError,
+    UnsupportedVersionError,
+    UsageError,
+)
+from morlog.logformat.framing import read_i64
 from morlog.logformat.naming import REQUESTED, BaseFileName, LogFileName
-from morlog.readers.logfile import LogFileReader
+from morlog.logformat.virtual_keys import KeyField, key_columns
+from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.storage import BytesSource
 from morlog.readers.table import Table
 
 from .profile import WRITE_VERSIONS
@@ -61,6 +80,11 @@ LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
 MDT_DAMAGED = "MDT_DAMAGED"
 UNREADABLE_PLAN = "UNREADABLE_PLAN"
+DAMAGED_BLOCK = "DAMAGED_BLOCK"
+#: a log format version above this is damage, not a newer writer's (Hudi writes version 1)
+_MAX_PLAUSIBLE_VERSION = 255
+#: at most this many damaged blocks are patched in one log file per run
+_MAX_PATCHES = 64
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -143,6 +167,8 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
             if LogFileName.matches(name):
                 plan.findings.extend(_log_findings(store, store.join(directory, name), table,
                                                    fixable))
+                plan.findings.extend(_block_findings(store, store.join(directory, name),
+                                                     table, fixable))
     plan.findings.extend(_mdt_findings(table, fixable))
     plans = _plan_findings(store, table, fixable)
     covered = {f.instant for f in plans}  # reported as UNREADABLE_PLAN instead
@@ -198,9 +224,8 @@ def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
         size = store.size(path)
         with LogFileReader(table.storage.source(path)) as reader:
             blocks = list(reader.blocks())
-    except MorlogError as exc:
-        return [Finding(CORRUPT_BLOCK, path, f"log file does not parse: {exc.message}",
-                        fixable=False)]
+    except MorlogError:
+        return []  # a scan that stops: DAMAGED_BLOCK (_block_findings)
     good_end = 0
     out: list[Finding] = []
     for b in blocks:
@@ -332,7 +357,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     try:
         for f in plan.findings:
             if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED,
-                                           UNREADABLE_PLAN):
+                                           UNREADABLE_PLAN, DAMAGED_BLOCK):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -343,6 +368,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
                 result.skipped.append((f, exc.message))
             except OSError as exc:
                 result.skipped.append((f, f"{type(exc).__name__}: {exc.strerror or ''}"))
+        _apply_blocks(store, plan, result)
         _apply_mdt(store, plan, result, lease_seconds)
         _apply_plans(store, plan, result)
         pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
@@ -479,6 +505,134 @@ def _apply_plans(store: WriteStore, plan: RepairPlan, result: RepairResult) -> N
             result.skipped.append((f, f"{type(exc).__name__}: {exc}"))
 
 
+# --- damaged blocks of data logs ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Patch:
+    offset: int
+    data: bytes
+    reason: str
+
+
+def _undecodable(block: LogBlock, key_field: KeyField | None) -> str | None:
+    """Why a block whose framing adds up cannot be used by readers (None: it can): its
+    header or content does not decode, or a data block lacks the table's key columns."""
+    try:
+        block.header.as_dict()
+        t = block.block_type
+        if t in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+            names = block.to_arrow().column_names
+            missing = [c for c in (key_columns(key_field) if key_field is not None else ())
+                       if c not in names]
+            if missing:
+                return f"data block has no key column {missing[0]!r}"
+        elif t == BlockType.HFILE_DATA:
+            block.records()
+        elif t == BlockType.DELETE:
+            block.delete_columns()
+        elif t == BlockType.COMMAND:
+            _ = block.command_type
+    except MorlogError as exc:
+        return exc.message
+    return None
+
+
+def _first_damage(source: BytesSource, key_field: KeyField | None) -> _Patch | None:
+    """The first damage of a log file held in memory that a patch fixes (see
+    ``DAMAGED_BLOCK``), or None."""
+    size = source.size
+    if size >= MAGIC_LEN and source.read(0, MAGIC_LEN) != MAGIC:
+        return _Patch(0, MAGIC, "the file's first block magic is damaged "
+                      f"({source.read(0, MAGIC_LEN)!r}): no reader opens the file")
+    pos = 0
+    try:
+        for b in LogFileReader(source).blocks():
+            pos = b.offset + b.size
+            if b.is_corrupt:
+                continue
+            why = _undecodable(b, key_field)
+            if why is not None:
+                return _Patch(b.offset + b.size - TRAILER_LEN, bytes(TRAILER_LEN),
+                              f"block at offset {b.offset} does not decode ({why})")
+    except (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError) as exc:
+        # the block at ``pos`` framed well (its length, reverse pointer and the magic after
+        # it were checked before its head was decoded), but its head is garbage
+        if isinstance(exc, UnsupportedVersionError) and isinstance(exc.actual, int) and (
+                0 <= exc.actual <= _MAX_PLAUSIBLE_VERSION):
+            return None  # maybe a newer writer's block: never touched
+        length = read_i64(source.read(pos + MAGIC_LEN, 8), 0)
+        end = pos + BLOCK_PREFIX_LEN + length
+        return _Patch(end - TRAILER_LEN, bytes(TRAILER_LEN),
+                      f"block at offset {pos}: {exc.message} (the scan stops there)")
+    except MorlogError:
+        return None
+    return None
+
+
+def _damage_patches(data: bytes, name: str, key_field: KeyField | None) -> list[_Patch]:
+    """The patches that make every block of a log file either usable or CORRUPT (applied
+    in order; each found on the file as the ones before leave it)."""
+    buf = bytearray(data)
+    out: list[_Patch] = []
+    for _ in range(_MAX_PATCHES):
+        patch = _first_damage(BytesSource(bytes(buf), name), key_field)
+        if patch is None:
+            break
+        buf[patch.offset:patch.offset + len(patch.data)] = patch.data
+        out.append(patch)
+    return out
+
+
+def _key_field(table: Table) -> KeyField | None:
+    """The key columns readers require of the table's data blocks (None: unknown)."""
+    try:
+        return table.key_field
+    except MorlogError:
+        return None
+
+
+def _block_findings(store: WriteStore, path: str, table: Table, fixable: bool
+                    ) -> list[Finding]:
+    """``DAMAGED_BLOCK`` for each block of the log file at ``path`` that readers cannot
+    use and a patch fixes."""
+    try:
+        patches = _damage_patches(store.read(path), path, _key_field(table))
+    except (MorlogError, OSError):
+        return []
+    local = isinstance(store, LocalStore)
+    return [Finding(DAMAGED_BLOCK, path, p.reason + ("; --apply makes readers skip it as a "
+                                                     "corrupt block" if local else
+                                                     "; this storage cannot patch files"),
+                    fixable=fixable and local) for p in patches]
+
+
+def _apply_blocks(store: WriteStore, plan: RepairPlan, result: RepairResult) -> None:
+    """Patch the log files of the fixable ``DAMAGED_BLOCK`` findings in place (local
+    storage; the caller holds the writer lock): the patches are found again on the file as
+    it is now, so a file changed since the plan gets only what it still needs."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in plan.findings:
+        if f.kind == DAMAGED_BLOCK and f.fixable:
+            by_path.setdefault(f.path, []).append(f)
+    key_field: KeyField | None = None
+    if by_path:
+        fs = store.fs if isinstance(store, ArrowStore) else None
+        key_field = _key_field(Table(store_for(plan.table)[1], fs))
+    for path, found in by_path.items():
+        try:
+            patches = _damage_patches(store.read(path), path, key_field)
+            with open(path, "r+b") as fh:
+                for p in patches:
+                    fh.seek(p.offset)
+                    fh.write(p.data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            result.done.extend(found)
+        except (MorlogError, OSError) as exc:
+            result.skipped.extend((f, f"{type(exc).__name__}: {exc}") for f in found)
+
+
 def repair(table_path: str, *, apply: bool = False,
            lease_seconds: float = DEFAULT_LEASE_SECONDS,
            min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS) -> RepairResult:
@@ -490,7 +644,8 @@ def repair(table_path: str, *, apply: bool = False,
     return apply_repair(plan, lease_seconds=lease_seconds)
 
 
-__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP", "PENDING_INSTANT",
+__all__ = ["CORRUPT_BLOCK", "DAMAGED_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP",
+           "PENDING_INSTANT",
            "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "UNREADABLE_PLAN", "Finding",
            "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair",
            "sweep_orphan_temps"]
