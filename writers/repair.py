@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -576,7 +577,9 @@ def _damage_patches(data: bytes, name: str, key_field: KeyField | None) -> list[
     buf = bytearray(data)
     out: list[_Patch] = []
     for _ in range(_MAX_PATCHES):
-        patch = _first_damage(BytesSource(bytes(buf), name), key_field)
+        with warnings.catch_warnings():  # what the scan meets is reported as findings
+            warnings.simplefilter("ignore")
+            patch = _first_damage(BytesSource(bytes(buf), name), key_field)
         if patch is None:
             break
         buf[patch.offset:patch.offset + len(patch.data)] = patch.data
