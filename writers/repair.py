@@ -31,7 +31,7 @@ holding the table's writer lock. What it finds:
   magic is written back; a damaged block's reverse pointer is zeroed, which makes its
   framing not add up, so every reader (Hudi's ``HoodieLogFileReader.isBlockCorrupted``
   and morlog's) takes it for a CORRUPT block and skips it (its records are lost, as they
-  were). spec/format.md §6.3.
+  were). spec/format.md §6.5.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
