@@ -192,8 +192,9 @@ def column_stats_index(storage: Storage, table_path: str, props: Mapping[str, st
 
 def damaged_files(storage: Storage, table_path: str) -> list[tuple[str, str]]:
     """(path, why) of every file of the data table's metadata table that is damaged
-    (spec/mdt.md §15): a log file with a corrupt block or a torn tail, a base HFile or the
-    MDT's ``hoodie.properties`` or timeline that does not read. Readers skip a corrupt
+    (spec/mdt.md §15): a log file with a corrupt block, a torn tail or a block whose
+    content does not decode, a base HFile or the MDT's ``hoodie.properties`` or timeline
+    that does not read. Readers skip a corrupt
     block as Hudi does, but the records it held are gone from the MDT, so ``repair``
     rebuilds an MDT with any of these. Empty for a table without an MDT."""
     mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
@@ -213,8 +214,14 @@ def damaged_files(storage: Storage, table_path: str) -> list[tuple[str, str]]:
             try:
                 if LogFileName.matches(name):
                     with LogFileReader(storage.source(path)) as r:
-                        bad = [b for b in r.blocks() if b.is_corrupt]
+                        blocks = list(r.blocks())
+                        bad = [b for b in blocks if b.is_corrupt]
                         torn = r.torn_tail
+                        for b in blocks:  # content a reader of the MDT decodes
+                            if b.block_type == BlockType.HFILE_DATA:
+                                decode_hfile_records(b.content(), b.schema or "", path=path)
+                            elif b.block_type == BlockType.DELETE:
+                                decode_delete_columns(b.content(), path=path)
                     if bad:
                         out.append((path, f"corrupt block at offset {bad[0].offset} "
                                           f"({bad[0].reason})"))

@@ -9,7 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import MorlogError
+from morlog.readers.logfile import LogFileReader
 from morlog.readers.mdt_read import damaged_files
 from morlog.readers.table import Table
 from morlog.writers import cleaning, compaction
@@ -59,13 +61,18 @@ def _damage(path: Path, how: str) -> Path:
         last.write_bytes(data[:6] + b"\x7f" * 8 + data[14:])
     elif how == "junk_tail":
         last.write_bytes(data + b"#HUDI#\x00\x00")
+    elif how == "content":  # the HFile inside the block garbled, the framing intact
+        with LogFileReader(str(last)) as r:
+            b = next(b for b in r.blocks() if b.block_type == BlockType.HFILE_DATA)
+        at = b.content_offset + 8  # its first data block
+        last.write_bytes(data[:at] + b"\xa5" * 64 + data[at + 64:])
     else:
         raise AssertionError(how)
     return last
 
 
 @pytest.mark.parametrize("version", [8, 9])
-@pytest.mark.parametrize("how", ["torn", "length", "junk_tail"])
+@pytest.mark.parametrize("how", ["torn", "length", "junk_tail", "content"])
 def test_damaged_mdt_log_writers_go_on_and_repair_rebuilds(tmp_path: Path, version: int,
                                                            how: str) -> None:
     path = tmp_path / "t"
