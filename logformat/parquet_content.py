@@ -50,7 +50,11 @@ def decode_parquet_content(content: bytes | memoryview, *, columns: list[str] | 
                            base: int = 0, path: str | None = None) -> pa.Table:
     pf = parquet_file(content, base=base, path=path)
     try:
-        return pf.read(columns=columns)
+        table = pf.read(columns=columns)
+        # Parquet readers do not check that string values are UTF-8: a damaged byte would
+        # reach users as an Arrow string that fails later, far from the block
+        table.validate(full=True)
+        return table
     except Exception as exc:
         raise ContentError(f"Parquet data block does not decode: {exc}", path=path,
                            offset=base) from None

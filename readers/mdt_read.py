@@ -190,6 +190,51 @@ def column_stats_index(storage: Storage, table_path: str, props: Mapping[str, st
         return None
 
 
+def damaged_files(storage: Storage, table_path: str) -> list[tuple[str, str]]:
+    """(path, why) of every file of the data table's metadata table that is damaged
+    (spec/mdt.md §15): a log file with a corrupt block, a torn tail or a block whose
+    content does not decode, a base HFile or the MDT's ``hoodie.properties`` or timeline
+    that does not read. Readers skip a corrupt
+    block as Hudi does, but the records it held are gone from the MDT, so ``repair``
+    rebuilds an MDT with any of these. Empty for a table without an MDT."""
+    mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
+    if not storage.isfile(storage.join(mdt, ".hoodie", PROPERTIES_FILE)):
+        return []
+    out: list[tuple[str, str]] = []
+    try:
+        open_mdt(storage, table_path)
+    except (MorlogError, OSError, ValueError) as exc:
+        return [(storage.join(mdt, ".hoodie"), f"the metadata table does not open: {exc}")]
+    for part in sorted(storage.subdirs(mdt)):
+        if part.startswith("."):
+            continue
+        d = storage.join(mdt, part)
+        for name in sorted(storage.listdir(d)):
+            path = storage.join(d, name)
+            try:
+                if LogFileName.matches(name):
+                    with LogFileReader(storage.source(path)) as r:
+                        blocks = list(r.blocks())
+                        bad = [b for b in blocks if b.is_corrupt]
+                        torn = r.torn_tail
+                        for b in blocks:  # content a reader of the MDT decodes
+                            if b.block_type == BlockType.HFILE_DATA:
+                                decode_hfile_records(b.content(), b.schema or "", path=path)
+                            elif b.block_type == BlockType.DELETE:
+                                decode_delete_columns(b.content(), path=path)
+                    if bad:
+                        out.append((path, f"corrupt block at offset {bad[0].offset} "
+                                          f"({bad[0].reason})"))
+                    elif torn is not None:
+                        out.append((path, f"torn tail: {torn[1]} bytes at offset {torn[0]} "
+                                          "are not a whole block"))
+                elif BaseFileName.matches(name):
+                    decode_hfile(storage.read(path), path=path)
+            except (MorlogError, OSError, ValueError) as exc:
+                out.append((path, f"does not read: {exc}"))
+    return out
+
+
 __all__ = ["COLUMN_STATS", "MdtBlock", "MdtSlice", "MdtView", "column_stats_index",
-           "listed_partitions", "open_mdt", "partition_records", "partition_slices",
-           "slice_blocks"]
+           "damaged_files", "listed_partitions", "open_mdt", "partition_records",
+           "partition_slices", "slice_blocks"]

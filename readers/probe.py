@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import HeaderKey
 from morlog.logformat.errors import (
+    UNUSABLE,
     ChecksumError,
     ContentError,
     MorlogError,
@@ -258,8 +259,26 @@ class SliceProbe:
             hashes = xxh64_batch(KeyBatch.of(arr))
         self._ranges = ranges if ranges is not None else RangeTester(arr)
         self._compactions = {}
-        index = read_slice_index(self.log_files, self.source)
+        try:
+            index = read_slice_index(self.log_files, self.source)
+        except UNUSABLE as exc:
+            # a damaged chain (a checkpoint cut off or overwritten, a cumulative that does
+            # not decode): the slice's keys are recomputed from the blocks the forward scan
+            # reads, corrupt ones skipped as the merged snapshot skips them (design.md: the
+            # cumulative index is only ever a superset of the live keys)
+            warnings.warn(f"{self.directory}: the slice's stored cumulative index is "
+                          f"unusable ({exc}); keys recomputed from the records",
+                          UnusableIndexWarning, stacklevel=2)
+            return self._probe_compat(arr, hashes)
         if index is None:  # the newest data block has no stored index: compat path
+            return self._probe_compat(arr, hashes)
+        if not index.files <= set(self.log_files):
+            # the directories name a file that is not a log of this slice (a damaged
+            # directory, or a file gone): the stored index cannot stand for the slice
+            strange = sorted(index.files - set(self.log_files))[:3]
+            warnings.warn(f"{self.directory}: the slice's stored directory names log files "
+                          f"the slice does not hold ({strange}); keys recomputed from the "
+                          "records", UnusableIndexWarning, stacklevel=2)
             return self._probe_compat(arr, hashes)
         cum = index.cumulative
         blocks = [b for d in index.directories for b in _blocks_of(d)]

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.errors import ContentError, FormatError, UsageError
 from morlog.logformat.naming import COMPLETED, INFLIGHT, REQUESTED, TimelineFileName
 from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.timeline_meta import decode_avro
@@ -205,8 +205,17 @@ class Timeline:
             if i.action in ("compaction", "logcompaction"):
                 where = self.storage.join(self.directory, i.file_name)
                 target = out.compaction if i.action == "compaction" else out.log_compaction
-                for op in _list_of(self.plan(i), "operations", where):
-                    key = _group_of(op, where)
+                try:
+                    keys = [_group_of(op, where)
+                            for op in _list_of(self.plan(i), "operations", where)]
+                except FormatError as exc:
+                    if i.state != REQUESTED:
+                        raise
+                    # a requested plan that does not decode wrote nothing and can never run
+                    # (spec/services.md §4.6): writers go on without it, repair removes it
+                    out.unreadable[i.requested] = exc
+                    continue
+                for key in keys:
                     if key is not None:
                         target[key] = i.requested
             elif i.action in ("clustering", "replacecommit"):
@@ -235,6 +244,9 @@ class PendingServices:
     clustering: dict[tuple[str, str], str] = field(default_factory=dict)
     #: log compactions: they start no slice, writers write as usual (spec/services.md §3.2)
     log_compaction: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: requested (never started) compactions and log compactions whose plan does not decode:
+    #: instant -> the error, which names the plan file (spec/services.md §4.6)
+    unreadable: dict[str, FormatError] = field(default_factory=dict)
 
 
 def _group_of(entry: Any, where: str) -> tuple[str, str] | None:

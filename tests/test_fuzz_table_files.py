@@ -316,3 +316,90 @@ def test_fuzz_base_key_indexes(built: dict[str, Path], how: str, which: int, at:
         if how in ("empty", "other-file", "other-size"):
             with pytest.warns(BaseKeysWarning):
                 KeyTagger(Table(str(root))).tag(_TAG_KEYS)
+
+
+# --- a damaged block, then the next upsert (issue 23) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built_versions(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Path]:
+    """Avro and Parquet carriers, table versions 6 (blocks appended to one log per slice)
+    and 9 (a log file per commit): a base file, logs of updates and a delete."""
+    out = {}
+    for carrier in ("avro", "parquet"):
+        for version in (6, 9):
+            root = tmp_path_factory.mktemp(f"{carrier}{version}") / "t"
+            t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="region",
+                                ordering_field="ts", table_version=version,
+                                config=WriteConfig(fsync=False, carrier=carrier))
+            t.upsert(_batch(range(5), 1))
+            t.upsert(_batch(range(3, 9), 2))
+            t.delete(_batch(range(0, 1), 3))
+            t.upsert(_batch(range(8, 12), 4))
+            out[(carrier, version)] = root
+    return out
+
+
+_UPSERT = [1, 4, 7, 12]
+
+
+def _upsert_then_read(root: Path) -> None:
+    """The next upsert of keys of the damaged file group, then the table read back: every
+    key once, the upserted keys with their new values, every live key tagged where it
+    lives (the cumulative index a superset of the live keys)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        MorTable(str(root)).upsert(_batch(_UPSERT, 10))
+        got = Table(str(root)).read()
+        ids = got.column("id").to_pylist()
+        assert len(ids) == len(set(ids))
+        ts = dict(zip(ids, got.column("ts").to_pylist(), strict=True))
+        # at least the upsert's: a flip may raise an older record's ordering value without
+        # any reader noticing (no checksum covers a block's records yet: issue 23)
+        assert all(ts.get(f"k{i}", -1) >= 10 for i in _UPSERT)
+        table = Table(str(root))
+        groups = {(s.partition, s.file_id) for s in table.file_slices()}
+        tagged = KeyTagger(table).tag(ids)
+        for key, loc in zip(ids, tagged.locations, strict=True):
+            assert loc in groups, key
+
+
+@_fuzz(60)
+@given(carrier=st.sampled_from(["avro", "parquet"]), version=st.sampled_from([6, 9]),
+       which=st.integers(0, 10_000), at=st.floats(0, 1, exclude_max=True),
+       how=st.sampled_from(["flip", "truncate"]), xor=st.integers(1, 255))
+def test_fuzz_damaged_block_then_upsert(built_versions: dict[tuple[str, int], Path],
+                                        carrier: str, version: int, which: int, at: float,
+                                        how: str, xor: int) -> None:
+    """Bytes flipped or cut inside a data or delete block of a log, then an upsert of keys
+    of that file group: it succeeds and the table reads consistently, or it raises a typed
+    error naming a file of the table, which ``morlog repair --apply`` fixes (the next upsert
+    then succeeds and the table reads consistently)."""
+    from morlog.logformat.constants import BlockType
+    from morlog.readers.logfile import LogFileReader
+    from morlog.writers.repair import repair
+
+    with _Copy(built_versions[(carrier, version)]) as root:
+        spots = []
+        for log in sorted((root / "eu").glob(".*.log.*")):
+            with LogFileReader(str(log)) as r:
+                spots += [(log, b.offset, b.size) for b in r.blocks()
+                          if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
+                                              BlockType.DELETE)]
+        log, offset, size = spots[which % len(spots)]
+        data = bytearray(log.read_bytes())
+        pos = offset + int(at * size)
+        if how == "flip":
+            data[pos] ^= xor
+        else:
+            del data[pos:]
+        log.write_bytes(bytes(data))
+        try:
+            _upsert_then_read(root)
+        except MorlogError as exc:
+            assert exc.path is not None and str(root) in exc.path, exc
+            with warnings.catch_warnings():  # what the scan meets (unknown header keys)
+                warnings.simplefilter("ignore")
+                result = repair(str(root), apply=True)
+            assert not result.skipped, result.skipped
+            _upsert_then_read(root)

@@ -216,9 +216,14 @@ class _View:
         self.log_compaction_base: dict[tuple[str, str], str] = {}
         #: (partition, file id) -> instant of its pending compaction (a slice starts there)
         self.compaction_at: dict[tuple[str, str], str] = {}
+        unreadable = tl.pending_services().unreadable
+        if unreadable:
+            from .compaction import check_unreadable_plans
+
+            check_unreadable_plans(unreadable, 8, ())  # a warning naming each plan file
         for i in tl.pending():
-            if i.action not in ("compaction", "logcompaction"):
-                continue
+            if i.action not in ("compaction", "logcompaction") or i.requested in unreadable:
+                continue  # a requested plan that does not decode reads nothing (§4.6)
             plan = tl.plan(i)
             for op in plan.get("operations") or []:
                 if not isinstance(op, dict):

@@ -598,6 +598,10 @@ class MorTable:
         slices = {(s.partition, s.file_id): s for s in table_view.file_slices()
                   if (s.partition, s.file_id) not in pending.compaction
                   and (s.partition, s.file_id) not in pending.clustering}
+        if pending.unreadable:  # requested plans that do not decode (spec/services.md §4.6)
+            from .compaction import check_unreadable_plans
+
+            check_unreadable_plans(pending.unreadable, self.version, slices.values())
         inserts_by_part: dict[str, list[int]] = {}
         new_rows = np.flatnonzero(codes < 0)
         if operation != "delete" and new_rows.size:

@@ -35,13 +35,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.errors import (
+    ContentError,
+    MorlogError,
+    MorlogWarning,
+    UsageError,
+    WriteError,
+)
 from morlog.logformat.naming import INFLIGHT, BaseFileName, LogFileName
 from morlog.logformat.timeline_meta import (
     COMPACTION_PLAN_SCHEMA,
@@ -254,6 +261,35 @@ def schedule_compaction(mt: MorTable, *, force: bool = False) -> str | None:
         return instant
 
 
+# --- unreadable plans --------------------------------------------------------------------------
+
+
+def check_unreadable_plans(unreadable: Mapping[str, MorlogError], version: int,
+                           slices: Iterable[FileSlice]) -> None:
+    """A writer's way past requested compaction plans that do not decode
+    (``PendingServices.unreadable``; spec/services.md §4.6). Hudi's writers stop on them
+    (``CompactionUtils.getCompactionPlan`` throws while the file system view lists pending
+    compactions); such a plan wrote nothing and can never run, so morlog's writers go on
+    without it, warning with the file's name, and ``morlog repair --apply`` removes it.
+    Table version 6 is the exception when a slice holds logs named after the unreadable
+    instant (written into the slice the compaction starts, before its plan was damaged):
+    which slice they belong to needs the plan, so the write is refused with the plan
+    file's :class:`ContentError`."""
+    for instant, exc in sorted(unreadable.items()):
+        if version < 8:
+            for s in slices:
+                if any(LogFileName.parse(n).instant == instant for n in s.log_files):
+                    raise ContentError(
+                        f"{exc.message}; the pending compaction {instant} it plans holds "
+                        f"logs ({s.partition or '.'}/{s.file_id}), so the plan is needed: "
+                        "restore it, or roll the compaction back with Hudi's CLI",
+                        path=exc.path) from None
+        warnings.warn(MorlogWarning(
+            f"{exc}: a requested compaction whose plan does not decode is ignored (it "
+            "wrote nothing and cannot run); 'morlog repair --apply' removes it"),
+            stacklevel=3)
+
+
 # --- executing -------------------------------------------------------------------------------
 
 
@@ -263,12 +299,19 @@ def pending_compactions(table: Table) -> list[str]:
 
 
 def read_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
+    """The plan of compaction ``instant``; a :class:`ContentError` naming the plan file
+    when it does not decode (``morlog repair --apply`` removes a requested one)."""
     writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout)
     path = writer.path(instant, "requested", COMPACTION)
     if not mt.store.exists(path):
         raise UsageError("no compaction plan of this instant", path=path)
     schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
-    plan = decode_avro_as(mt.store.read(path), schema, path)
+    try:
+        plan = decode_avro_as(mt.store.read(path), schema, path)
+    except ContentError as exc:
+        raise ContentError(f"{exc.message}; a compaction whose plan does not decode cannot "
+                           "run ('morlog repair --apply' removes it while it is requested)",
+                           path=path) from None
     ops = plan.get("operations")
     if not isinstance(ops, list):
         raise UsageError("the compaction plan has no operations", path=path)
@@ -448,7 +491,11 @@ def compact(mt: MorTable, *, dry_run: bool = False, force: bool = True,
              "metrics": op["metrics"]}
             for op in plan_operations(mt, table, settings_of(mt))]
         return report
+    unreadable = table.timeline.pending_services().unreadable
     for pending in pending_compactions(table):
+        if pending in unreadable:  # requested, cannot run: left to repair (§4.6)
+            check_unreadable_plans({pending: unreadable[pending]}, 8, ())
+            continue
         report.results.append(run_compaction(mt, pending, progress=progress, runner=runner))
     instant = schedule_compaction(mt, force=force)
     if instant is not None:
@@ -475,6 +522,6 @@ def inline_compaction(mt: MorTable) -> CompactionResult | str | None:
 
 __all__ = ["CompactReport", "CompactionResult", "CompactionSettings", "OperationRunner",
 
-           "compact", "compact_operation",
+           "check_unreadable_plans", "compact", "compact_operation",
            "delta_commits_since_compaction", "inline_compaction", "pending_compactions",
            "plan_operations", "run_compaction", "schedule_compaction", "trigger_fires"]

@@ -37,7 +37,7 @@ from morlog.logformat.blocks import RECORD_KEY_FIELD, delete_block, rollback_blo
 from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord
-from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.errors import UNUSABLE, MorlogError, UsageError
 from morlog.logformat.framing import BlockFrame
 from morlog.logformat.index_trailer import (
     BlockRef,
@@ -436,7 +436,11 @@ def load_slice_state(directory: str, log_files: Sequence[LogFileName], *, scope:
                     if region[1] == 0:  # sections not laid out as a region: recompute later
                         carrier = Carrier.NONE
                 if stored is not None:
-                    cp = checkpoint_location(stored, block.offset, block.size)
+                    try:
+                        cp = checkpoint_location(stored, block.offset, block.size)
+                    except UNUSABLE:
+                        cp = None  # a damaged checkpoint is no checkpoint: later deltas
+                        # are not built on it (a new full one starts)
                     if cp is not None:
                         full_blocks[(str(name), block.offset)] = cp
                 ref = BlockRef(0, carrier, block.offset, block.size, *region,
@@ -498,6 +502,11 @@ def _hash_loader(storage: Storage, directory: str, key_field: KeyField, fpp: flo
             # other carriers, or a damaged key list: the block's index, else its records
             block = next(iter(LogFileReader(src).blocks(ref.block_offset,
                                                          ref.block_offset + ref.block_size)))
+            if block.is_corrupt:
+                # damaged since it was indexed (``morlog repair`` marks an undecodable block
+                # corrupt): readers skip it, so none of its keys is live; the index built on
+                # this state is still a superset of the live keys (design.md)
+                return np.zeros(0, np.uint64)
             keys, _ = block_index(block, key_field=key_field, fpp=fpp)
         finally:
             src.close()

@@ -816,8 +816,13 @@ def log_compact(mt: MorTable, *, dry_run: bool = False,
              "base_file": op["dataFilePath"], "log_files": op["deltaFilePaths"],
              "metrics": op["metrics"]} for op in plan_log_compaction(mt, table)]
         return report
+    unreadable = table.timeline.pending_services().unreadable
     for pending in pending_log_compactions(table):
         why = refusal(mt.table(), pending)
+        if pending in unreadable:
+            # a requested plan that does not decode: dropped, as Hudi drops a log
+            # compaction it rolls back (log compaction plans are mutable; §4.6)
+            why = f"its plan does not decode ({unreadable[pending]})"
         if why is not None:
             discard_log_compaction(mt, pending)
             report.dropped.append((pending, why))

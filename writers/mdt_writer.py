@@ -37,7 +37,6 @@ from morlog.logformat.blocks import delete_block, hfile_data_block
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
-from morlog.logformat.framing import decode_blocks
 from morlog.logformat.hfile import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
 from morlog.logformat.hfile_content import encode_hfile_records
 from morlog.logformat.hudi_bloom import DynamicBloomV0
@@ -61,6 +60,7 @@ from morlog.logformat.table_files import (
 )
 from morlog.logformat.timeline_meta import write_stat
 from morlog.readers.base_files import BaseFormat
+from morlog.readers.logfile import LogFileReader
 from morlog.readers.mdt_read import partition_records as mdt_partition_records
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
@@ -443,15 +443,20 @@ class MetadataTable:
         logs = sorted((LogFileName.parse(n) for n in names if LogFileName.matches(n)),
                       key=lambda x: (x.instant, x.version), reverse=True)
         for ln in logs:
-            for fr in reversed(decode_blocks(self.store.read(self.store.join(d, str(ln))))):
-                if fr.block_type == BlockType.HFILE_DATA:
-                    text = fr.header.get(HeaderKey.SCHEMA)
-                    if text:
-                        return text
+            # with the data logs' recovery: a torn or corrupt block is skipped, as Hudi's
+            # log reader skips it (spec/mdt.md §15)
+            with LogFileReader(self.location.storage.source(self.store.join(d, str(ln)))
+                               ) as reader:
+                for blk in reader.reversed_blocks():
+                    if blk.block_type == BlockType.HFILE_DATA:
+                        text = blk.header.get(HeaderKey.SCHEMA)
+                        if text:
+                            return text
         bases = sorted((BaseFileName.parse(n) for n in names if BaseFileName.matches(n)),
                        key=lambda b: b.instant, reverse=True)
         for b in bases:
-            info = decode_hfile(self.store.read(self.store.join(d, str(b)))).file_info
+            bp = self.store.join(d, str(b))
+            info = decode_hfile(self.store.read(bp), path=bp).file_info
             if b"schema" in info:
                 return info[b"schema"].decode("utf-8")
         if partition != FILES:
@@ -631,24 +636,30 @@ def metadata_table_properties(*, name: str, version: int) -> dict[str, str]:
 
 
 def bootstrap_base_file(version: int, file_name: str, *, schema: str | None = None,
-                        create_time_ms: int | None = None) -> bytes:
-    """The ``files`` base HFile of an empty table's MDT: one ``__all_partitions__`` record
-    listing no partition (``initializeFilesPartition`` of an empty table), with the base
-    file's bloom filter and key range (``HoodieAvroHFileWriter``)."""
+                        create_time_ms: int | None = None,
+                        files: Mapping[str, Mapping[str, int]] | None = None) -> bytes:
+    """The ``files`` base HFile of a new MDT: for an empty table one ``__all_partitions__``
+    record listing no partition (``initializeFilesPartition`` of an empty table); with
+    ``files`` (data partition -> {file name: size}, a non-empty table's listing, as
+    ``initializeFromFilesystem`` gathers it) one record per partition and
+    ``__all_partitions__`` naming them. With the base file's bloom filter and key range
+    (``HoodieAvroHFileWriter``)."""
     text = schema or metadata_record_schema_json()
-    rec = [_empty_partition_list()]
+    listing = {p: f for p, f in (files or {}).items() if f}
+    rec = files_partition_records(listing) if listing else [_empty_partition_list()]
     if version == 8:  # Hudi 1.0 filled the file-name meta field of base file records
-        rec[0]["_hoodie_file_name"] = file_name
+        for r in rec:
+            r["_hoodie_file_name"] = file_name
     style, created = _style(version)
     if create_time_ms is not None:
         created = create_time_ms
     content = encode_hfile_records(rec, text, style=style, create_time_ms=created)
     hf = decode_hfile(content)
     bloom = DynamicBloomV0(_BLOOM_ENTRIES.get(version, 10_000), _BLOOM_FPP, _BLOOM_MAX_ENTRIES)
-    bloom.add([ALL_PARTITIONS_KEY])
+    keys = sorted(str(r["key"]) for r in rec)
+    bloom.add(keys)
     info = {b"schema": text.encode("utf-8"), b"bloomFilterTypeCode": b"DYNAMIC_V0",
-            b"minRecordKey": ALL_PARTITIONS_KEY.encode(),
-            b"maxRecordKey": ALL_PARTITIONS_KEY.encode()}
+            b"minRecordKey": keys[0].encode(), b"maxRecordKey": keys[-1].encode()}
     return encode_hfile(list(hf.keys), list(hf.values), file_info=info,
                         meta_blocks={b"bloomFilter": bloom.to_base64().encode("ascii")},
                         style=style, create_time_ms=created)
@@ -662,13 +673,18 @@ def _empty_partition_list() -> dict[str, Any]:
 
 
 def create_metadata_table(store: WriteStore, location: TableLocation, *, name: str,
-                          version: int, fsync: bool = True) -> None:
+                          version: int, fsync: bool = True,
+                          files: Mapping[str, Mapping[str, int]] | None = None) -> None:
     """Create the MDT of a new, empty table of ``version`` 8 or 9 with its ``files``
     partition, as Hudi initialises it (``initializeFromFilesystem``): MDT properties, then
     delta commit ``00000000000000000`` with the file group's first log (an empty delete
     block, write token ``0-0-0``, ``initializeFileGroups``) and base HFile (the bulk insert
     of ``__all_partitions__``). The caller lists ``files`` in the data table's
-    ``hoodie.table.metadata.partitions`` afterwards."""
+    ``hoodie.table.metadata.partitions`` afterwards.
+
+    ``files``: the data files of a table that has some (data partition -> {file name:
+    size}), which the base file lists (a rebuild, ``morlog.writers.metadata
+    .rebuild_metadata_table``); the bootstrap instant stays ``00000000000000000``."""
     if version < 8:
         raise UsageError("morlog creates metadata tables for table versions 8 and 9",
                          actual=version)
@@ -691,10 +707,11 @@ def create_metadata_table(store: WriteStore, location: TableLocation, *, name: s
     LogFileWriter(d, fid, instant, write_token=DEFAULT_WRITE_TOKEN, mode="rollover",
                   fsync=fsync, store=store).append(delete_block([], instant))
     base = str(BaseFileName(fid, WRITE_TOKEN, instant, "hfile"))
-    data = bootstrap_base_file(version, base)
+    data = bootstrap_base_file(version, base, files=files)
     if not store.create(store.join(d, base), data, sync=fsync):
         raise UsageError("the metadata table's base file exists already", path=d)
-    stat = write_stat(FILES, fid, f"{FILES}/{base}", num_writes=1, num_inserts=1,
+    n = 1 + sum(1 for f in (files or {}).values() if f)
+    stat = write_stat(FILES, fid, f"{FILES}/{base}", num_writes=n, num_inserts=n,
                       file_size=len(data))
     w.write(instant, "completed", {
         "partitionToWriteStats": {FILES: [stat]}, "compacted": False,

@@ -39,13 +39,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from morlog.logformat.errors import UnsupportedSettingError
+from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import PROPERTIES_FILE, format_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
 from .commit import CommitHooks, HookChain
 from .logwriter import Mode
-from .mdt_writer import FILES, KEEPERS, METADATA_DIR, MetadataWriter, keeper_for
+from .mdt_writer import (
+    FILES,
+    KEEPERS,
+    METADATA_DIR,
+    MetadataWriter,
+    create_metadata_table,
+    keeper_for,
+)
 from .store import WriteStore
 
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
@@ -246,7 +254,64 @@ def update_properties(store: WriteStore, location: TableLocation, props: dict[st
     store.delete(backup)
 
 
+# --- rebuilding a damaged metadata table -----------------------------------------------------
+
+
+def live_data_files(store: WriteStore, table: Table) -> dict[str, dict[str, int]]:
+    """Data partition -> {file name: size} of the base and log files that committed
+    instants wrote (what ``HoodieBackedTableMetadataWriter.initializeFromFilesystem`` lists:
+    the data files of each partition, files of pending or failed instants left out); the
+    names the ``files`` partition of a true MDT lists."""
+    tl = table.timeline
+    out: dict[str, dict[str, int]] = {}
+    for part in table.partitions():
+        d = table.slice_dir(part)
+        files: dict[str, int] = {}
+        for name in store.listdir(d):
+            if LogFileName.matches(name):
+                inst = LogFileName.parse(name).instant
+            elif BaseFileName.matches(name):
+                inst = BaseFileName.parse(name).instant
+            else:
+                continue
+            if tl.is_committed(inst):
+                size = store.size(store.join(d, name))
+                if size > 0:
+                    files[name] = size
+        if files:
+            out[part] = files
+    return out
+
+
+def rebuild_metadata_table(store: WriteStore, location: TableLocation, table: Table, *,
+                           fsync: bool = True) -> str:
+    """Replace a damaged metadata table (spec/mdt.md §15) as Hudi's re-bootstrap does when
+    ``hoodie.metadata.enable`` goes off and on again (``deleteMetadataTable``, then
+    ``initializeFromFilesystem``): the MDT is unlisted from ``hoodie.properties`` (readers
+    list the file system meanwhile), ``.hoodie/metadata`` deleted, and, for table versions 8
+    and 9, created again with a ``files`` partition whose base file lists the live data
+    files (:func:`live_data_files`), then listed (``files`` only: the index partitions are
+    not rebuilt; Hudi builds them again when its writer enables them). Table version 6: the
+    MDT is dropped, as Hudi's writer with the metadata table off drops it. The caller holds
+    the writer lock. ``"rebuilt"`` or ``"dropped"``."""
+    mdt = store.join(location.path, ".hoodie", METADATA_DIR)
+    props = dict(table.config.props)
+    props[PARTITIONS_PROPERTY] = ""
+    if INFLIGHT_PROPERTY in props:
+        props[INFLIGHT_PROPERTY] = ""
+    # unlisted first: a crash from here leaves an unlisted MDT, which the next commit drops
+    update_properties(store, location, props, fsync=fsync)
+    store.remove_tree(mdt)
+    if table.version < 8:
+        return "dropped"
+    name = (props.get("hoodie.table.name") or "").strip() or "morlog_table"
+    create_metadata_table(store, location, name=name, version=table.version, fsync=fsync,
+                          files=live_data_files(store, table))
+    update_properties(store, location, {**props, PARTITIONS_PROPERTY: FILES}, fsync=fsync)
+    return "rebuilt"
+
+
 __all__ = ["ENABLE", "KEPT", "METADATA_DIR", "METADATA_SWITCHES", "PARTITIONS_PROPERTY",
            "MetadataPlan",
            "apply_drops", "listed_partitions", "plan_metadata", "switch_of",
-           "update_properties"]
+           "live_data_files", "rebuild_metadata_table", "update_properties"]

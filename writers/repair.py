@@ -15,6 +15,23 @@ holding the table's writer lock. What it finds:
   committing.
 - ``STALE_LOCK``: an S3 lock object whose lease ran out, or that cannot be read (empty, not
   JSON) and is older than the lease.
+- ``MDT_DAMAGED``: a file of the metadata table that is damaged (a corrupt block, a torn
+  tail, a base file or timeline that does not read: ``morlog.readers.mdt_read
+  .damaged_files``). Applied by rebuilding the metadata table from the data table, as
+  Hudi's re-bootstrap does (``morlog.writers.metadata.rebuild_metadata_table``).
+- ``UNREADABLE_PLAN``: a compaction or log compaction left requested whose plan does not
+  decode (``PendingServices.unreadable``). It wrote nothing and can never run; applied by
+  deleting its requested file, when no inflight file and no data file carries its instant
+  (spec/services.md §4.6).
+- ``DAMAGED_BLOCK``: a block of a data log whose framing adds up but that readers cannot
+  use: its content or header does not decode, its type or log format version is garbage
+  (the scan stops there), or the file's first block magic is damaged (no reader opens the
+  file). Readers and the next upsert refuse the slice with an error naming the file, as
+  Hudi's do. Applied on local storage by patching the file in place: a damaged first
+  magic is written back; a damaged block's reverse pointer is zeroed, which makes its
+  framing not add up, so every reader (Hudi's ``HoodieLogFileReader.isBlockCorrupted``
+  and morlog's) takes it for a CORRUPT block and skips it (its records are lost, as they
+  were). spec/format.md §6.5.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -24,13 +41,24 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from morlog.logformat.constants import MAGIC_LEN
-from morlog.logformat.errors import MorlogError, UsageError
-from morlog.logformat.naming import LogFileName
-from morlog.readers.logfile import LogFileReader
+from morlog.logformat.constants import BLOCK_PREFIX_LEN, MAGIC, MAGIC_LEN, TRAILER_LEN, BlockType
+from morlog.logformat.errors import (
+    FormatError,
+    MorlogError,
+    UnknownBlockTypeError,
+    UnknownHeaderKeyError,
+    UnsupportedVersionError,
+    UsageError,
+)
+from morlog.logformat.framing import read_i64
+from morlog.logformat.naming import REQUESTED, BaseFileName, LogFileName
+from morlog.logformat.virtual_keys import KeyField, key_columns
+from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.storage import BytesSource
 from morlog.readers.table import Table
 
 from .profile import WRITE_VERSIONS
@@ -51,6 +79,13 @@ SPARK_STAGING = "SPARK_STAGING"
 STALE_LOCK = "STALE_LOCK"
 LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
+MDT_DAMAGED = "MDT_DAMAGED"
+UNREADABLE_PLAN = "UNREADABLE_PLAN"
+DAMAGED_BLOCK = "DAMAGED_BLOCK"
+#: a log format version above this is damage, not a newer writer's (Hudi writes version 1)
+_MAX_PLAUSIBLE_VERSION = 255
+#: at most this many damaged blocks are patched in one log file per run
+_MAX_PATCHES = 64
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -133,6 +168,13 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
             if LogFileName.matches(name):
                 plan.findings.extend(_log_findings(store, store.join(directory, name), table,
                                                    fixable))
+                plan.findings.extend(_block_findings(store, store.join(directory, name),
+                                                     table, fixable))
+    plan.findings.extend(_mdt_findings(table, fixable))
+    plans = _plan_findings(store, table, fixable)
+    covered = {f.instant for f in plans}  # reported as UNREADABLE_PLAN instead
+    plan.findings = [f for f in plan.findings
+                     if f.kind != PENDING_INSTANT or f.instant not in covered] + plans
     for path, mtime in _walk_files(store, inner):
         base = path.rsplit("/", 1)[-1]
         if base.startswith(TEMP_PREFIX):
@@ -183,9 +225,8 @@ def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
         size = store.size(path)
         with LogFileReader(table.storage.source(path)) as reader:
             blocks = list(reader.blocks())
-    except MorlogError as exc:
-        return [Finding(CORRUPT_BLOCK, path, f"log file does not parse: {exc.message}",
-                        fixable=False)]
+    except MorlogError:
+        return []  # a scan that stops: DAMAGED_BLOCK (_block_findings)
     good_end = 0
     out: list[Finding] = []
     for b in blocks:
@@ -316,7 +357,8 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     lock = store.lock(inner)
     try:
         for f in plan.findings:
-            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT):
+            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED,
+                                           UNREADABLE_PLAN, DAMAGED_BLOCK):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -327,6 +369,9 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
                 result.skipped.append((f, exc.message))
             except OSError as exc:
                 result.skipped.append((f, f"{type(exc).__name__}: {exc.strerror or ''}"))
+        _apply_blocks(store, plan, result)
+        _apply_mdt(store, plan, result, lease_seconds)
+        _apply_plans(store, plan, result)
         pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
         if pending:
             from .client import MorTable, WriteConfig
@@ -361,6 +406,236 @@ def _apply_one(store: WriteStore, f: Finding) -> None:
             os.rmdir(f.path)
 
 
+# --- the metadata table -----------------------------------------------------------------------
+
+
+def _mdt_findings(table: Table, fixable: bool) -> list[Finding]:
+    """``MDT_DAMAGED`` for each damaged file of the table's metadata table."""
+    from morlog.readers.mdt_read import damaged_files
+
+    return [Finding(MDT_DAMAGED, path, f"metadata table: {why}; --apply rebuilds the "
+                    "metadata table from the data table", fixable=fixable)
+            for path, why in damaged_files(table.storage, table.path)]
+
+
+def _apply_mdt(store: WriteStore, plan: RepairPlan, result: RepairResult,
+               lease_seconds: float) -> None:
+    """Rebuild the metadata table once for all ``MDT_DAMAGED`` findings (the caller holds
+    the writer lock)."""
+    found = [f for f in plan.findings if f.kind == MDT_DAMAGED and f.fixable]
+    if not found:
+        return
+    from .client import MorTable, WriteConfig
+    from .metadata import rebuild_metadata_table
+
+    mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
+    try:
+        rebuild_metadata_table(store, mt.location, mt.table(), fsync=mt.config.fsync)
+    except (MorlogError, OSError) as exc:
+        why = exc.message if isinstance(exc, MorlogError) else f"{type(exc).__name__}: {exc}"
+        result.skipped.extend((f, why) for f in found)
+        return
+    result.done.extend(found)
+
+
+# --- service plans that do not decode ------------------------------------------------------
+
+
+def _plan_findings(store: WriteStore, table: Table, fixable: bool) -> list[Finding]:
+    """``UNREADABLE_PLAN`` for each requested compaction or log compaction whose plan does
+    not decode; fixable when no data file carries its instant (a base file of an attempt;
+    table version 6: logs written into the slice it starts, which need the plan)."""
+    unreadable: dict[str, MorlogError] = {}
+    inflight: set[str] = set()
+    for pending in table.timeline.pending():
+        if pending.action in ("compaction", "logcompaction"):
+            try:
+                table.timeline.plan(pending)
+            except FormatError as bad:
+                unreadable[pending.requested] = bad
+                if pending.state != REQUESTED:
+                    inflight.add(pending.requested)
+    if not unreadable:
+        return []
+    named: dict[str, str] = {}
+    for part in table.partitions():
+        directory = table.slice_dir(part)
+        for name in store.listdir(directory):
+            if LogFileName.matches(name):
+                at = LogFileName.parse(name).instant
+            elif BaseFileName.matches(name):
+                at = BaseFileName.parse(name).instant
+            else:
+                continue
+            if at in unreadable:
+                named.setdefault(at, store.join(directory, name))
+    out = []
+    for instant, exc in sorted(unreadable.items()):
+        path = exc.path or instant
+        if instant in inflight:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}) "
+                               "and the instant is inflight (it may have written files): "
+                               "roll it back with Hudi's CLI", instant=instant,
+                               fixable=False))
+        elif instant in named:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}) "
+                               f"and {named[instant]} carries its instant: restore the plan "
+                               "or roll it back with Hudi's CLI", instant=instant,
+                               fixable=False))
+        else:
+            out.append(Finding(UNREADABLE_PLAN, path, f"plan does not decode ({exc.message}); "
+                               "requested, it wrote nothing: --apply deletes it",
+                               instant=instant, fixable=fixable))
+    return out
+
+
+def _apply_plans(store: WriteStore, plan: RepairPlan, result: RepairResult) -> None:
+    """Delete the requested files of the fixable ``UNREADABLE_PLAN`` findings, each only
+    while it is still requested (no inflight file; the caller holds the writer lock)."""
+    for f in plan.findings:
+        if f.kind != UNREADABLE_PLAN or not f.fixable:
+            continue
+        inflight = f.path.replace(".requested", ".inflight")
+        if inflight != f.path and store.exists(inflight):
+            result.skipped.append((f, "it is inflight now"))
+            continue
+        try:
+            store.delete(f.path)
+            result.done.append(f)
+        except (MorlogError, OSError) as exc:
+            result.skipped.append((f, f"{type(exc).__name__}: {exc}"))
+
+
+# --- damaged blocks of data logs ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Patch:
+    offset: int
+    data: bytes
+    reason: str
+
+
+def _undecodable(block: LogBlock, key_field: KeyField | None) -> str | None:
+    """Why a block whose framing adds up cannot be used by readers (None: it can): its
+    header or content does not decode, or a data block lacks the table's key columns."""
+    try:
+        block.header.as_dict()
+        t = block.block_type
+        if t in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+            names = block.to_arrow().column_names
+            missing = [c for c in (key_columns(key_field) if key_field is not None else ())
+                       if c not in names]
+            if missing:
+                return f"data block has no key column {missing[0]!r}"
+        elif t == BlockType.HFILE_DATA:
+            block.records()
+        elif t == BlockType.DELETE:
+            block.delete_columns()
+        elif t == BlockType.COMMAND:
+            _ = block.command_type
+    except MorlogError as exc:
+        return exc.message
+    return None
+
+
+def _first_damage(source: BytesSource, key_field: KeyField | None) -> _Patch | None:
+    """The first damage of a log file held in memory that a patch fixes (see
+    ``DAMAGED_BLOCK``), or None."""
+    size = source.size
+    if size >= MAGIC_LEN and source.read(0, MAGIC_LEN) != MAGIC:
+        return _Patch(0, MAGIC, "the file's first block magic is damaged "
+                      f"({source.read(0, MAGIC_LEN)!r}): no reader opens the file")
+    pos = 0
+    try:
+        for b in LogFileReader(source).blocks():
+            pos = b.offset + b.size
+            if b.is_corrupt:
+                continue
+            why = _undecodable(b, key_field)
+            if why is not None:
+                return _Patch(b.offset + b.size - TRAILER_LEN, bytes(TRAILER_LEN),
+                              f"block at offset {b.offset} does not decode ({why})")
+    except (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError) as exc:
+        # the block at ``pos`` framed well (its length, reverse pointer and the magic after
+        # it were checked before its head was decoded), but its head is garbage
+        if isinstance(exc, UnsupportedVersionError) and isinstance(exc.actual, int) and (
+                0 <= exc.actual <= _MAX_PLAUSIBLE_VERSION):
+            return None  # maybe a newer writer's block: never touched
+        length = read_i64(source.read(pos + MAGIC_LEN, 8), 0)
+        end = pos + BLOCK_PREFIX_LEN + length
+        return _Patch(end - TRAILER_LEN, bytes(TRAILER_LEN),
+                      f"block at offset {pos}: {exc.message} (the scan stops there)")
+    except MorlogError:
+        return None
+    return None
+
+
+def _damage_patches(data: bytes, name: str, key_field: KeyField | None) -> list[_Patch]:
+    """The patches that make every block of a log file either usable or CORRUPT (applied
+    in order; each found on the file as the ones before leave it)."""
+    buf = bytearray(data)
+    out: list[_Patch] = []
+    for _ in range(_MAX_PATCHES):
+        with warnings.catch_warnings():  # what the scan meets is reported as findings
+            warnings.simplefilter("ignore")
+            patch = _first_damage(BytesSource(bytes(buf), name), key_field)
+        if patch is None:
+            break
+        buf[patch.offset:patch.offset + len(patch.data)] = patch.data
+        out.append(patch)
+    return out
+
+
+def _key_field(table: Table) -> KeyField | None:
+    """The key columns readers require of the table's data blocks (None: unknown)."""
+    try:
+        return table.key_field
+    except MorlogError:
+        return None
+
+
+def _block_findings(store: WriteStore, path: str, table: Table, fixable: bool
+                    ) -> list[Finding]:
+    """``DAMAGED_BLOCK`` for each block of the log file at ``path`` that readers cannot
+    use and a patch fixes."""
+    try:
+        patches = _damage_patches(store.read(path), path, _key_field(table))
+    except (MorlogError, OSError):
+        return []
+    local = isinstance(store, LocalStore)
+    return [Finding(DAMAGED_BLOCK, path, p.reason + ("; --apply makes readers skip it as a "
+                                                     "corrupt block" if local else
+                                                     "; this storage cannot patch files"),
+                    fixable=fixable and local) for p in patches]
+
+
+def _apply_blocks(store: WriteStore, plan: RepairPlan, result: RepairResult) -> None:
+    """Patch the log files of the fixable ``DAMAGED_BLOCK`` findings in place (local
+    storage; the caller holds the writer lock): the patches are found again on the file as
+    it is now, so a file changed since the plan gets only what it still needs."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in plan.findings:
+        if f.kind == DAMAGED_BLOCK and f.fixable:
+            by_path.setdefault(f.path, []).append(f)
+    key_field: KeyField | None = None
+    if by_path:
+        fs = store.fs if isinstance(store, ArrowStore) else None
+        key_field = _key_field(Table(store_for(plan.table)[1], fs))
+    for path, found in by_path.items():
+        try:
+            patches = _damage_patches(store.read(path), path, key_field)
+            with open(path, "r+b") as fh:
+                for p in patches:
+                    fh.seek(p.offset)
+                    fh.write(p.data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            result.done.extend(found)
+        except (MorlogError, OSError) as exc:
+            result.skipped.extend((f, f"{type(exc).__name__}: {exc}") for f in found)
+
+
 def repair(table_path: str, *, apply: bool = False,
            lease_seconds: float = DEFAULT_LEASE_SECONDS,
            min_temp_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS) -> RepairResult:
@@ -372,6 +647,8 @@ def repair(table_path: str, *, apply: bool = False,
     return apply_repair(plan, lease_seconds=lease_seconds)
 
 
-__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT", "SPARK_STAGING",
-           "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
-           "plan_repair", "repair", "sweep_orphan_temps"]
+__all__ = ["CORRUPT_BLOCK", "DAMAGED_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP",
+           "PENDING_INSTANT",
+           "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "UNREADABLE_PLAN", "Finding",
+           "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair",
+           "sweep_orphan_temps"]
