@@ -304,7 +304,7 @@ class RecordIndex:
                     readers.append(r)
                     blocks.extend(r.blocks())
                 for b in effective_blocks(blocks, self.table.timeline,
-                                          self.table.merge_spec(None)):
+                                          self.table.merge_spec(None), verify=True):
                     if b.block_type == BlockType.DELETE:
                         sources.append(None)
                         apply(-2, pc.drop_null(b.delete_columns().keys))
