@@ -100,13 +100,20 @@ def parquet_checksum(head: bytes, content: bytes, value: bytes) -> BlockChecksum
                          _parquet_crc(head, content, at, len(value)))
 
 
-def _stored(trailer: bytes | memoryview, *, base: int, path: str | None
-            ) -> tuple[BlockChecksum, int] | None:
+#: Base64 characters decoded from the end of ``morlog.index`` to find the CHECKSUM section
+#: (the table and the tail of a trailer with up to 30 sections): the KEYS section of a large
+#: block is most of the text, and it need not be decoded for the check
+_B64_TAIL = 4 * 342
+
+
+def _stored(trailer: bytes | memoryview, *, base: int, path: str | None,
+            total: int | None = None) -> tuple[BlockChecksum, int] | None:
     """The CHECKSUM section of the trailer that ends ``trailer`` and the trailer's length;
     None when there is none usable (no trailer, one that does not parse, no CHECKSUM
-    section, a damaged one or an unknown algorithm: the block is then unverified)."""
+    section, a damaged one or an unknown algorithm: the block is then unverified).
+    ``total``: the whole trailer's length when ``trailer`` holds only its end."""
     try:
-        layout = parse_layout(trailer, base=base, path=path)
+        layout = parse_layout(trailer, base=base, path=path, available_before=total)
         entry = layout.entry(Section.CHECKSUM)
         if entry is None:
             return None
@@ -118,6 +125,22 @@ def _stored(trailer: bytes | memoryview, *, base: int, path: str | None
     if stored.algorithm != CHECKSUM_CRC32:
         return None
     return stored, layout.length
+
+
+def _stored_b64(text: bytes, path: str | None) -> tuple[BlockChecksum, int] | None:
+    """:func:`_stored` of a Base64 trailer, decoding its last characters only when they
+    hold the CHECKSUM section (Base64 groups of 4 characters are 3 bytes each, so the last
+    characters of a text whose length is a multiple of 4 decode to the last bytes)."""
+    try:
+        if len(text) > _B64_TAIL and len(text) % 4 == 0:
+            total = len(text) // 4 * 3 - text[-2:].count(b"=")
+            tail = base64.b64decode(text[-_B64_TAIL:], validate=True)
+            found = _stored(tail, base=0, path=path, total=total)
+            if found is not None:
+                return found
+        return _stored(base64.b64decode(text, validate=True), base=0, path=path)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def verify_block(block_type: int, head: bytes, content: bytes | memoryview, *,
@@ -145,11 +168,7 @@ def verify_block(block_type: int, head: bytes, content: bytes | memoryview, *,
             return False  # the decode that follows says what is wrong
         if text is None:
             return False
-        try:
-            trailer = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            return False
-        found = _stored(trailer, base=0, path=path)
+        found = _stored_b64(text, path)
         if found is None:
             return False
         stored = found[0]
