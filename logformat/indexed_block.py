@@ -26,12 +26,12 @@ import pyarrow.compute as pc
 from .avro_columnar import encode_arrow_to_records
 from .avro_content import encode_avro_content, encode_records
 from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from .block_checksum import avro_checksum, block_head, parquet_checksum
 from .blocks import FAST_PATH_MISSES, arrow_to_records, make_header, records_to_arrow
 from .column_stats_section import StatsColumns, compute_column_stats
 from .constants import BLOCK_PREFIX_LEN, CURRENT_CONTENT_VERSION, BlockType, HeaderKey
 from .errors import MorlogError, UsageError
 from .framing import BlockFrame, encode_map
-from .block_checksum import avro_checksum, block_head, parquet_checksum
 from .index_trailer import (
     BLOCK_CHECKSUM,
     CHECKSUM_CRC32,
@@ -169,8 +169,9 @@ class PreparedBlock:
             # the checksum covers the head and the records, which the trailer's length
             # (fixed by now) is all it depends on: it is the last section written
             head = block_head(BlockType.AVRO_DATA, self.header, len(self.prefix) + trailer_len)
-            check = (Section.CHECKSUM, avro_checksum(head, self.prefix).encode())
-            frame = self._frame(encode_trailer(own + probe + extra + [check]))
+            check: list[tuple[int, bytes]] = [
+                (Section.CHECKSUM, avro_checksum(head, self.prefix).encode())]
+            frame = self._frame(encode_trailer(own + probe + extra + check))
             if len(frame.content) + content_offset - block_offset + 12 != size:
                 raise UsageError("index section sizes changed with their offsets")
             return frame, placement, b"".join(body for _, body in probe)
@@ -181,7 +182,8 @@ class PreparedBlock:
         # The CHECKSUM (last section, fixed size) is patched in the same way: it covers the
         # content with the Base64 text's bytes counted as zeros (spec/index.md §4.12).
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        unset = [(Section.CHECKSUM, BlockChecksum(CHECKSUM_CRC32, 0, 0).encode())]
+        unset: list[tuple[int, bytes]] = [
+            (Section.CHECKSUM, BlockChecksum(CHECKSUM_CRC32, 0, 0).encode())]
         first = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + unset))
         frame = self._frame_b64(first)
         placement = self._placement(block_offset, frame)
@@ -192,8 +194,9 @@ class PreparedBlock:
             raise UsageError("index section sizes changed with their offsets")
         content = frame.content.replace(first, placed)
         head = block_head(BlockType.PARQUET_DATA, frame.header, len(content))
-        check = [(Section.CHECKSUM, parquet_checksum(head, content, placed).encode())]
-        final = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + check))
+        patched: list[tuple[int, bytes]] = [
+            (Section.CHECKSUM, parquet_checksum(head, content, placed).encode())]
+        final = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + patched))
         if len(final) != len(placed) or content.count(placed) != 1:
             raise UsageError("index section sizes changed with their offsets")
         frame = BlockFrame(frame.block_type, frame.header, content.replace(placed, final))
