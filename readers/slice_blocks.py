@@ -66,10 +66,15 @@ def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: Bl
         if verify and not _verified(b):
             continue
         if not instant_counts(instant, timeline, spec):
-            b.release()
             continue
         kept.append(b)
-    return _apply_log_compaction(kept)
+    out = _apply_log_compaction(kept)
+    if verify:  # the bytes verify() kept for blocks that will not be decoded
+        applied = {id(b) for b in out}
+        for b in blocks:
+            if id(b) not in applied:
+                b.release()
+    return out
 
 
 def _verified(b: LogBlock) -> bool:

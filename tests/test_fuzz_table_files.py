@@ -431,3 +431,31 @@ def test_record_byte_flips_counted(built: dict[str, Path]) -> None:
             counts[outcome] = counts.get(outcome, 0) + 1
     assert counts.get("SILENT", 0) == 0, counts
     assert counts.get("checksum", 0) > 200, counts
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_a_damaged_instant_time_is_a_corrupt_block_not_a_vanished_one(
+        tmp_path: Path, carrier: str) -> None:
+    """A block whose INSTANT_TIME header changed names an instant the timeline does not
+    have: under table version 6 (only completed instants' blocks count) the snapshot dropped
+    it as a failed write's, silently. The checksum covers the header and is checked before
+    the instant: a warned corrupt block."""
+    from morlog.logformat.errors import CorruptBlockWarning
+    from morlog.readers.logfile import LogFileReader
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", table_version=6,
+                        config=WriteConfig(fsync=False, carrier=carrier))  # type: ignore[arg-type]
+    t.upsert(_batch(range(5), 1))
+    t.upsert(_batch(range(3, 9), 2))
+    (log,) = sorted(p for p in root.rglob("*.log.*") if ".hoodie" not in p.parts)
+    with LogFileReader(str(log)) as reader:
+        b = next(b for b in reader.blocks() if b.block_type.is_data)
+    data = bytearray(log.read_bytes())
+    assert b.instant is not None
+    at = data.index(b.instant.encode(), b.offset, b.content_offset)
+    data[at + len(b.instant) - 1] ^= 0x01  # the last digit: another, unknown instant
+    log.write_bytes(bytes(data))
+    with pytest.warns(CorruptBlockWarning, match=rf"{log.name}@{b.offset}: corrupt block"):
+        Table(str(root)).read()
