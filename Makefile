@@ -1,10 +1,15 @@
 # morlog: set up a virtual environment and run the demo or the tests.
-#   make demo   - set up, then run the main job (sample logs, then the upsert pipeline on local Spark)
-#   make test   - set up, then lint, type-check and run the whole test suite
+#   make demo   - install morlog with the spark extra only, then run the main job (sample
+#                 logs, then the upsert pipeline on local Spark)
+#   make test   - set up (morlog with every extra and the test tools), then lint, type-check
+#                 and run the whole test suite
+# Both use the one environment .venv; each has its own stamp, so `make demo` installs only
+# what the demo needs and a later `make test` adds the test tools.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.morlog-installed
+DEMO_STAMP := $(VENV)/.morlog-demo-installed
 
 .PHONY: setup demo test lint typecheck pytest clean
 
@@ -16,7 +21,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-demo: setup
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[spark]"
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/morlog demo
 	$(BIN)/morlog spark-demo
 

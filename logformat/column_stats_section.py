@@ -5,16 +5,19 @@ For every configured column of a data block: its name, a type tag, the null coun
 value count and, when they are usable, the smallest and largest non-null value in *filter
 order* (``morlog.readers.predicate``: numbers numerically, strings and bytes by their
 unsigned bytes, booleans ``false < true``). A column has **no bounds** when it holds no
-non-null value, when a float value is NaN, when a bound is longer than
-:data:`MAX_BOUND_BYTES`, or when its type has no bounds here (records, arrays, maps...).
+non-null value, when a bound is longer than :data:`MAX_BOUND_BYTES`, or when its type has
+no bounds here (records, arrays, maps...). A float column holding NaN is written with the
+tag FLOAT32_NANS / FLOAT64_NANS: its NaN count, then the bounds of the values that are not
+NaN (readers that do not know those tags keep its counts only, as before the tags existed).
 
 Layout (little-endian, as the rest of the trailer)::
 
     u64 rows | u32 column count C | C x column
     column:  str name | u8 type tag | u8 flags (bit 0: has bounds) | u64 null count
              | u64 value count | u32 payload length L | L bytes payload
-    payload: the type's parameters (FIXED: u32 width; DECIMAL: u8 precision, u8 scale),
-             then, with bounds, min and max encoded per type (:func:`encode_value`)
+    payload: the type's parameters (FIXED: u32 width; DECIMAL: u8 precision, u8 scale;
+             FLOAT32_NANS / FLOAT64_NANS: u64 NaN count), then, with bounds, min and
+             max encoded per type (:func:`encode_value`)
 
 A reader skips the payload of a type tag it does not know: that column has counts but no
 bounds (forward compatible). Pure: bytes in, values out. The statistics of an Arrow table
@@ -77,6 +80,8 @@ class StatsType(enum.IntEnum):
     LOCAL_TIMESTAMP_MICROS = 18
     LOCAL_TIMESTAMP_NANOS = 19
     NULL = 20  # the Avro null type: every value null
+    FLOAT32_NANS = 21  # a float column holding NaN: NaN count, bounds of the other values
+    FLOAT64_NANS = 22
 
 
 _I32 = {StatsType.INT32, StatsType.DATE, StatsType.TIME_MILLIS}
@@ -85,6 +90,11 @@ _I64 = {StatsType.INT64, StatsType.TIME_MICROS, StatsType.TIME_NANOS,
         StatsType.LOCAL_TIMESTAMP_MILLIS, StatsType.LOCAL_TIMESTAMP_MICROS,
         StatsType.LOCAL_TIMESTAMP_NANOS}
 _NO_BOUNDS = {StatsType.OTHER, StatsType.NULL}
+#: float tags -> the tag of the same type holding NaN, and back
+_WITH_NANS = {StatsType.FLOAT32: StatsType.FLOAT32_NANS,
+              StatsType.FLOAT64: StatsType.FLOAT64_NANS}
+_PLAIN_FLOAT = {v: k for k, v in _WITH_NANS.items()}
+_FLOATS = {StatsType.FLOAT32, StatsType.FLOAT64}
 _TS = {("ms", True): StatsType.TIMESTAMP_MILLIS, ("us", True): StatsType.TIMESTAMP_MICROS,
        ("ns", True): StatsType.TIMESTAMP_NANOS, ("ms", False): StatsType.LOCAL_TIMESTAMP_MILLIS,
        ("us", False): StatsType.LOCAL_TIMESTAMP_MICROS,
@@ -94,6 +104,7 @@ _TS_TYPES: dict[int, pa.DataType] = {tag: pa.timestamp(unit, tz="UTC" if utc els
 _SIMPLE_TYPES: dict[int, pa.DataType] = {
     StatsType.BOOLEAN: pa.bool_(), StatsType.INT32: pa.int32(), StatsType.INT64: pa.int64(),
     StatsType.FLOAT32: pa.float32(), StatsType.FLOAT64: pa.float64(),
+    StatsType.FLOAT32_NANS: pa.float32(), StatsType.FLOAT64_NANS: pa.float64(),
     StatsType.STRING: pa.string(), StatsType.BYTES: pa.binary(),
     StatsType.DATE: pa.date32(), StatsType.TIME_MILLIS: pa.time32("ms"),
     StatsType.TIME_MICROS: pa.time64("us"), StatsType.TIME_NANOS: pa.time64("ns"),
@@ -119,10 +130,25 @@ class ColumnStats:
     #: DECIMAL: precision and scale
     precision: int = 0
     scale: int = 0
+    #: FLOAT32_NANS / FLOAT64_NANS: how many values are NaN (at least one); 0 otherwise
+    nans: int = 0
 
     @property
     def has_bounds(self) -> bool:
         return self.min is not None and self.max is not None
+
+    @property
+    def nan_count(self) -> int | None:
+        """How many non-null values are NaN, None when the entry does not tell: exact for
+        the ``*_NANS`` tags; 0 for FLOAT32 / FLOAT64 with bounds (a writer writes bounds
+        for those tags only when no value is NaN) or without a non-null value; None for a
+        float column with values but without bounds (written before the ``*_NANS`` tags:
+        NaN was present) and for other types."""
+        if self.type_tag in _PLAIN_FLOAT:
+            return self.nans
+        if self.type_tag in _FLOATS:
+            return 0 if self.has_bounds or self.null_count >= self.value_count else None
+        return None
 
     @property
     def known(self) -> bool:
@@ -263,9 +289,15 @@ def _column_stats(name: str, col: pa.ChunkedArray | pa.Array) -> ColumnStats:
         arr = col if col.type == reduce_type else col.cast(reduce_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return ColumnStats(name, int(StatsType.OTHER), int(nulls), rows)
-    if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
-        if pc.any(pc.is_nan(arr)).as_py():
-            return base  # NaN is never covered by bounds
+    if tag in _FLOATS:
+        is_nan = pc.is_nan(arr)
+        nans = int(pc.sum(is_nan).as_py() or 0)  # nulls are not counted
+        if nans:  # bounds of the values that are not NaN, and the NaN count
+            tag = _WITH_NANS[tag]
+            base = ColumnStats(name, int(tag), int(nulls), rows, None, None, nans=nans)
+            arr = arr.filter(pc.invert(is_nan))
+            if len(arr) == arr.null_count:
+                return base  # every non-null value is NaN
     elif tag == StatsType.STRING:
         arr = arr.cast(pa.binary())  # reduce the bytes; decoded below (no UTF-8 check)
     elif tag in _I32 or tag in _I64:
@@ -274,7 +306,7 @@ def _column_stats(name: str, col: pa.ChunkedArray | pa.Array) -> ColumnStats:
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if lo is None or hi is None:
         return base
-    if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
+    if tag in _FLOATS or tag in _PLAIN_FLOAT:
         lo = -0.0 if lo == 0 else float(lo)  # -0.0 == 0.0 in filter order: one spelling
         hi = 0.0 if hi == 0 else float(hi)
     elif tag == StatsType.STRING:
@@ -287,7 +319,8 @@ def _column_stats(name: str, col: pa.ChunkedArray | pa.Array) -> ColumnStats:
     elif tag in (StatsType.BYTES, StatsType.FIXED):
         if not (_fits(lo) and _fits(hi)):
             return base
-    return ColumnStats(name, int(tag), int(nulls), rows, lo, hi, width, prec, scale)
+    return ColumnStats(name, int(tag), int(nulls), rows, lo, hi, width, prec, scale,
+                       base.nans)
 
 
 def compute_column_stats(table: pa.Table | pa.RecordBatch, columns: Sequence[str],
@@ -345,6 +378,8 @@ def decimal_of(unscaled: int, scale: int) -> decimal.Decimal:
 def encode_value(s: ColumnStats, v: Any) -> bytes:
     """One bound of a known tag (spec/index.md §4.11)."""
     tag = s.type_tag
+    if tag in _PLAIN_FLOAT:  # NaN tags: bounds as their type's
+        tag = int(_PLAIN_FLOAT[StatsType(tag)])
     if tag == StatsType.BOOLEAN:
         return struct.pack("<B", 1 if v else 0)
     if tag in _I32:
@@ -375,6 +410,8 @@ def _encode_column(s: ColumnStats) -> bytes:
         payload += struct.pack("<I", s.width)
     elif tag == StatsType.DECIMAL:
         payload += struct.pack("<BB", s.precision, s.scale)
+    elif tag in _PLAIN_FLOAT:
+        payload += struct.pack("<Q", s.nans)
     bounds = s.has_bounds and tag not in _NO_BOUNDS
     if bounds:
         payload += encode_value(s, s.min) + encode_value(s, s.max)
@@ -479,9 +516,15 @@ def _decode_column(r: _Reader, rows: int) -> ColumnStats:
         return ColumnStats(name, tag_raw, nulls, values)  # newer type: counts, no bounds
     tag = StatsType(tag_raw)
     p = _Reader(payload, r.base + payload_at, r.path)
-    width = precision = scale = 0
+    width = precision = scale = nans = 0
     if tag == StatsType.FIXED:
         (width,) = p.unpack("I", f"the width of column {name!r}")
+    elif tag in _PLAIN_FLOAT:
+        (nans,) = p.unpack("Q", f"the NaN count of column {name!r}")
+        if not 1 <= nans <= values - nulls:
+            raise r.bad(f"NaN count of column {name!r} is out of range", payload_at,
+                        expected=f"1 <= NaN count <= non-null values ({values - nulls})",
+                        actual=nans)
     elif tag == StatsType.DECIMAL:
         precision, scale = p.unpack("BB", f"the precision of column {name!r}")
         if not 1 <= precision <= _MAX_DECIMAL_PRECISION or scale > precision:
@@ -491,17 +534,19 @@ def _decode_column(r: _Reader, rows: int) -> ColumnStats:
     if flags & HAS_BOUNDS:
         if tag in _NO_BOUNDS:
             raise r.bad(f"column {name!r} of type {tag.name} has bounds", entry_at)
-        if nulls == values:
-            raise r.bad(f"column {name!r} has bounds but no non-null value", entry_at)
+        if nulls + nans >= values:
+            raise r.bad(f"column {name!r} has bounds but no non-null value"
+                        + (" that is not NaN" if nans else ""), entry_at)
         bounds_at = p.pos
-        lo = _decode_value(p, tag, width, precision, scale, name)
-        hi = _decode_value(p, tag, width, precision, scale, name)
+        vtag = _PLAIN_FLOAT.get(tag, tag)
+        lo = _decode_value(p, vtag, width, precision, scale, name)
+        hi = _decode_value(p, vtag, width, precision, scale, name)
         if _order_key(tag, lo) > _order_key(tag, hi):
             raise r.bad(f"min of column {name!r} is above its max", payload_at + bounds_at)
     if p.pos != len(p.buf):
         raise r.bad(f"payload of column {name!r} has trailing bytes", payload_at + p.pos,
                     expected=p.pos, actual=len(p.buf))
-    return ColumnStats(name, int(tag), nulls, values, lo, hi, width, precision, scale)
+    return ColumnStats(name, int(tag), nulls, values, lo, hi, width, precision, scale, nans)
 
 
 @dataclass(frozen=True)

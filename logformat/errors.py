@@ -103,9 +103,13 @@ class MorlogError(Exception):
             if self.offset is not None:
                 where += f"@{self.offset}"
             where += ": "
+        # what was expected is printed only when there was an expectation: an error that
+        # knows only what it found ends in ": got ...", never "expected None"
         detail = ""
-        if self.expected is not None or self.actual is not None:
+        if self.expected is not None:
             detail = f": expected {self.expected!r}, got {self.actual!r}"
+        elif self.actual is not None:
+            detail = f": got {self.actual!r}"
         return f"{where}{self.message}{detail}"
 
     def at(self, path: str | None = None, offset_base: int = 0) -> MorlogError:

@@ -18,6 +18,8 @@ row filter compares; ``min``/``max`` None with non-null values: no usable bounds
 from __future__ import annotations
 
 import decimal
+import json
+import math
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,6 +49,9 @@ from .index import read_stored_index
 from .logfile import LogBlock
 from .storage import Storage, decoder_errors
 
+#: the Parquet key/value metadata key of the NaN counts morlog's writer records in its base
+#: files: JSON ``{"rows": <the file's rows>, "columns": {<float column>: <NaN values>}}``
+NAN_COUNTS_KEY = "morlog.nan_counts"
 #: the end of a block fetched in one read: footer map, trailer tail, section table and,
 #: usually, the COLUMN_STATS section right before the table
 END_WINDOW = 16 * 1024
@@ -66,7 +71,7 @@ def to_range(stats: ColumnStats, file_name: str = "") -> ColumnRange:
     """A section entry as a :class:`ColumnRange` (type: the tag's Arrow type; None for a
     tag without one)."""
     return ColumnRange(file_name, stats.name, stats.min, stats.max, stats.null_count,
-                       stats.value_count, 0, 0, stats.arrow_type())
+                       stats.value_count, 0, 0, stats.arrow_type(), stats.nan_count)
 
 
 def _all_null(file_name: str, column: str, rows: int) -> ColumnRange:
@@ -76,9 +81,9 @@ def _all_null(file_name: str, column: str, rows: int) -> ColumnRange:
 def filter_ranges(table: pa.Table, columns: Sequence[str], file_name: str = ""
                   ) -> dict[str, ColumnRange]:
     """The filter-order statistics of ``columns`` of ``table`` (``pyarrow.compute`` per
-    column): exact min/max of the non-null values, none for a float column holding NaN, a
-    string or bytes bound longer than ``MAX_BOUND_BYTES`` or a type without bounds;
-    columns ``table`` lacks: all null."""
+    column): exact min/max of the non-null values (float columns: of those that are not
+    NaN, with the NaN count), none for a string or bytes bound longer than
+    ``MAX_BOUND_BYTES`` or a type without bounds; columns ``table`` lacks: all null."""
     section = compute_column_stats(table, columns)
     return {s.name: to_range(s, file_name) for s in section.columns}
 
@@ -215,7 +220,35 @@ def _raw_value(raw: Any, tag: StatsType, t: pa.DataType) -> Any:
             return None  # e.g. a truncated bound cut inside a character
     if tag in (StatsType.BYTES, StatsType.FIXED):
         return bytes(raw) if isinstance(raw, (bytes, bytearray)) else None
-    return None  # floats (NaN cannot be excluded from a footer), other types
+    if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
+        # Parquet writers leave NaN out of min/max (parquet.thrift ColumnOrder); a NaN
+        # bound (parquet-mr orders NaN last) bounds nothing
+        if isinstance(raw, float) and not math.isnan(raw):
+            return raw
+        return None
+    return None  # other types
+
+
+def footer_nan_counts(metadata: Any) -> dict[str, int]:
+    """The NaN counts morlog's writer records in a Parquet base file's key/value metadata
+    (:data:`NAN_COUNTS_KEY`, spec/prune.md §4.1): column -> NaN values, for the top-level
+    float columns it lists; empty when the key is absent, malformed or written for another
+    row count (a file rewritten by a tool that copied the metadata)."""
+    kv = metadata.metadata or {}
+    raw = kv.get(NAN_COUNTS_KEY.encode("utf-8"))
+    if raw is None:
+        return {}
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("rows") != int(metadata.num_rows):
+        return {}
+    cols = doc.get("columns")
+    if not isinstance(cols, dict):
+        return {}
+    return {str(k): v for k, v in cols.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
 
 
 def parquet_footer_ranges(metadata: Any, file_schema: pa.Schema, arrow_schema: pa.Schema,
@@ -224,6 +257,7 @@ def parquet_footer_ranges(metadata: Any, file_schema: pa.Schema, arrow_schema: p
     """:func:`base_file_ranges` of a Parquet footer (``pyarrow.parquet.FileMetaData``)."""
     rows = int(metadata.num_rows)
     paths = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    nan_counts = footer_nan_counts(metadata)
     out: dict[str, ColumnRange] = {}
     for col in dict.fromkeys(columns):  # per column
         if col not in arrow_schema.names:
@@ -237,8 +271,7 @@ def parquet_footer_ranges(metadata: Any, file_schema: pa.Schema, arrow_schema: p
         if i is None:  # nested: its leaves are other paths
             continue
         ft = file_schema.field(col).type
-        bounded = rtype is not None and _same_kind(ft, t) and tag not in (
-            StatsType.FLOAT32, StatsType.FLOAT64)
+        bounded = rtype is not None and _same_kind(ft, t)
         nulls, lo, hi, known = 0, None, None, True
         for g in range(metadata.num_row_groups):  # per row group
             rg = metadata.row_group(g)
@@ -261,7 +294,11 @@ def parquet_footer_ranges(metadata: Any, file_schema: pa.Schema, arrow_schema: p
             continue  # without a null count nothing is known
         if not bounded:
             lo = hi = None
-        out[col] = ColumnRange(file_name, col, lo, hi, nulls, rows, 0, 0, rtype)
+        nan: int | None = None
+        if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
+            counted = nan_counts.get(col)
+            nan = counted if counted is not None and counted <= rows - nulls else None
+        out[col] = ColumnRange(file_name, col, lo, hi, nulls, rows, 0, 0, rtype, nan)
     return out
 
 
@@ -275,10 +312,12 @@ def base_file_ranges(storage: Storage, path: str, base_format: BaseFormat | str,
     without one: the column is left out), value count = rows, bounds = min of the mins and
     max of the maxes of the physical values, kept only when the file's type is the table's
     (``arrow_schema``) type and the order is filter order: strings and bytes (Parquet's
-    unsigned byte order), integers, dates, times, timestamps, decimals, booleans; never
-    for floats (a footer cannot prove the absence of NaN) nor unsigned integers. Columns
-    the file lacks: all null (the merged read fills them with nulls). ORC, Lance and HFile
-    base files: ``{}`` (morlog reads no statistics of theirs)."""
+    unsigned byte order), integers, dates, times, timestamps, decimals, booleans, floats
+    (bounds of the values that are not NaN, which Parquet writers leave out of min/max; a
+    NaN bound is no bound; the NaN count from :data:`NAN_COUNTS_KEY` when morlog wrote the
+    file, else unknown); never unsigned integers. Columns the file lacks: all null (the
+    merged read fills them with nulls). ORC, Lance and HFile base files: ``{}`` (morlog
+    reads no statistics of theirs)."""
     fmt = base_format if isinstance(base_format, BaseFormat) else BaseFormat(
         str(base_format).upper())
     if fmt is not BaseFormat.PARQUET:
@@ -321,7 +360,9 @@ def _mdt_bounds(lo: Any, hi: Any, tag: StatsType) -> tuple[Any, Any]:
     elif tag == StatsType.STRING:
         ok = isinstance(lo, str) and isinstance(hi, str) and _utf16_safe(lo) and \
             _utf16_safe(hi)
-    else:  # floats (NaN), bytes and fixed (Java's signed byte order), other types
+    elif tag in (StatsType.FLOAT32, StatsType.FLOAT64):  # NaN is Double.compare's largest
+        ok = all(isinstance(v, float) and not math.isnan(v) for v in (lo, hi))
+    else:  # bytes and fixed (Java's signed byte order), other types
         ok = False
     if not ok or lo > hi:
         return None, None
@@ -342,6 +383,11 @@ def _exact_decimal(wrapped: Any, vtype: Any, value: Any) -> Any:
     return decimal_of(int.from_bytes(raw, "big", signed=True), scale) if raw else None
 
 
+def _is_log_file(name: str) -> bool:
+    """Whether a data file name is a log file's (``.{fileId}_{instant}.log.{version}...``)."""
+    return name.startswith(".") and ".log." in name
+
+
 def mdt_ranges(stats: Iterable[Mapping[str, Any]], types: Mapping[str, pa.DataType]
                ) -> dict[str, dict[str, ColumnRange]]:
     """Hudi's metadata-table column statistics as filter-order ranges: file name ->
@@ -355,9 +401,14 @@ def mdt_ranges(stats: Iterable[Mapping[str, Any]], types: Mapping[str, pa.DataTy
     ``Double.compare``: NaN largest), so bounds are kept only where that order is filter
     order: integers, dates, times, timestamps, decimals and booleans as they are; strings
     only when both bounds hold nothing but characters below U+E000 (then UTF-16 order and
-    code point order agree on every comparison with them, spec/index.md §7.6); bytes,
-    fixed and floats never. Counts are Hudi's (value count = rows of the file). A column
-    of an unknown type, or a value of an unexpected kind, has no bounds."""
+    code point order agree on every comparison with them, spec/index.md §7.6); bytes and
+    fixed never. Floats: for log files, whose records Hudi reduced in ``Double.compare``
+    order (NaN largest), the bounds when both are numbers, and then no value is NaN; for
+    base files the column is left out (unknown), so that the pruner reads the footer:
+    Hudi merges the row groups' footer statistics after parquet-mr dropped those of row
+    groups holding NaN, so a base file's record may not bound every number of the file.
+    Counts are Hudi's (value count = rows of the file). A column of an unknown type, or a
+    value of an unexpected kind, has no bounds."""
     out: dict[str, dict[str, ColumnRange]] = {}
     for s in stats:  # one per (file, column)
         if s.get("isDeleted"):
@@ -372,14 +423,24 @@ def mdt_ranges(stats: Iterable[Mapping[str, Any]], types: Mapping[str, pa.DataTy
         if tag == StatsType.DECIMAL:  # V2: the unscaled bytes, exactly at any precision
             lo, hi = (_exact_decimal(s.get(f), s.get("valueType"), v)
                       for f, v in (("minValue", lo), ("maxValue", hi)))
-        lo, hi = _mdt_bounds(lo, hi, tag)
+        nan: int | None = None
+        if tag in (StatsType.FLOAT32, StatsType.FLOAT64):
+            if not _is_log_file(r.file_name):
+                continue  # a base file: its footer knows more (see the docstring)
+            # a log file's records were reduced in Double.compare order, NaN largest: a
+            # maximum that is a number proves that no value is NaN
+            lo, hi = _mdt_bounds(lo, hi, tag)
+            nan = 0 if hi is not None else None
+        else:
+            lo, hi = _mdt_bounds(lo, hi, tag)
         if r.value_count < r.null_count:
             continue  # inconsistent counts: nothing is known
         rng = ColumnRange(r.file_name, col, lo, hi, r.null_count, r.value_count, 0, 0,
-                          reduce_type)
+                          reduce_type, nan)
         out.setdefault(r.file_name, {})[col] = rng
     return out
 
 
-__all__ = ["END_WINDOW", "base_file_ranges", "block_ranges", "filter_ranges", "mdt_ranges",
-           "parquet_footer_ranges", "stored_column_stats", "to_range"]
+__all__ = ["END_WINDOW", "NAN_COUNTS_KEY", "base_file_ranges", "block_ranges", "filter_ranges",
+           "footer_nan_counts", "mdt_ranges", "parquet_footer_ranges", "stored_column_stats",
+           "to_range"]

@@ -194,6 +194,9 @@ class ColumnRange:
     total_size: int = 0
     total_uncompressed_size: int = 0
     type: pa.DataType | None = None
+    #: float columns in filter order (``morlog.readers.predicate``): how many non-null
+    #: values are NaN; None: not known. Hudi's records have no such count (always None)
+    nan_count: int | None = None
 
 
 def _java_key(value: Any, t: pa.DataType | None) -> Any:

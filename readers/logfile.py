@@ -218,7 +218,17 @@ def _head_to_block(head: BlockHead, source: RangedSource, raw: bytes | None = No
 
 
 class LogFileReader:
-    """Blocks of one log file, forwards (with recovery) or backwards (reverse pointers)."""
+    """Blocks of one log file, forwards (with recovery) or backwards (reverse pointers).
+
+    The log file of the second upsert of the :meth:`MorTable.create
+    <morlog.writers.client.MorTable.create>` example:
+
+    >>> from pathlib import Path
+    >>> log = next(Path("rides", "sf").glob(".*.log.*"))
+    >>> [(b.block_type.name, b.header.as_dict()["INSTANT_TIME"] == b.instant)
+    ...  for b in LogFileReader(log).blocks()]
+    [('AVRO_DATA', True)]
+    """
 
     def __init__(self, source: RangedSource | str | os.PathLike[str], *,
                  strict: bool = False) -> None:

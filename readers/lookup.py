@@ -118,7 +118,14 @@ class _CountingOpener:
 
 
 class KeyTagger:
-    """Finds the file group of keys across a table, as of an instant."""
+    """Finds the file group of keys across a table, as of an instant (through the index
+    the table has: morlog's or Hudi's record index, else base-file footers and the logs'
+    block indexes).
+
+    >>> tagger = KeyTagger("rides")
+    >>> [None if loc is None else loc[0] for loc in tagger.tag(["b", "zz"]).locations]
+    ['sf', None]
+    """
 
     def __init__(self, table: Table | TableLocation | str, as_of: str | None = None, *,
                  use_record_index: bool = True, use_morlog_index: bool = True,
@@ -420,4 +427,12 @@ def _beyond_bmp(s: str) -> bool:
 
 def tag_keys(table_path: str | TableLocation, keys: Sequence[str],
              partitions: Sequence[str] | None = None, as_of: str | None = None) -> TagResult:
+    """The (partition, file id) holding each of ``keys`` in the table at ``table_path``
+    (None for a key it does not hold), as of ``as_of``; ``partitions``: the partition of
+    each key when known (only those partitions are looked at). See :class:`KeyTagger`.
+
+    >>> result = tag_keys("rides", ["a", "zz"])
+    >>> [None if loc is None else loc[0] for loc in result.locations]
+    ['sf', None]
+    """
     return KeyTagger(Table(table_path), as_of).tag(keys, partitions)

@@ -17,10 +17,14 @@ Statistics convention (shared by every producer of ranges for pruning): a mappin
 - ``min``/``max`` are exact bounds of the non-null values, as plain Python values in
   ``ColumnRange``'s representation (ints for date/time/timestamp columns in the column
   type's unit, ``Decimal``, ``str``, ``bytes``, ``float``, ``bool``); strings and bytes in
-  unsigned byte order (UTF-8 bytes, i.e. code point order);
+  unsigned byte order (UTF-8 bytes, i.e. code point order); for float columns bounds of
+  the non-null values that are not NaN (never NaN themselves);
+- ``nan_count`` (float columns): how many non-null values are NaN, None when unknown (NaN
+  may be present). NaN makes ``<`` ``<=`` ``>`` ``>=`` ``=`` and IN FALSE, so those are
+  decided from the bounds alone; ``!=``, NOT IN and negated orderings are TRUE for NaN and
+  need ``nan_count == 0`` to be excluded;
 - ``min is None or max is None`` with ``value_count > null_count``: the column has non-null
-  values but no usable bounds (NaN present or possible, bounds in another order, values too
-  long ...);
+  values but no usable bounds (bounds in another order, values too long, only NaN ...);
 - ``null_count == value_count``: every value is null (also a column the file lacks);
 - a column absent from the mapping: nothing is known (any value, nulls included).
 
@@ -1140,12 +1144,45 @@ class _Leaf:
     def __init__(self, r: ColumnRange | None, rows: int) -> None:
         self.r = r
         self.known = r is not None
+        self.may_nan = self.only_nan = False
         if r is None:
             return
         self.nonnull = r.value_count - r.null_count
         self.bounds = self.nonnull > 0 and r.min is not None and r.max is not None
         self.all_null = self.nonnull <= 0
         self.may_null = r.null_count > 0 or self.all_null or r.value_count != rows
+        if r.type is not None and pa.types.is_floating(r.type) and self.nonnull > 0:
+            nan = r.nan_count
+            #: a non-null value may be NaN / every non-null value is NaN
+            self.may_nan = nan is None or nan > 0
+            self.only_nan = nan is not None and nan >= self.nonnull
+
+    def undecided(self, column: str, t: pa.DataType | None) -> str:
+        """Why a test on this column is not decided by its bounds (for reports)."""
+        r = self.r
+        assert r is not None
+        if t is None:
+            return f"{column} is not bound"
+        if r.type is None or r.type != t:
+            return f"statistics of {column} are of another type"
+        return f"no bounds for {column}"
+
+    def nan_note(self, column: str) -> str:
+        r = self.r
+        assert r is not None
+        return (f"NaN may be present in {column}" if r.nan_count is None
+                else f"{column} holds NaN")
+
+
+def _note(notes: list[str] | None, text: str) -> None:
+    if notes is not None:
+        notes.append(text)
+
+
+def _nan_true(op: str, negated: bool) -> bool:
+    """Whether a NaN value makes ``c op v`` (NOT it when ``negated``) TRUE, for a literal
+    ``v`` that is not NaN: only ``!=`` is TRUE for NaN, so under NOT every other one."""
+    return (op == "!=") != negated
 
 
 def _range_space(leaf: _Leaf, t: pa.DataType | None) -> tuple[Any, Any] | None:
@@ -1158,8 +1195,9 @@ def _range_space(leaf: _Leaf, t: pa.DataType | None) -> tuple[Any, Any] | None:
     return _units(r.min, t), _units(r.max, t)
 
 
-def _cmp_may(e: Compare, negated: bool, leaf: _Leaf) -> bool:
+def _cmp_may(e: Compare, negated: bool, leaf: _Leaf, notes: list[str] | None) -> bool:
     if not leaf.known:
+        _note(notes, f"no statistics for {e.column}")
         return True
     if leaf.all_null:
         return False  # a comparison with NULL is never TRUE (nor its NOT)
@@ -1167,9 +1205,17 @@ def _cmp_may(e: Compare, negated: bool, leaf: _Leaf) -> bool:
         # NaN equals and orders with nothing: ``c != NaN`` is TRUE and the rest FALSE for
         # every value; so NOT turns them round (NOT (c < NaN) is TRUE, not c >= NaN)
         return (e.op == "!=") != negated
+    if leaf.may_nan and _nan_true(e.op, negated):
+        _note(notes, leaf.nan_note(e.column))
+        return True  # a NaN value makes it TRUE
+    if leaf.only_nan:
+        return False  # every non-null value is NaN, which makes it FALSE
+    # from here a matching value is a number (NaN makes the test FALSE or is absent): the
+    # bounds of the values that are not NaN decide
     op = _NEGATE[e.op] if negated else e.op
     space = _range_space(leaf, e.type)
     if space is None:
+        _note(notes, leaf.undecided(e.column, e.type))
         return True
     lo, hi = space
     v = _units(e.value, e.type) if e.type is not None else e.value
@@ -1187,6 +1233,7 @@ def _cmp_may(e: Compare, negated: bool, leaf: _Leaf) -> bool:
         if op == ">=":
             return bool(hi >= v)
     except TypeError:
+        _note(notes, f"statistics of {e.column} are of another type")
         return True  # statistics of an unexpected Python type: nothing is known
     return True
 
@@ -1214,13 +1261,20 @@ def _on_grid(v: Any, step: Fraction) -> Fraction | None:
     return f if (f / step).denominator == 1 else None
 
 
-def _in_may(e: In, negated: bool, leaf: _Leaf) -> bool:
+def _in_may(e: In, negated: bool, leaf: _Leaf, notes: list[str] | None) -> bool:
     if not leaf.known:
+        _note(notes, f"no statistics for {e.column}")
         return True
     if leaf.all_null:
         return False
+    if leaf.may_nan and negated:  # NaN is in no list: NOT IN is TRUE for it
+        _note(notes, leaf.nan_note(e.column))
+        return True
+    if leaf.only_nan:
+        return False
     space = _range_space(leaf, e.type)
     if space is None:
+        _note(notes, leaf.undecided(e.column, e.type))
         return True
     lo, hi = space
     try:
@@ -1243,6 +1297,7 @@ def _in_may(e: In, negated: bool, leaf: _Leaf) -> bool:
         count = (ghi - glo) / step + 1  # values of the type within [min, max]
         return inside < count
     except (TypeError, decimal.InvalidOperation):
+        _note(notes, f"statistics of {e.column} are of another type")
         return True
 
 
@@ -1253,12 +1308,16 @@ def _effective(e: Expr, negated: bool) -> tuple[Expr, bool]:
 
 
 def _and_may(items: Sequence[Expr], negated: bool, ranges: Mapping[str, ColumnRange],
-             rows: int) -> bool:
+             rows: int, notes: list[str] | None) -> bool:
     """May every item (each negated when ``negated``) be TRUE for one row?"""
-    if not all(_may(i, negated, ranges, rows) for i in items):
+    if not all(_may(i, negated, ranges, rows, notes) for i in items):
         return False
-    # one row holds one value per column: the comparisons on a column must hold together
+    # one row holds one value per column: the comparisons on a column must hold together.
+    # A NaN value satisfies no ordering but may satisfy negated ones: the intersection of
+    # the bounds is about numbers, and a column that may hold NaN escapes it when NaN
+    # satisfies every comparison taken into it
     bounds: dict[str, list[Any]] = {}
+    nan_escapes: dict[str, bool] = {}
     for item in items:
         leaf_e, neg = _effective(item, negated)
         if not isinstance(leaf_e, Compare) or leaf_e.column not in ranges:
@@ -1272,6 +1331,8 @@ def _and_may(items: Sequence[Expr], negated: bool, ranges: Mapping[str, ColumnRa
             continue
         v = _units(leaf_e.value, leaf_e.type)
         st = bounds.setdefault(leaf_e.column, [space[0], False, space[1], False, leaf_e.type])
+        nan_escapes[leaf_e.column] = nan_escapes.get(leaf_e.column, leaf.may_nan) and \
+            _nan_true(leaf_e.op, neg)
         try:
             if op in (">", ">=", "="):
                 strict = op == ">"
@@ -1283,7 +1344,9 @@ def _and_may(items: Sequence[Expr], negated: bool, ranges: Mapping[str, ColumnRa
                     st[2], st[3] = v, strict
         except TypeError:
             bounds.pop(leaf_e.column, None)
-    for lo, lo_open, hi, hi_open, t in bounds.values():
+    for column, (lo, lo_open, hi, hi_open, t) in bounds.items():
+        if nan_escapes.get(column):
+            continue  # a NaN value may satisfy all of them
         try:
             if lo > hi or (lo == hi and (lo_open or hi_open)):
                 return False
@@ -1299,25 +1362,35 @@ def _and_may(items: Sequence[Expr], negated: bool, ranges: Mapping[str, ColumnRa
     return True
 
 
-def _may(e: Expr, negated: bool, ranges: Mapping[str, ColumnRange], rows: int) -> bool:
+def _may(e: Expr, negated: bool, ranges: Mapping[str, ColumnRange], rows: int,
+         notes: list[str] | None = None) -> bool:
     """May ``e`` (NOT ``e`` when ``negated``) be TRUE for some row? NOT is pushed down: over
-    AND / OR by De Morgan, into a comparison as the opposite comparison."""
+    AND / OR by De Morgan, into a comparison as the opposite comparison (a NaN value, TRUE
+    under the negation of an ordering, is taken care of by the leaves). ``notes``: the
+    reasons tests were left undecided are appended (those of a subtree that came out False
+    are removed again)."""
     e, negated = _effective(e, negated)
     if isinstance(e, Compare):
         leaf = _Leaf(ranges.get(e.column), rows)
-        return _cmp_may(e, negated, leaf)
+        return _cmp_may(e, negated, leaf, notes)
     if isinstance(e, In):
-        return _in_may(e, negated, _Leaf(ranges.get(e.column), rows))
+        return _in_may(e, negated, _Leaf(ranges.get(e.column), rows), notes)
     if isinstance(e, IsNull):
         leaf = _Leaf(ranges.get(e.column), rows)
         if not leaf.known:
+            _note(notes, f"no statistics for {e.column}")
             return True
         return leaf.nonnull > 0 if negated else leaf.may_null
     conj = isinstance(e, And) != negated  # NOT (a OR b) is (NOT a) AND (NOT b)
     assert isinstance(e, (And, Or))
+    mark = len(notes) if notes is not None else 0
     if conj:
-        return _and_may(e.items, negated, ranges, rows)
-    return any(_may(i, negated, ranges, rows) for i in e.items)
+        out = _and_may(e.items, negated, ranges, rows, notes)
+    else:
+        out = any(_may(i, negated, ranges, rows, notes) for i in e.items)
+    if not out and notes is not None:
+        del notes[mark:]
+    return out
 
 
 def may_match(expr: Expr, ranges: Mapping[str, ColumnRange], rows: int) -> bool:
@@ -1329,6 +1402,56 @@ def may_match(expr: Expr, ranges: Mapping[str, ColumnRange], rows: int) -> bool:
     return _may(expr, False, ranges, rows)
 
 
+def why_may_match(expr: Expr, ranges: Mapping[str, ColumnRange], rows: int
+                  ) -> tuple[bool, tuple[str, ...]]:
+    """:func:`may_match` and, when it is True, why the statistics could not exclude a
+    match: the distinct reasons of the tests left undecided, in the order met (``no
+    statistics for fare``, ``no bounds for fare``, ``NaN may be present in fare``, ``fare
+    holds NaN``, ``statistics of fare are of another type``); empty when the bounds
+    themselves allow a match."""
+    if rows <= 0:
+        return False, ()
+    _check_depth(expr)
+    notes: list[str] = []
+    out = _may(expr, False, ranges, rows, notes)
+    return out, (tuple(dict.fromkeys(notes)) if out else ())
+
+
+def _is_nan_test(column: str, t: pa.DataType) -> Expr:
+    """TRUE exactly for a NaN value (NULL for NULL): ``NOT (c <= +inf)``."""
+    return Not(Compare(column, "<=", math.inf, t))
+
+
+def nan_largest(expr: Expr) -> Expr:
+    """The bound ``expr`` rewritten so that its IEEE meaning (:func:`to_arrow`) is its
+    meaning under Spark's float order, where NaN is larger than every number and equal to
+    itself: on float columns ``c > v`` and ``c >= v`` also hold for NaN, and comparisons
+    with a NaN literal test for NaN. Every other node keeps its meaning in both orders
+    (``-0.0 = 0.0`` in both; NaN in no IN list after binding). Used for the filters Spark
+    pushes (spec/prune.md §8.1), so that pruning with NaN-aware statistics stays sound."""
+    _check_depth(expr)
+
+    def walk(e: Expr) -> Expr:
+        if isinstance(e, Compare) and e.type is not None and pa.types.is_floating(e.type):
+            if _is_nan(e.value):
+                nan = _is_nan_test(e.column, e.type)
+                number = Compare(e.column, "<=", math.inf, e.type)
+                return {"=": nan, ">=": nan, "<=": Or((number, nan)), "<": number,
+                        "!=": number, ">": And((number, nan))}[e.op]
+            if e.op in (">", ">="):
+                return Or((e, _is_nan_test(e.column, e.type)))
+            return e
+        if isinstance(e, Not):
+            return Not(walk(e.item))
+        if isinstance(e, And):
+            return And(tuple(walk(i) for i in e.items))
+        if isinstance(e, Or):
+            return Or(tuple(walk(i) for i in e.items))
+        return e
+
+    return walk(expr)
+
+
 __all__ = ["MAX_DEPTH", "MAX_TEXT", "MAX_TREE_DEPTH", "NAN", "OPS", "And", "Compare", "Expr", "In",
-           "IsNull", "Not", "Or", "bind", "columns", "may_match", "parse", "to_arrow",
-           "to_text"]
+           "IsNull", "Not", "Or", "bind", "columns", "may_match", "nan_largest", "parse",
+           "to_arrow", "to_text", "why_may_match"]

@@ -202,7 +202,14 @@ class RangeTester:
 
 
 class SliceProbe:
-    """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last."""
+    """Probes the logs of one file slice: ``log_files`` in Hudi's order, newest last (a
+    table's slices: :meth:`Table.file_slices <morlog.readers.table.Table.file_slices>`).
+
+    >>> s = next(s for s in Table("rides").file_slices() if s.log_files)
+    >>> with SliceProbe(f"rides/{s.partition}", s.log_files) as probe:
+    ...     sorted(probe.probe(["a", "zz"]).found())
+    ['a']
+    """
 
     def __init__(self, directory: str, log_files: Sequence[str], *,
                  key_field: KeyField = RECORD_KEY_FIELD, fpp: float = 0.01,
@@ -520,7 +527,15 @@ def _blocks_of(directory: Directory) -> list[ProbedBlock]:
 
 def probe_log_file(path: str, keys: Sequence[str] | pa.Array, *,
                    key_field: KeyField = RECORD_KEY_FIELD) -> ProbeResult:
-    """Probe a single log file (its own slice for the purpose of the probe)."""
+    """Probe a single log file (its own slice for the purpose of the probe): which of
+    ``keys`` each of its data blocks may hold (range, bloom filter) and does hold
+    (confirmed from the block's key list), from the index trailers alone.
+
+    >>> from pathlib import Path
+    >>> log = str(next(Path("rides", "sf").glob(".*.log.*")))
+    >>> probe_log_file(log, ["a", "b"]).masks.confirmed.tolist()
+    [[True, False]]
+    """
     storage, inner = storage_for(path)
     directory, _, name = inner.rpartition("/") if "/" in inner else (".", "", inner)
     if isinstance(storage, LocalStorage):

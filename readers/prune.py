@@ -256,7 +256,8 @@ def union_ranges(parts: Sequence[Mapping[str, ColumnRange]], name: str = ""
                  ) -> dict[str, ColumnRange]:
     """The ranges of the rows of all ``parts`` together (filter order): a column absent from
     any part is unknown; bounds are lost when a part with non-null values has none, or when
-    the parts with non-null values have different types (bounds in different units)."""
+    the parts with non-null values have different types (bounds in different units); NaN
+    counts add up, unknown when one part with non-null values does not know its own."""
     if not parts:
         return {}
     common = set(parts[0])
@@ -278,7 +279,9 @@ def union_ranges(parts: Sequence[Mapping[str, ColumnRange]], name: str = ""
             except TypeError:
                 lo = hi = None
         t = next((r.type for r in with_values + rs if r.type is not None), None)
-        out[c] = ColumnRange(name, c, lo, hi, nulls, values, type=t)
+        nans = [r.nan_count for r in with_values]
+        nan = (sum(n for n in nans if n is not None) if None not in nans else None)
+        out[c] = ColumnRange(name, c, lo, hi, nulls, values, type=t, nan_count=nan)
     return out
 
 
@@ -391,6 +394,16 @@ class Pruner:
             return None
         return pr.may_match(self.expr, ranges, rows_of(ranges))
 
+    def why(self, ranges: Mapping[str, ColumnRange], what: str) -> tuple[bool | None, str]:
+        """:meth:`may_match` and the reason a slice kept for it gives: ``WHAT has no
+        statistics``, ``WHAT may match`` (the bounds allow a match), or ``WHAT may match:
+        R1; R2`` with the reasons tests were undecided (``NaN may be present in fare``,
+        ``no statistics for fare``, ``no bounds for fare`` ...)."""
+        if not ranges:
+            return None, f"{what} has no statistics"
+        m, notes = pr.why_may_match(self.expr, ranges, rows_of(ranges))
+        return m, f"{what} may match" + (": " + "; ".join(notes) if notes else "")
+
     # --- decisions ----------------------------------------------------------------------
 
     def decide(self, s: FileSlice) -> SliceDecision:
@@ -418,17 +431,13 @@ class Pruner:
             return self._union(s, data)
         if s.base_file is not None:
             ranges, _ = self.base_ranges(s)
-            m = self.may_match(ranges)
-            if m is None:
-                return SliceDecision(s, True, "base file has no statistics")
-            if m:
-                return SliceDecision(s, True, "base file may match")
+            m, why = self.why(ranges, "base file")
+            if m is None or m:
+                return SliceDecision(s, True, why)
         for b in reversed(data):  # the newest first: the likeliest to hold the match
-            m = self.may_match(self.block_ranges(s, b))
-            if m is None:
-                return SliceDecision(s, True, f"block {b.instant} has no statistics")
-            if m:
-                return SliceDecision(s, True, f"block {b.instant} may match")
+            m, why = self.why(self.block_ranges(s, b), f"block {b.instant}")
+            if m is None or m:
+                return SliceDecision(s, True, why)
         return SliceDecision(s, False, _excludes(s.base_file is not None, len(data)))
 
     def _union(self, s: FileSlice, data: list[LogBlock]) -> SliceDecision:
@@ -436,12 +445,12 @@ class Pruner:
         if s.base_file is not None:
             parts.append(self.base_ranges(s)[0])
         parts += [self.block_ranges(s, b) for b in data]
-        m = self.may_match(union_ranges(parts))
+        m, why = self.why(union_ranges(parts), f"union of {len(parts)} files")
         if m is None:
             return SliceDecision(s, True, "no statistics (partial updates)")
         if m:
-            return SliceDecision(s, True, f"union of {len(parts)} files may match "
-                                          "(partial updates)")
+            return SliceDecision(s, True, why.replace(" may match", " may match (partial "
+                                                      "updates)", 1))
         return SliceDecision(s, False, f"union of {len(parts)} files excludes "
                                        "(partial updates)")
 
@@ -450,11 +459,9 @@ class Pruner:
             return SliceDecision(s, True, "partition values may match")
         if s.base_file is not None:
             ranges, _ = self.base_ranges(s)
-            m = self.may_match(ranges)
-            if m is None:
-                return SliceDecision(s, True, "base file has no statistics")
-            if m:
-                return SliceDecision(s, True, "base file may match")
+            m, why = self.why(ranges, "base file")
+            if m is None or m:
+                return SliceDecision(s, True, why)
         rolled = {b.target_instant for b in logs.blocks
                   if b.block_type == BlockType.COMMAND
                   and b.command_type == CommandType.ROLLBACK}
@@ -462,11 +469,9 @@ class Pruner:
             if not blocks or not all(self._hudi_has_stats(b, rolled) for b in blocks):
                 return SliceDecision(s, True, f"log file {name} has no statistics")
             union = union_ranges([self.block_ranges(s, b) for b in blocks], name)
-            m = self.may_match(union)
-            if m is None:
-                return SliceDecision(s, True, f"log file {name} has no statistics")
-            if m:
-                return SliceDecision(s, True, f"log file {name} may match")
+            m, why = self.why(union, f"log file {name}")
+            if m is None or m:
+                return SliceDecision(s, True, why)
         n = len(logs.files) + (s.base_file is not None)
         return SliceDecision(s, False, f"{n} file{'s' if n != 1 else ''} exclude"
                              + ("s" if n == 1 else ""))

@@ -15,9 +15,11 @@ prunes file slices on the driver
 (:class:`~morlog.readers.prune.Pruner`), and the read tasks filter the merged rows with it
 (:class:`~morlog.readers.prune.SliceFilter`). Such a filter is reported fully handled (not
 returned to Spark) unless its column is a float or double one: Spark orders NaN above every
-number and equal to itself, the predicate follows IEEE, so those filters prune only and Spark
-evaluates them again. Filters on nested fields, string matching (``StartsWith`` ...), NaN
-literals and literals that do not fit the column are left to Spark.
+number and equal to itself, the predicate follows IEEE, so those filters prune only (rewritten
+to Spark's order by :func:`~morlog.readers.predicate.nan_largest`: ``fare > 5`` prunes as
+``fare > 5 OR fare is NaN``) and Spark evaluates them again. Filters on nested fields,
+string matching (``StartsWith`` ...), NaN literals and literals that do not fit the column
+are left to Spark.
 
 Read options use Hudi's names (short aliases in brackets); any other option is an error naming
 it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
@@ -90,7 +92,10 @@ def filter_expr(f: sds.Filter) -> pr.Expr | None:
     if isinstance(f, sds.EqualNullSafe):  # a <=> v: TRUE or FALSE, never NULL
         if f.value is None:
             return pr.IsNull(col)
-        return None if _is_nan(f.value) else pr.Compare(col, "=", f.value)
+        if _is_nan(f.value):
+            return None
+        # a NULL a gives FALSE (not NULL): NOT (a <=> v) is TRUE for it
+        return pr.And((pr.Not(pr.IsNull(col)), pr.Compare(col, "=", f.value)))
     if isinstance(f, sds.In):
         vals = tuple(f.value)
         if not vals or any(v is None or _is_nan(v) for v in vals):
@@ -192,7 +197,8 @@ class MorlogFilteringReader(MorlogReader):
             if expr is None:
                 left.append(f)
                 continue
-            pushed.append(expr)
+            # pruning is IEEE; Spark orders NaN above every number (spec/prune.md §8.1)
+            pushed.append(pr.nan_largest(expr))
             if _float_column(schema, expr):
                 left.append(f)
             else:
@@ -247,6 +253,8 @@ class MorlogReadSource(DataSource):
     def reader(self, schema: StructType) -> MorlogReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
+        if columns is not None:
+            Table(self.location()).check_columns(columns)  # an unknown column names itself
         pushdown = _flag(opts.get("pushdown"), self.PUSHDOWN, "filter.pushdown")
         cls = MorlogFilteringReader if pushdown else MorlogReader
         return cls(self.location(), schema, opts.get("as_of"), columns)

@@ -12,9 +12,9 @@ Base files are those of the table's ``hoodie.table.base.file.format``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -39,7 +39,7 @@ from .timeline import Timeline
 PARTITION_METADATA = PARTITION_METADATA_FILE
 #: layout 1 (Hudi 0.x, versions 4-6) and layout 2 (Hudi 1.x, versions 8-9)
 SUPPORTED_TABLE_VERSIONS = frozenset({4, 5, 6, 8, 9})
-__all__ = ["META_FIELDS", "FileSlice", "Table", "TableConfig", "query_instant"]
+__all__ = ["META_FIELDS", "FileSlice", "InstantInfo", "Table", "TableConfig", "query_instant"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,25 @@ class TableConfig:
         return "COMMIT_TIME_ORDERING"
 
 
+class InstantInfo(NamedTuple):
+    """One instant of a table's timeline, as :meth:`Table.instants` lists it."""
+
+    #: the instant's requested time (``yyyyMMddHHmmssSSS``): what ``as_of`` takes
+    instant: str
+    #: the action as the timeline names it (``deltacommit``, ``commit``, ``replacecommit``,
+    #: ``clean``, ``rollback``, ``compaction`` while pending...)
+    action: str
+    #: ``REQUESTED``, ``INFLIGHT`` or ``COMPLETED`` (the latest state on the timeline)
+    state: str
+    #: when it completed: the completion time of the file name (table version 8+); None
+    #: for a pending instant and for table versions <= 6, whose timeline records none
+    completed: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"instant": self.instant, "action": self.action, "state": self.state,
+                "completed": self.completed}
+
+
 @dataclass
 class FileSlice:
     partition: str
@@ -192,7 +211,14 @@ def query_instant(text: str) -> str:
 
 
 class Table:
-    """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem."""
+    """A merge-on-read table on the local file system or any ``pyarrow.fs`` filesystem,
+    opened for reading (any Hudi MOR table of version 6, 8 or 9; ``rides`` is the table of
+    the :meth:`MorTable.create <morlog.writers.client.MorTable.create>` example).
+
+    >>> t = Table("rides")
+    >>> t.read().num_rows, len(t.file_slices()), t.partitions()
+    (3, 2, ['nyc', 'sf'])
+    """
 
     def __init__(self, path: str | TableLocation, filesystem: Any = None) -> None:
         """``path``: a local path, a URI (``s3://bucket/table``) read through pyarrow.fs, or a
@@ -260,19 +286,120 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         """The table's schema: ``hoodie.table.create.schema`` with Hudi's meta fields first
         (when the table populates them)."""
-        from morlog.logformat.avroschema import avro_to_arrow_schema
-
         text = self.config.get("hoodie.table.create.schema")
         if not text:
             raise UsageError("table has no hoodie.table.create.schema", path=self.path)
+        return self._with_meta(text, self.config.path)
+
+    def _with_meta(self, avro_text: str, where: str | None) -> pa.Schema:
+        from morlog.logformat.avroschema import avro_to_arrow_schema
+
         try:
-            schema = avro_to_arrow_schema(text)
+            schema = avro_to_arrow_schema(avro_text)
         except ContentError as exc:
-            raise exc.at(self.config.path) from exc.__cause__
+            raise exc.at(where) from exc.__cause__
         if self.config.populate_meta_fields:
             meta = [pa.field(n, pa.string()) for n in META_FIELDS if n not in schema.names]
             schema = pa.schema(meta + list(schema))
         return schema
+
+    def schema(self) -> pa.Schema:
+        """The table's latest schema, the columns a read returns: the schema the latest
+        completed write records (commit metadata ``extraMetadata.schema``, which Hudi's
+        ``TableSchemaResolver.getTableAvroSchema`` prefers), else
+        ``hoodie.table.create.schema``; Hudi's meta fields first (when the table populates
+        them), then the partition columns the data files drop (when
+        ``hoodie.datasource.write.drop.partition.columns``). A :class:`UsageError` when the
+        table records no schema at all.
+
+        >>> Table("rides").schema().names[-4:]
+        ['uuid', 'ts', 'fare', 'city']
+        """
+        tl = self.timeline
+        schema: pa.Schema | None = None
+        for inst in reversed(tl.completed(frozenset({"commit", "deltacommit",
+                                                      "replacecommit"}))):
+            try:
+                extra = tl.metadata(inst).get("extraMetadata")
+            except (FormatError, UnsupportedVersionError):
+                continue  # a damaged commit file: an older commit may still say
+            text = extra.get("schema") if isinstance(extra, dict) else None
+            if isinstance(text, str) and text.strip():
+                try:
+                    schema = self._with_meta(text, self.storage.join(tl.directory,
+                                                                     inst.file_name))
+                except ContentError:
+                    continue
+                break
+        if schema is None:
+            schema = self.arrow_schema()
+        if self.config.drop_partition_columns:
+            types = self._partition_columns.types
+            extra_fields = [pa.field(f, types.get(f, pa.string())) for f in types
+                            if f not in schema.names]
+            schema = pa.schema(list(schema) + extra_fields)
+        return schema
+
+    def check_columns(self, columns: Sequence[str] | None) -> None:
+        """A :class:`UsageError` naming every column of ``columns`` that the table does not
+        have (neither in its latest :meth:`schema` nor in its create schema) and the
+        table's columns; nothing when ``columns`` is None. A read never answers a column it
+        does not know with no data."""
+        if columns is None:
+            return
+        if isinstance(columns, str):
+            raise UsageError("columns is a list of column names, not a string",
+                             path=self.path, actual=columns)
+        if not self._records_schema():
+            return  # nothing to check against (a read of such a table returns what it finds)
+        known = list(self.schema().names)
+        try:
+            known += [n for n in self.arrow_schema().names if n not in known]
+        except (UsageError, ContentError):
+            pass
+        unknown = [c for c in columns if c not in known]
+        if unknown:
+            word = "column" if len(unknown) == 1 else "columns"
+            raise UsageError(f"unknown {word} {', '.join(map(repr, unknown))}; the table's "
+                             f"columns are {', '.join(known)}", path=self.path)
+
+    def empty(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """A table of no rows with the table's :meth:`schema` (projected to ``columns``):
+        what a read that finds no rows returns."""
+        if not self._records_schema():
+            return pa.table({})
+        schema = self.schema()
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in dict.fromkeys(columns)
+                                if c in schema.names])
+        return schema.empty_table()
+
+    def _records_schema(self) -> bool:
+        """Whether the table records a schema (create schema or a write's)."""
+        if self.config.get("hoodie.table.create.schema"):
+            return True
+        try:
+            self.schema()
+        except UsageError:
+            return False
+        return True
+
+    def instants(self) -> list[InstantInfo]:
+        """Every instant of the table's active timeline, oldest first: requested time,
+        action, latest state and completion time (:class:`InstantInfo`). Archived instants
+        (older than all of these, all completed) are not listed: morlog does not read
+        Hudi's archived timeline. Any ``instant`` of a completed write is a valid
+        ``as_of``.
+
+        >>> [(i.action, i.state) for i in Table("rides").instants()]
+        [('deltacommit', 'COMPLETED'), ('deltacommit', 'COMPLETED')]
+        >>> first = Table("rides").instants()[0].instant
+        >>> Table("rides").read(first, columns=["uuid", "fare"]).sort_by("uuid").to_pylist()[0]
+        {'uuid': 'a', 'fare': 10.0}
+        """
+        return [InstantInfo(i.requested, i.action, i.state,
+                            i.completed if i.is_completed else None)
+                for i in self.timeline.instants]
 
     def read_slice(self, s: FileSlice, as_of: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
@@ -295,28 +422,42 @@ class Table:
 
     def snapshot(self, as_of: str | None = None, columns: list[str] | None = None,
                  where: Any = None) -> Iterator[pa.Table]:
-        """The table as of ``as_of`` (default: latest), one merged file slice at a time.
-        An instant a clean has given up (:meth:`check_time_travel`) is refused.
+        """The table as of ``as_of`` (default: latest), one merged file slice at a time
+        (slices without rows are skipped). An instant a clean has given up
+        (:meth:`check_time_travel`) and a column the table does not have
+        (:meth:`check_columns`) are refused here, before the first slice is read.
 
         ``where``: a predicate (text or a ``morlog.readers.predicate`` tree, bound to
         :func:`morlog.readers.prune.predicate_schema`): only the file slices
         :func:`morlog.readers.prune.prune` keeps are read, and only the merged rows for
-        which the predicate is TRUE are returned."""
+        which the predicate is TRUE are returned.
+
+        >>> sum(t.num_rows for t in Table("rides").snapshot(where="fare > 15"))
+        2
+        """
         as_of = self.resolve_instant(as_of)
         if as_of is not None:
             self.check_time_travel(as_of)
+        self.check_columns(columns)
         slices = self.file_slices(as_of)
         if where is None:
-            for s in slices:
-                t = self.read_slice(s, as_of, columns)
-                if t.num_rows:
-                    yield t
-            return
+            return self._slices(slices, as_of, columns)
         from .prune import Pruner, SliceFilter, bind_where
 
         expr = bind_where(self, where)
         pruner = Pruner(self, expr, as_of, "morlog")
         rows = SliceFilter.of(self, expr, columns)
+        return self._filtered(slices, as_of, pruner, rows)
+
+    def _slices(self, slices: list[FileSlice], as_of: str | None,
+                columns: list[str] | None) -> Iterator[pa.Table]:
+        for s in slices:
+            t = self.read_slice(s, as_of, columns)
+            if t.num_rows:
+                yield t
+
+    def _filtered(self, slices: list[FileSlice], as_of: str | None, pruner: Any,
+                  rows: Any) -> Iterator[pa.Table]:
         for s in slices:
             if pruner.decide(s).kept:
                 t = rows.read(self, s, as_of)
@@ -358,11 +499,22 @@ class Table:
         """The whole snapshot in memory (small tables; prefer :meth:`snapshot`); ``where``:
         only the rows for which that predicate is TRUE (see :meth:`snapshot`). Without
         ``where``, file slices are read and merged on up to ``threads`` threads (default:
-        the machine's cores, at most 4), each holding one slice more than the result."""
+        the machine's cores, at most 4), each holding one slice more than the result. A
+        column the table does not have is a :class:`UsageError` naming it; a read that finds
+        no rows returns no rows with the table's columns (:meth:`empty`).
+
+        >>> Table("rides").read(columns=["uuid", "fare"]).sort_by("uuid").to_pylist()
+        [{'uuid': 'a', 'fare': 12.5}, {'uuid': 'b', 'fare': 20.0}, {'uuid': 'c', 'fare': 30.0}]
+        >>> Table("rides").read(columns=["nope"])
+        Traceback (most recent call last):
+        ...
+        morlog.logformat.errors.UsageError: ...: unknown column 'nope'; the table's columns are ...
+        """
         if where is None:
             as_of = self.resolve_instant(as_of)
             if as_of is not None:
                 self.check_time_travel(as_of)
+            self.check_columns(columns)
             n = default_threads() if threads is None else max(1, threads)
             parts = [t for t in run_all(lambda s: self.read_slice(s, as_of, columns),
                                         self.file_slices(as_of), n, "morlog-read")
@@ -370,7 +522,7 @@ class Table:
         else:
             parts = list(self.snapshot(as_of, columns, where))
         if not parts:
-            return pa.table({})
+            return self.empty(columns)
         try:
             return pa.concat_tables(parts, promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -1,11 +1,13 @@
-"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot``, ``prune`` and ``tag``
-(``morlog.readers.table_cli``; errors through ``morlog.readers.command.run_guarded``, results
-through ``morlog.readers.command.emit``).
+"""Table commands of the ``morlog`` tool: ``slices``, ``snapshot``, ``timeline``, ``prune``
+and ``tag`` (``morlog.readers.table_cli``; errors through
+``morlog.readers.command.run_guarded``, results through ``morlog.readers.command.emit``).
 
 ``morlog slices TABLE --json``: one object per latest file slice with ``partition``,
 ``file_id``, ``base_instant``, ``base_file``, ``log_files`` and ``instants`` (first and last
 block instant of its logs). ``morlog snapshot TABLE [--as-of I] [--columns a,b]
 --format jsonl|parquet [--out FILE]``: the merged snapshot, Hudi meta columns included.
+``morlog timeline TABLE --json``: one object per instant of the active timeline with
+``instant``, ``action``, ``state`` and ``completed`` (:meth:`Table.instants`).
 ``morlog tag TABLE --keys FILE --json``: key -> ``{"partition", "file_id"}`` or null.
 ``morlog prune TABLE --where EXPR [--as-of I] [--rule morlog|hudi] --json``: one object
 ``{"kept": [...], "pruned": [...]}`` whose items are ``{"partition", "file_id", "reason"}``
@@ -98,6 +100,11 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 if writer is None:
                     writer = pq.ParquetWriter(args.out, t.schema)
                 writer.write_table(t.cast(writer.schema) if t.schema != writer.schema else t)
+            if writer is None:
+                # no row: still a file, of no rows, with the table's columns
+                empty = table.empty(columns)
+                writer = pq.ParquetWriter(args.out, empty.schema)
+                writer.write_table(empty)
         finally:
             if writer is not None:
                 writer.close()
@@ -111,6 +118,21 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     finally:
         if sink is not out:
             sink.close()
+    return EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    table = Table(args.table)
+    rows = [i.as_dict() for i in table.instants()]
+
+    def text(rows: list[dict[str, Any]], o: TextIO) -> None:
+        print(f"{table.config.name} (table version {table.version}): {len(rows)} instants "
+              "on the active timeline", file=o)
+        for r in rows:
+            print(f"{r['instant']} {r['action']:<14} {r['state']:<9} "
+                  f"{r['completed'] or '-'}", file=o)
+
+    emit_for(args, rows, text, out)
     return EXIT_OK
 
 
@@ -184,6 +206,18 @@ def add_table_commands(sub: Any) -> None:
                    "[NOT] NULL, AND, OR, NOT on data and partition columns); file slices "
                    "that cannot hold such a row are not read (see 'morlog prune')")
     s.set_defaults(func=cmd_snapshot)
+
+    tl = sub.add_parser("timeline", help="list a table's instants",
+                        description="List every instant of the table's active timeline, "
+                        "oldest first: requested time, action, state (REQUESTED, INFLIGHT, "
+                        "COMPLETED) and completion time (table version 8+; '-' for pending "
+                        "instants and for version 6 tables, whose timeline records none). "
+                        "The instant of a completed write is what --as-of takes. Archived "
+                        "instants are not listed. With --json: one object per instant "
+                        "(instant, action, state, completed).")
+    tl.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    add_output_options(tl, "print a JSON array, one object per instant")
+    tl.set_defaults(func=cmd_timeline)
 
     pr = sub.add_parser("prune", help="which file slices a predicate needs",
                         description="Decide, for every latest file slice, whether it may "

@@ -63,7 +63,8 @@ def _key(v: Any) -> Any:
 
 
 def oracle(arr: pa.Array | pa.ChunkedArray) -> tuple[Any, Any, int, int]:
-    """(min, max, nulls, rows) in filter order by a Python loop; min/max None: no bounds."""
+    """(min, max, nulls, rows) in filter order by a Python loop; min/max None: no bounds;
+    floats: bounds of the values that are not NaN."""
     t = arr.type
     if pa.types.is_dictionary(t):
         arr = arr.cast(t.value_type)
@@ -78,7 +79,8 @@ def oracle(arr: pa.Array | pa.ChunkedArray) -> tuple[Any, Any, int, int]:
     nulls = len(values) - len(present)
     if not present or pa.types.is_nested(t) or pa.types.is_null(t):
         return None, None, nulls, len(values)
-    if any(isinstance(v, float) and math.isnan(v) for v in present):
+    present = [v for v in present if not (isinstance(v, float) and math.isnan(v))]
+    if not present:  # only NaN
         return None, None, nulls, len(values)
     ordered = sorted(present, key=_key)
     lo, hi = ordered[0], ordered[-1]
@@ -102,6 +104,10 @@ def check_against_oracle(ranges: dict[str, ColumnRange], table: pa.Table) -> Non
         lo, hi, nulls, rows = oracle(table.column(name))
         assert (r.null_count, r.value_count) == (nulls, rows), name
         assert _same(r.min, lo) and _same(r.max, hi), (name, r.min, r.max, lo, hi)
+        if pa.types.is_floating(table.schema.field(name).type):
+            nans = sum(1 for v in table.column(name).to_pylist()
+                       if v is not None and math.isnan(v))
+            assert r.nan_count == nans, name
 
 
 # --- random tables --------------------------------------------------------------------------
@@ -183,8 +189,9 @@ def test_section_round_trips_and_matches_the_oracle(table: pa.Table) -> None:
     assert ColumnStatsSection.decode(section.encode()) == section
     ranges = filter_ranges(table, table.column_names)
     check_against_oracle(ranges, table)
-    for c in section.columns:  # a NaN column never has bounds; -0.0 / 0.0 spelled one way
-        if c.has_bounds and c.type_tag in (StatsType.FLOAT32, StatsType.FLOAT64):
+    for c in section.columns:  # -0.0 / 0.0 spelled one way
+        if c.has_bounds and c.type_tag in (StatsType.FLOAT32, StatsType.FLOAT64,
+                                           StatsType.FLOAT32_NANS, StatsType.FLOAT64_NANS):
             assert c.min != 0 or math.copysign(1, c.min) < 0
             assert c.max != 0 or math.copysign(1, c.max) > 0
 
@@ -214,7 +221,24 @@ def _valid_entries() -> st.SearchStrategy[ColumnStats]:
         entry(StatsType.FIXED, st.binary(min_size=4, max_size=4), width=4),
         entry(StatsType.DECIMAL, st.decimals(-10**20, 10**20, places=4), precision=25,
               scale=4),
-        entry(StatsType.OTHER, st.nothing()), entry(StatsType.NULL, st.nothing()))
+        entry(StatsType.OTHER, st.nothing()), entry(StatsType.NULL, st.nothing()),
+        _nan_entries())
+
+
+def _nan_entries() -> st.SearchStrategy[ColumnStats]:
+    @st.composite
+    def build(draw: Callable[..., Any]) -> ColumnStats:
+        tag = draw(st.sampled_from([StatsType.FLOAT32_NANS, StatsType.FLOAT64_NANS]))
+        rows = draw(st.integers(1, 2**40))
+        nulls = draw(st.integers(0, rows - 1))
+        nans = draw(st.integers(1, rows - nulls))
+        if nans < rows - nulls and draw(st.booleans()):
+            floats = st.floats(width=32 if tag == StatsType.FLOAT32_NANS else 64,
+                               allow_nan=False)
+            a, b = sorted((draw(floats), draw(floats)))
+            return ColumnStats("n", int(tag), nulls, rows, a, b, nans=nans)
+        return ColumnStats("n", int(tag), nulls, rows, nans=nans)
+    return build()
 
 
 @given(st.lists(_valid_entries(), max_size=6, unique_by=lambda c: c.name))
@@ -250,6 +274,43 @@ def test_hostile_bytes_raise_only_typed_errors(data: bytes) -> None:
         assert c.null_count <= c.value_count <= got.rows
         if c.has_bounds:
             assert c.known and _key(c.min) <= _key(c.max)
+
+
+def test_float_columns_with_nan_keep_bounds_and_a_nan_count() -> None:
+    """A float column holding NaN is written with the NaN tag: bounds of the numbers and
+    the NaN count; readers turn the entries of both float tags into NaN counts."""
+    t = pa.table({"a": pa.array([float("nan"), 99.99, None, -0.0], pa.float64()),
+                  "b": pa.array([float("nan"), None], pa.float32()).take([0, 1, 0, 0]),
+                  "c": pa.array([1.5, 2.5, None, 0.0], pa.float32())})
+    section = compute_column_stats(t, ["a", "b", "c"])
+    a, b, c = section.columns
+    assert (a.type_tag, a.min, a.max, a.nans, a.nan_count) == (
+        StatsType.FLOAT64_NANS, -0.0, 99.99, 1, 1)
+    assert (b.type_tag, b.has_bounds, b.nan_count) == (StatsType.FLOAT32_NANS, False, 3)
+    assert (c.type_tag, c.min, c.max, c.nan_count) == (StatsType.FLOAT32, -0.0, 2.5, 0)
+    assert ColumnStatsSection.decode(section.encode()) == section
+    r = filter_ranges(t, ["a", "b"])
+    assert (r["a"].min, r["a"].max, r["a"].nan_count, r["a"].type) == (
+        -0.0, 99.99, 1, pa.float64())
+    assert (r["b"].min, r["b"].nan_count, r["b"].type) == (None, 3, pa.float32())
+    # a section written before the NaN tags: a float column with values but no bounds
+    # held NaN (count unknown); one with bounds held none
+    old = ColumnStatsSection(4, (ColumnStats("a", int(StatsType.FLOAT64), 1, 4),
+                                 ColumnStats("c", int(StatsType.FLOAT32), 1, 4, 0.5, 2.5)))
+    got = {e.name: e for e in ColumnStatsSection.decode(old.encode()).columns}
+    assert (got["a"].nan_count, got["c"].nan_count) == (None, 0)
+
+
+@pytest.mark.parametrize(("nulls", "nans", "bounds", "message"), [
+    (1, 0, False, "NaN count"), (1, 4, False, "NaN count"),
+    (1, 3, True, "no non-null value that is not NaN")])
+def test_nan_tag_entries_are_checked(nulls: int, nans: int, bounds: bool,
+                                     message: str) -> None:
+    e = ColumnStats("x", int(StatsType.FLOAT64_NANS), nulls, 4, *((1.0, 2.0) if bounds
+                                                                   else (None, None)),
+                    nans=nans)
+    with pytest.raises(ContentError, match=message):
+        ColumnStatsSection.decode(ColumnStatsSection(4, (e,)).encode())
 
 
 def test_unknown_tags_keep_their_counts_only() -> None:
@@ -368,7 +429,9 @@ def test_blocks_without_the_section_are_recomputed(tmp_path: Path) -> None:
         assert stored_column_stats(block) is None
         got = block_ranges(block)  # Hudi's default choice of columns
         assert set(got) == {KEY, "x", "y"}
-        assert got["x"].min is None and got["x"].null_count == 1  # NaN: no bounds
+        # NaN: bounds of the other values and a NaN count
+        assert (got["x"].min, got["x"].max, got["x"].nan_count) == (3.5, 3.5, 1)
+        assert got["x"].null_count == 1
         assert (got["y"].min, got["y"].max) == (1, 3)
 
 
@@ -486,7 +549,9 @@ def _base_oracle_check(ranges: dict[str, ColumnRange], data: pa.Table,
         lo, hi, nulls, rows = oracle(data.column(name))
         assert (r.null_count, r.value_count) == (nulls, rows), name
         if pa.types.is_floating(arrow_schema.field(name).type):
-            assert r.min is None and r.max is None, name  # a footer cannot exclude NaN
+            assert r.nan_count is None, name  # Hudi's writers record no NaN count
+            if r.min is not None:  # the bounds hold every number (NaN left out)
+                assert lo is not None and r.min <= lo and hi <= r.max, (name, r.min, lo)
         elif r.min is not None:  # footer bounds: exact for these writers
             assert _same(r.min, lo) and _same(r.max, hi), (name, r.min, lo, r.max, hi)
 
@@ -516,7 +581,8 @@ def test_base_file_ranges_rules(tmp_path: Path) -> None:
     schema = pa.schema(list(data.schema) + [pa.field("later", pa.string())])
     r = base_file_ranges(LocalStorage(), p, "PARQUET", schema, schema.names + ["unknown"])
     assert (r["i"].min, r["i"].max, r["i"].null_count, r["i"].value_count) == (-3, 9, 1, 4)
-    assert r["f"].min is None and r["f"].null_count == 1
+    # floats: the row groups' bounds leave NaN out; no NaN count without morlog's key
+    assert (r["f"].min, r["f"].max, r["f"].null_count, r["f"].nan_count) == (1.0, 2.0, 1, None)
     assert (r["s"].min, r["s"].max) == ("a", "\U0001f600")
     assert r["u"].min is None  # unsigned: no bounds
     assert (r["ts"].min, r["ts"].max) == (1, 4)
@@ -565,9 +631,17 @@ def test_mdt_ranges_keep_only_filter_order_bounds() -> None:
     assert set(got) == {"f1", "f2"}
     f1, f2 = got["f1"], got["f2"]
     assert (f1["s"].min, f1["s"].max) == ("abc", "\ud7ff\u00e9")
-    for col in ("t", "u", "b", "f"):
+    for col in ("t", "u", "b"):
         assert f1[col].min is None and f1[col].max is None, col
         assert f1[col].value_count == 3
+    assert "f" not in f1  # a base file's doubles: left to its footer
+    log = ".fg-1_20250101000000001.log.1_0-1-1"
+    got = mdt_ranges([_stats(log, "f", -0.0, 2.5, wrapper="DoubleWrapper"),
+                      _stats(log + "x", "f", 1.0, float("nan"), wrapper="DoubleWrapper")],
+                     {"f": pa.float64()})
+    # a log file's doubles were reduced NaN-largest: a number as maximum means no NaN
+    assert (got[log]["f"].min, got[log]["f"].max, got[log]["f"].nan_count) == (-0.0, 2.5, 0)
+    assert (got[log + "x"]["f"].min, got[log + "x"]["f"].nan_count) == (None, None)
     assert (f1["i"].min, f1["i"].max, f1["i"].null_count) == (5, 9, 1)
     assert (f2["d"].min, f2["d"].max) == (10, 12)
     assert f2["i"].min is None and "zz" not in f2
@@ -621,8 +695,13 @@ def test_fixture_mdt_ranges_are_sound(name: str) -> None:
             if col not in data.column_names:
                 continue
             checked += 1
-            if pa.types.is_floating(types[col]) or pa.types.is_binary(types[col]):
+            if pa.types.is_binary(types[col]):
                 assert r.min is None and r.max is None
+            if pa.types.is_floating(types[col]):
+                assert ".log." in file_name  # base files' doubles are left to the footer
+                values = data.column(col).to_pylist()
+                if r.nan_count == 0:
+                    assert not any(v is not None and math.isnan(v) for v in values)
             if r.min is None:
                 continue
             bounded += 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +120,17 @@ def test_duplicates_in_a_batch_combine_by_ordering_field(tmp_path: Path) -> None
     (pa.table({"id": ["a"], "region": ["x"], "ts": [1], "amount": [1.0], "extra": [1]}),
      "does not match the table schema"),
     (pa.table({"id": ["a"], "region": ["x"], "ts": ["not a number"], "amount": [1.0]}),
-     "does not convert"),
+     "column 'ts' is string in the batch and int64 in the table"),
+    # strings that parse as numbers are refused too (Hudi: no string -> number promotion)
+    (pa.table({"id": ["a"], "region": ["x"], "ts": ["7"], "amount": [1.0]}),
+     "column 'ts' is string in the batch and int64 in the table"),
+    (pa.table({"id": ["a"], "region": ["x"], "ts": [1], "amount": ["1.5"]}),
+     "column 'amount' is string in the batch and double in the table"),
+    (pa.table({"id": ["a"], "region": ["x"], "ts": [1.0], "amount": [1.0]}),
+     "column 'ts' is double in the batch and int64 in the table"),
+    # a promotion Hudi allows, but the value does not fit the table's type exactly
+    (pa.table({"id": ["a"], "region": ["x"], "ts": [1], "amount": [2**53 + 1]}),
+     "column 'amount' of type int64 does not convert to the table's double"),
     (pa.table({"id": ["a"], "ts": [1], "amount": [1.0]}),
      r"lacks key or partition fields \['region'\]"),
 ])
@@ -130,6 +142,46 @@ def test_bad_batches_change_nothing(tmp_path: Path, bad: pa.Table, match: str) -
     with pytest.raises(UsageError, match=match):
         t.upsert(bad)
     assert _listing(tmp_path) == before
+
+
+def test_batches_take_hudis_type_promotions_only(tmp_path: Path) -> None:
+    from morlog.writers.promotion import promotes
+
+    schema = pa.schema([("id", pa.string()), ("i", pa.int32()), ("l", pa.int64()),
+                        ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),
+                        ("b", pa.binary()), ("m", pa.decimal128(10, 2))])
+    t = MorTable.create(str(tmp_path), schema, key_field="id", config=WriteConfig(**SMALL))
+    # int -> long -> float -> double, string <-> bytes, a wider decimal: written as the
+    # table's types
+    t.upsert(pa.table({"id": ["a"], "i": pa.array([1], pa.int16()),
+                       "l": pa.array([2], pa.int32()), "f": pa.array([3], pa.int64()),
+                       "d": pa.array([4.5], pa.float32()), "s": pa.array([b"x"], pa.binary()),
+                       "b": ["y"], "m": pa.array([Decimal("1.0")], pa.decimal128(5, 1))}))
+    got = Table(str(tmp_path)).read(columns=list(schema.names))
+    assert got.schema == schema
+    assert got.to_pylist()[0] == {"id": "a", "i": 1, "l": 2, "f": 3.0, "d": 4.5, "s": "x",
+                                  "b": b"y", "m": Decimal("1.00")}
+    before = _listing(tmp_path)
+    for col, value, src in [("i", pa.array([1], pa.int64()), "int64"),
+                            ("l", pa.array([1.0]), "double"),
+                            ("f", pa.array([1.0], pa.float64()), "double"),
+                            ("s", pa.array([True]), "bool"),
+                            ("m", pa.array([1], pa.decimal128(10, 3)), "decimal128(10, 3)")]:
+        batch = pa.table({"id": ["b"], col: value})
+        with pytest.raises(UsageError, match=re.escape(
+                f"column '{col}' is {src} in the batch and {schema.field(col).type} in the "
+                "table")):
+            MorTable(str(tmp_path), WriteConfig(**SMALL, set_null_for_missing_columns=True)
+                     ).upsert(batch)
+    assert _listing(tmp_path) == before
+    # nested and zoned types follow the same rules
+    assert promotes(pa.list_(pa.int32()), pa.list_(pa.int64()))
+    assert not promotes(pa.list_(pa.string()), pa.list_(pa.float64()))
+    assert not promotes(pa.timestamp("us"), pa.timestamp("us", tz="UTC"))
+    assert promotes(pa.timestamp("ms", tz="Etc/UTC"), pa.timestamp("us", tz="UTC"))
+    assert promotes(pa.struct([("x", pa.int32())]),
+                    pa.struct([("x", pa.int64()), ("y", pa.string())]))
+    assert not promotes(pa.uint64(), pa.int64())
 
 
 def test_not_a_table_and_existing_table(tmp_path: Path) -> None:

@@ -57,6 +57,18 @@ def test_library_errors_are_one_redacted_line_and_exit_2(capsys: pytest.CaptureF
                    "expected 'x', got 'y'\n")
 
 
+def test_error_texts_print_an_expectation_only_when_there_is_one() -> None:
+    from morlog.logformat.errors import UsageError
+    from morlog.logformat.naming import LogFileName
+
+    assert str(UsageError("bad", actual=7)) == "bad: got 7"
+    assert str(UsageError("bad", expected=1, actual=None)) == "bad: expected 1, got None"
+    assert str(ContentError("bad", path="f", offset=3)) == "f@3: bad"
+    with pytest.raises(UsageError) as info:
+        LogFileName.parse("nope.txt")
+    assert "expected None" not in str(info.value) and str(info.value).endswith(": got 'nope.txt'")
+
+
 def test_io_errors_name_the_file_and_exit_2(capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MORLOG_DEBUG", raising=False)
@@ -182,7 +194,7 @@ def test_every_command_explains_itself_and_its_options() -> None:
     commands = _subparsers(parser)
     assert set(commands) == {"blocks", "verify", "index", "lookup", "slices", "snapshot",
                              "tag", "demo", "spark-demo", "bench", "repair", "compact",
-                             "clean", "logcompact", "prune", "rli"}
+                             "clean", "logcompact", "prune", "rli", "timeline"}
     for name, sub in commands.items():
         assert sub.description and len(sub.description) > 100, name
         for action in sub._actions:

@@ -342,7 +342,7 @@ def _stats_value(tag: str, v: Any, scale: int) -> Any:
         return bytes.fromhex(v)
     if tag == "DECIMAL":
         return decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale))
-    if tag in ("FLOAT32", "FLOAT64"):
+    if tag in ("FLOAT32", "FLOAT64", "FLOAT32_NANS", "FLOAT64_NANS"):
         return float(v)
     return v
 
@@ -354,7 +354,7 @@ def _column_stats(c: dict[str, Any]) -> ColumnStats:
     return ColumnStats(c["name"], int(code), c["null_count"], c["value_count"],
                        _stats_value(str(tag), c["min"], scale),
                        _stats_value(str(tag), c["max"], scale), c.get("width", 0),
-                       c.get("precision", 0), scale)
+                       c.get("precision", 0), scale, c.get("nans", 0))
 
 
 _ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32(),
@@ -390,7 +390,7 @@ def test_column_stats_section(case_dir: Path) -> None:
     for g, c in zip(got.columns, case["columns"], strict=True):
         assert g.has_bounds == (c["min"] is not None)  # -0.0 and false are bounds too
         assert g.known == isinstance(c["type"], str)
-        if isinstance(c["type"], str) and c["type"] in ("FLOAT32", "FLOAT64") and g.has_bounds:
+        if isinstance(c["type"], str) and c["type"].startswith("FLOAT") and g.has_bounds:
             assert math.copysign(1, g.min) == math.copysign(1, float(c["min"]))
     if case.get("unknown_tags"):
         return  # writers never write tags they do not know

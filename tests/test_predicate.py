@@ -4,7 +4,8 @@ and the soundness of :func:`may_match` against statistics computed here in filte
 
 The references in this file are deliberately naive (per row, per value, in Python): rows are
 judged with exact arithmetic (Fraction) and SQL's three-valued logic, statistics by sorting
-the Python values (NaN: no bounds).
+the Python values (NaN: no bounds; or, NaN-aware, bounds of the values that are not NaN and
+a NaN count).
 """
 
 from __future__ import annotations
@@ -433,6 +434,33 @@ def reference_ranges(table: pa.Table) -> dict[str, ColumnRange]:
     return out
 
 
+def nan_aware_ranges(table: pa.Table) -> dict[str, ColumnRange]:
+    """:func:`reference_ranges` with float columns described as NaN-aware producers do:
+    bounds of the non-null values that are not NaN, and how many values are NaN."""
+    out = reference_ranges(table)
+    for name in table.column_names:
+        if not pa.types.is_floating(table.schema.field(name).type):
+            continue
+        vals = [v for v in table[name].to_pylist() if v is not None]
+        numbers = [v for v in vals if not math.isnan(v)]
+        r = out[name]
+        r.min, r.max = (min(numbers), max(numbers)) if numbers else (None, None)
+        r.nan_count = len(vals) - len(numbers)
+    return out
+
+
+def _blur(ranges: dict[str, ColumnRange], data: Any) -> None:
+    """Forget, at random, what some statistics know (any of them stays sound)."""
+    for name in list(ranges):
+        how = data.draw(st.sampled_from(["keep", "drop", "nobounds", "nan-unknown"]))
+        if how == "drop":
+            del ranges[name]
+        elif how == "nobounds" and ranges[name].null_count < ranges[name].value_count:
+            ranges[name].min = ranges[name].max = None
+        elif how == "nan-unknown":
+            ranges[name].nan_count = None
+
+
 # --- literals per column kind (all bindable) --------------------------------------------------
 
 NUMBER_LITS = st.one_of(
@@ -562,6 +590,11 @@ def test_bound_filter_matches_reference_and_statistics_are_sound(
         elif how == "nobounds" and ranges[name].null_count < ranges[name].value_count:
             ranges[name].min = ranges[name].max = None
     assert P.may_match(bound, ranges, table.num_rows) or not kept, P.to_text(bound)
+    # NaN-aware statistics: float bounds without NaN, NaN counted (or not known)
+    ranges = nan_aware_ranges(table)
+    assert P.may_match(bound, ranges, table.num_rows) or not kept, P.to_text(bound)
+    _blur(ranges, data)
+    assert P.may_match(bound, ranges, table.num_rows) or not kept, P.to_text(bound)
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -576,6 +609,191 @@ def test_statistics_of_any_subset_of_rows_are_sound(case: tuple[pa.Table, P.Expr
     for piece in (table.slice(0, cut), table.slice(cut)):
         rows = kept_rows(piece, bound)
         assert P.may_match(bound, reference_ranges(piece), piece.num_rows) or not rows
+        assert P.may_match(bound, nan_aware_ranges(piece), piece.num_rows) or not rows
+
+
+# --- float columns: NaN, infinities, -0.0 ------------------------------------------------------
+
+FLOATS = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0]),
+                   st.integers(-4, 4).map(float), st.floats(width=32))
+FLOAT_LITS = st.one_of(st.sampled_from([P.NAN, math.inf, -math.inf, -0.0, 0.0, 1e300]),
+                       st.integers(-5, 5), st.integers(-5, 5).map(lambda v: v + 0.5))
+
+
+@st.composite
+def float_table_and_tree(draw: Any, nan_literals: bool = True) -> tuple[pa.Table, P.Expr]:
+    """A table of float32 / float64 columns full of NaN, infinities, ±0.0 and NULLs, and a
+    random tree over them (``nan_literals``: NaN among the IN literals too)."""
+    n = draw(st.integers(0, 8))
+    table = pa.table({"f32": pa.array(draw(st.lists(FLOATS, min_size=n, max_size=n)), F32),
+                      "f64": pa.array(draw(st.lists(FLOATS, min_size=n, max_size=n)), F64)})
+    in_lits = FLOAT_LITS if nan_literals else FLOAT_LITS.filter(
+        lambda v: not (isinstance(v, float) and math.isnan(v)))
+
+    def leaf(name: str) -> Any:
+        return st.one_of(
+            st.builds(Compare, st.just(name), st.sampled_from(P.OPS), FLOAT_LITS),
+            st.builds(In, st.just(name), st.lists(in_lits, min_size=1, max_size=3).map(tuple)),
+            st.builds(lambda a, b: And((Compare(name, ">=", a), Compare(name, "<=", b))),
+                      FLOAT_LITS, FLOAT_LITS),  # BETWEEN
+            st.just(IsNull(name)),
+        )
+
+    leaves = st.sampled_from(["f32", "f64"]).flatmap(leaf)
+    tree = draw(st.recursive(leaves, lambda sub: st.one_of(
+        st.builds(Not, sub),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: And(tuple(xs))),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: Or(tuple(xs))),
+    ), max_leaves=5))
+    return table, tree
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(float_table_and_tree(), st.data())
+def test_nan_aware_statistics_never_prune_a_match(case: tuple[pa.Table, P.Expr],
+                                                  data: Any) -> None:
+    """Bounds that leave NaN out, with the NaN count known or not, never prune a file (or
+    any two pieces of it) that holds a row the filter keeps."""
+    table, tree = case
+    bound = P.bind(tree, table.schema)
+    kept = kept_rows(table, bound)
+    assert kept == reference_rows(table, tree), P.to_text(bound)
+    ranges = nan_aware_ranges(table)
+    assert P.may_match(bound, ranges, table.num_rows) or not kept, P.to_text(bound)
+    _blur(ranges, data)
+    assert P.may_match(bound, ranges, table.num_rows) or not kept, P.to_text(bound)
+    cut = data.draw(st.integers(0, table.num_rows))
+    for piece in (table.slice(0, cut), table.slice(cut)):
+        ranges = nan_aware_ranges(piece)
+        if data.draw(st.booleans()):
+            for r in ranges.values():
+                r.nan_count = None
+        assert P.may_match(bound, ranges, piece.num_rows) or not kept_rows(piece, bound)
+
+
+def spark_truth(e: P.Expr, row: dict[str, Any]) -> bool | None:
+    """Three-valued truth of an unbound tree under Spark's float order: NaN above every
+    number and equal to itself, -0.0 = 0.0 (the tree's float literals taken as doubles,
+    rounded to float32 for ``f32``)."""
+    def key(name: str, v: Any) -> tuple[int, float]:
+        x = exact_of_literal(name, v)
+        return (1, 0.0) if math.isnan(x) else (0, x)
+
+    if isinstance(e, Compare):
+        x = row[e.column]
+        if x is None:
+            return None
+        a, b = key(e.column, x), key(e.column, e.value)
+        return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[e.op]
+    if isinstance(e, In):
+        x = row[e.column]
+        if x is None:
+            return None
+        return any(key(e.column, x) == key(e.column, v) for v in e.values)
+    if isinstance(e, IsNull):
+        return row[e.column] is None
+    if isinstance(e, Not):
+        r = spark_truth(e.item, row)
+        return None if r is None else not r
+    results = [spark_truth(i, row) for i in e.items]
+    if isinstance(e, And):
+        return False if False in results else (None if None in results else True)
+    return True if True in results else (None if None in results else False)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(float_table_and_tree(nan_literals=False), st.data())
+def test_nan_largest_is_sparks_order(case: tuple[pa.Table, P.Expr], data: Any) -> None:
+    """``nan_largest`` of a bound tree keeps exactly the rows Spark's order finds TRUE, and
+    NaN-aware statistics never prune such a row."""
+    table, tree = case
+    spark = P.nan_largest(P.bind(tree, table.schema))
+    kept = kept_rows(table, spark)
+    cols = {n: table[n].to_pylist() for n in table.column_names}
+    want = [i for i in range(table.num_rows)
+            if spark_truth(tree, {n: cols[n][i] for n in cols}) is True]
+    assert kept == want, P.to_text(spark)
+    ranges = nan_aware_ranges(table)
+    _blur(ranges, data)
+    assert P.may_match(spark, ranges, table.num_rows) or not kept, P.to_text(spark)
+
+
+def nan_rng(lo: Any, hi: Any, nan: int | None, t: pa.DataType = F64, nulls: int = 0,
+            values: int = 10) -> dict[str, ColumnRange]:
+    if t == F32:  # bounds are values of the column's type
+        lo, hi = (None if v is None else float(np.float32(v)) for v in (lo, hi))
+    return {"x": ColumnRange("f", "x", lo, hi, nulls, values, type=t, nan_count=nan)}
+
+
+NAN_CASES = [
+    # (predicate, min, max of the numbers, NaN count (None: unknown), may match)
+    ("x > 1000", 1.0, 99.99, None, False),  # the issue's fares: NaN is not > 1000
+    ("x >= 5000", 1.0, 99.99, 3, False),
+    ("x >= 5000", None, None, 10, False),  # every value NaN
+    ("x IS NOT NULL", None, None, 10, True),  # NaN is not NULL
+    ("x IN (1000, 2000)", 1.0, 99.99, None, False),
+    ("x BETWEEN 100 AND 200", 1.0, 99.99, None, False),
+    ("x = 100", 1.0, 99.99, None, False),
+    ("x < 0", -0.0, 0.0, None, False),  # -0.0 is not below 0
+    ("x < FLOAT '-Infinity'", -math.inf, math.inf, None, False),
+    ("x > FLOAT 'Infinity'", -math.inf, math.inf, None, False),
+    ("x != 5", 5.0, 5.0, None, True),  # NaN != 5
+    ("x != 5", 5.0, 5.0, 2, True),
+    ("x != 5", 5.0, 5.0, 0, False),
+    ("x != 5", None, None, 10, True),
+    ("NOT x < 5", 1.0, 4.0, None, True),  # NOT (NaN < 5) is TRUE
+    ("NOT x < 5", 1.0, 4.0, 0, False),
+    ("NOT x < 5", None, None, 10, True),
+    ("x NOT IN (5)", 5.0, 5.0, None, True),
+    ("x NOT IN (5)", 5.0, 5.0, 0, False),
+    ("x NOT BETWEEN 1 AND 99.99", 1.0, 99.99, None, True),
+    ("x NOT BETWEEN 1 AND 99.99", 1.0, 99.99, 0, False),
+    ("NOT (x < 5) AND NOT (x > 3)", 1.0, 10.0, None, True),  # NaN satisfies both
+    ("NOT (x < 5) AND NOT (x > 3)", 1.0, 10.0, 0, False),
+    ("NOT (x < 5) AND x < 3", 1.0, 10.0, None, False),  # NaN fails x < 3
+    ("NOT (x >= 5 OR x IS NULL)", 6.0, 9.0, None, True),
+    ("NOT (x >= 5 OR x IS NULL)", 6.0, 9.0, 0, False),
+]
+
+
+@pytest.mark.parametrize(("text", "lo", "hi", "nan", "may"), NAN_CASES)
+def test_may_match_three_valued_on_floats(text: str, lo: Any, hi: Any, nan: int | None,
+                                          may: bool) -> None:
+    for t in (F64, F32):
+        bound = P.bind(P.parse(text), pa.schema([("x", t)]))
+        assert P.may_match(bound, nan_rng(lo, hi, nan, t), 10) is may, (text, t)
+
+
+def test_float32_literal_rounds_before_the_bounds() -> None:
+    """99.99 in a float32 column is float32(99.99): a maximum of exactly that value does
+    not hold a value above it."""
+    top = float(np.float32(99.99))
+    bound = P.bind(P.parse("x > 99.99"), pa.schema([("x", F32)]))
+    assert not P.may_match(bound, nan_rng(1.0, top, None, F32), 10)
+    assert P.may_match(bound, nan_rng(1.0, float(np.nextafter(np.float32(top), np.float32(1e9))),
+                                      None, F32), 10)
+
+
+def test_why_may_match_names_the_reason() -> None:
+    schema = pa.schema([("x", F64), ("y", I64)])
+
+    def why(text: str, ranges: dict[str, ColumnRange]) -> tuple[bool, tuple[str, ...]]:
+        return P.why_may_match(P.bind(P.parse(text), schema), ranges, 10)
+
+    assert why("x != 5", nan_rng(5.0, 5.0, None)) == (True, ("NaN may be present in x",))
+    assert why("x != 5", nan_rng(5.0, 5.0, 2)) == (True, ("x holds NaN",))
+    assert why("x != 5", nan_rng(5.0, 5.0, 0)) == (False, ())
+    assert why("x > 5", nan_rng(1.0, 9.0, None)) == (True, ())  # the bounds allow it
+    assert why("x > 5", nan_rng(None, None, None)) == (True, ("no bounds for x",))
+    assert why("x > 5", {}) == (True, ("no statistics for x",))
+    assert why("y > 5", nan_rng(1.0, 9.0, 0)) == (True, ("no statistics for y",))
+    # an excluded branch leaves no reason behind; an undecided one does
+    assert why("(x > 100 AND y > 5) OR x != 5", nan_rng(5.0, 5.0, None)) == (
+        True, ("NaN may be present in x",))
+    assert why("x > 100 AND y > 5", nan_rng(5.0, 5.0, None)) == (False, ())
+    ints = {"y": ColumnRange("f", "y", 1.0, 2.0, 0, 10, type=F64)}
+    assert why("y > 5", ints) == (True, ("statistics of y are of another type",))
 
 
 # --- binding --------------------------------------------------------------------------------

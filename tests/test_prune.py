@@ -15,6 +15,7 @@ module (``pytest -s``) and, with ``MORLOG_PRUNE_STATS=FILE``, appended to FILE a
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -407,12 +408,19 @@ def test_fixture_tables_keep_every_slice_with_a_match(path: Path) -> None:
 def test_fixture_base_files_use_the_metadata_tables_column_stats() -> None:
     path = next(p for p in tables() if p.name.startswith("v8_trips"))
     table = Table(str(path))
-    pruner = Pruner(table, bind_where(table, "rider = 'x' AND fare > 1"), None, "morlog")
+    pruner = Pruner(table, bind_where(table, "rider = 'x'"), None, "morlog")
     sources = {pruner.base_ranges(s)[1] for s in table.file_slices() if s.base_file}
     assert sources == {"mdt"}
     ranges, _ = pruner.base_ranges(table.file_slices()[0])
-    assert ranges["fare"].min is None  # doubles: no bounds from Java-order statistics
     assert isinstance(ranges["rider"].min, str)
+    # doubles: a base file's MDT record merges row groups whose NaN statistics parquet-mr
+    # dropped, so the footer is read instead; it bounds the numbers, NaN count unknown
+    pruner = Pruner(table, bind_where(table, "rider = 'x' AND fare > 1"), None, "morlog")
+    sources = {pruner.base_ranges(s)[1] for s in table.file_slices() if s.base_file}
+    assert sources == {"footer"}
+    ranges, _ = pruner.base_ranges(table.file_slices()[0])
+    fare = ranges["fare"]
+    assert isinstance(fare.min, float) and fare.min <= fare.max and fare.nan_count is None
     d = {x.file_id: x for x in prune(table, "rider = 'rider-A'").pruned}
     assert any(x.reason == "base file excludes" for x in d.values())
 
@@ -430,6 +438,143 @@ def test_damaged_metadata_table_falls_back_to_footers(tmp_path: Path) -> None:
         "footer"}
     assert _ids(prune(table, "rider = 'rider-A'")) == _ids(prune(Table(str(src)),
                                                                   "rider = 'rider-A'"))
+
+
+# --- doubles (NaN) ---------------------------------------------------------------------------
+
+_FARES = pa.schema([("id", pa.string()), ("city", pa.string()), ("ts", pa.int64()),
+                    ("fare", pa.float64())])
+
+
+def _fare_table(root: Path) -> Any:
+    """10 partitions of 20 trips each, fares up to 99.99 with NaN and -0.0 among them,
+    compacted into base files morlog wrote; then one partition gets fares >= 5000 in its
+    logs."""
+    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.compaction import compact
+
+    t = MorTable.create(str(root), _FARES, key_field="id", partition_field="city",
+                        ordering_field="ts", config=WriteConfig(fsync=False))
+    rows = [{"id": f"t{c}-{i:02d}", "city": f"c{c}", "ts": 1,
+             "fare": math.nan if i == 3 else (-0.0 if i == 4 else 99.99 - i)}
+            for c in range(10) for i in range(20)]
+    t.insert(pa.Table.from_pylist(rows, schema=_FARES))
+    compact(t)
+    t.upsert(pa.Table.from_pylist([{"id": "t7-01", "city": "c7", "ts": 2, "fare": 5000.0},
+                                   {"id": "t7-02", "city": "c7", "ts": 2, "fare": 7250.5}],
+                                  schema=_FARES))
+    return t
+
+
+def test_doubles_prune_from_base_files_and_blocks(tmp_path: Path) -> None:
+    """Issue 23: every base file's fare maximum is 99.99 (NaN present); one partition holds
+    fare >= 5000 in its logs: exactly that slice is kept (all ten were, when a footer's
+    double bounds were never used)."""
+    _fare_table(tmp_path / "t")
+    table = Table(str(tmp_path / "t"))
+    slices = table.file_slices()
+    assert len(slices) == 10 and all(s.base_file for s in slices)
+    r = prune(table, "fare >= 5000")
+    assert [d.partition for d in r.kept] == ["c7"]
+    assert r.kept[0].reason.startswith("block ") and r.kept[0].reason.endswith(" may match")
+    assert {d.reason for d in r.pruned} == {"base file excludes"}
+    got = table.read(where="fare >= 5000")
+    assert sorted(got["fare"].to_pylist()) == [5000.0, 7250.5]
+    # orderings, =, IN and BETWEEN prune whatever NaN the files hold
+    for where in ("fare > 10000", "fare IN (1000, 2000)", "fare BETWEEN 100 AND 200",
+                  "fare = 100", "fare < -1"):
+        assert not prune(table, where).kept, where
+    # the forms NaN satisfies need the NaN count morlog's base files record: they hold NaN
+    r = prune(table, "NOT (fare < 1000)")
+    assert len(r.kept) == 10
+    assert {d.reason for d in r.kept if d.partition != "c7"} == {
+        "base file may match: fare holds NaN"}
+
+
+def test_base_files_record_their_nan_counts(tmp_path: Path) -> None:
+    """morlog's Parquet base files carry ``morlog.nan_counts``: with it a base file without
+    NaN excludes ``!=`` and negated orderings; without it (Hudi's files) NaN may be there."""
+    import pyarrow.parquet as pq
+
+    from morlog.readers.block_stats import NAN_COUNTS_KEY, footer_nan_counts
+    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.compaction import compact
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), _FARES, key_field="id", partition_field="city",
+                        ordering_field="ts", config=WriteConfig(fsync=False))
+    t.insert(pa.Table.from_pylist(
+        [{"id": "a", "city": "x", "ts": 1, "fare": 5.0},
+         {"id": "b", "city": "x", "ts": 1, "fare": 5.0},
+         {"id": "c", "city": "y", "ts": 1, "fare": 5.0},
+         {"id": "d", "city": "y", "ts": 1, "fare": math.nan}], schema=_FARES))
+    compact(t)
+    table = Table(str(root))
+    by_city = {s.partition: s for s in table.file_slices()}
+    md = pq.ParquetFile(root / "x" / str(by_city["x"].base_file)).metadata
+    assert footer_nan_counts(md) == {"fare": 0}
+    assert json.loads(md.metadata[NAN_COUNTS_KEY.encode()]) == {"columns": {"fare": 0},
+                                                                "rows": 2}
+    d = _decision(prune(table, "fare != 5"))
+    assert not d[by_city["x"].file_id].kept
+    assert d[by_city["y"].file_id].reason == "base file may match: fare holds NaN"
+    # a footer without the key (Hudi's writers): NaN may be present
+    meta = dict(md.metadata)
+    del meta[NAN_COUNTS_KEY.encode()]
+    path = root / "x" / str(by_city["x"].base_file)
+    data = pq.read_table(path)
+    pq.write_table(data.replace_schema_metadata(meta), path, store_schema=False)
+    d = _decision(prune(Table(str(root)), "fare != 5"))
+    assert d[by_city["x"].file_id].reason == (
+        "base file may match: NaN may be present in fare")
+    assert not _decision(prune(Table(str(root)), "fare > 5"))[by_city["x"].file_id].kept
+
+
+_VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "prune"
+
+
+def _float_value(v: Any) -> Any:
+    return float(v) if isinstance(v, str) else v
+
+
+def test_nan_counts_vector(tmp_path: Path) -> None:
+    """spec/vectors/prune/nan-counts: the entry writers record, and what readers take from
+    entries (valid, other layouts, wrong row count, counts out of range, not JSON)."""
+    import pyarrow.parquet as pq
+
+    from morlog.readers.block_stats import NAN_COUNTS_KEY, parquet_footer_ranges
+    from morlog.writers.base_file import nan_counts_entry
+
+    case = json.loads((_VECTORS / "nan-counts" / "case.json").read_text(encoding="utf-8"))
+    types = {"double": pa.float64(), "float": pa.float32(), "string": pa.string()}
+    for w in case["write"]:
+        t = pa.table({c["name"]: pa.array([_float_value(v) if c["type"] != "string" else v
+                                           for v in c["values"]], types[c["type"]])
+                      for c in w["columns"]})
+        want = {} if w["key"] is None else {w["key"].encode(): w["value"].encode()}
+        assert nan_counts_entry(t) == want
+    for i, r in enumerate(case["read"]):
+        rows = r["rows"]
+        t = pa.table({name: pa.array([1.0] * n + [None] * (rows - n), pa.float64())
+                      for name, n in r["non_null"].items()})
+        path = tmp_path / f"{i}.parquet"
+        with pq.ParquetWriter(path, t.schema) as pw:
+            pw.add_key_value_metadata({NAN_COUNTS_KEY: r["value"]})
+            pw.write_table(t)
+        pf = pq.ParquetFile(path)
+        got = parquet_footer_ranges(pf.metadata, pf.schema_arrow, t.schema, t.column_names)
+        assert {c: g.nan_count for c, g in got.items() if g.nan_count is not None} == \
+            r["counts"], r["value"]
+
+
+def test_prune_command_says_why_slices_are_kept(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _fare_table(tmp_path / "t")
+    assert main(["prune", str(tmp_path / "t"), "--where", "fare != 50"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "10 of 10 file slices kept, 0 pruned (rule morlog)"
+    assert lines[1].split()[:2] == ["keep", "c0"] and lines[1].endswith(
+        ": base file may match: fare holds NaN")
 
 
 # --- THE SOUNDNESS PROPERTY TEST --------------------------------------------------------------
@@ -501,7 +646,8 @@ _LITS: dict[str, Any] = {
     "p": st.sampled_from(["a", "b", "c"]),
     "ts": st.integers(-1, 12),
     "v": st.integers(-2, 60),
-    "f": st.floats(-5, 40, allow_nan=False, width=32).map(float),
+    "f": st.one_of(st.floats(-5, 40, allow_nan=False, width=32).map(float),
+                   st.sampled_from([-0.0, 0.0, math.inf, -math.inf])),
 }
 
 
@@ -546,9 +692,10 @@ def _rows(keys: list[tuple[int, int, int, bool]], n: int, home: dict[str, str]
     for k, ts, spread, nan in keys:
         key = f"k{k:02d}"
         v = None if spread == 4 else n * 7 + spread  # later commits hold larger values
+        special = {0: math.nan, 1: math.inf, 2: -0.0}.get(spread) if nan else None
         rows[key] = {"id": key, "p": home.get(key, "abc"[k % 3]), "ts": ts, "v": v,
-                     "f": float("nan") if nan and spread == 0 else (None if v is None
-                                                                    else v / 2)}
+                     "f": special if special is not None else (None if v is None
+                                                               else v / 2)}
     return pa.Table.from_pylist(list(rows.values()), schema=_SCHEMA)
 
 

@@ -428,3 +428,31 @@ def test_hudi_time_formats_of_as_of_instant(spark: Any, tmp_path: Path) -> None:
         assert got == n, value
     with pytest.raises(Exception, match="an instant is yyyyMMddHHmmssSSS"):
         spark.read.format("morlog").option("as.of.instant", "yesterday").load(path).count()
+
+
+@requires_fixtures
+def test_spark_read_refuses_unknown_columns(spark: Any) -> None:
+    path = next(p for p in tables() if p.name == "v9_txns_simple_nometa")
+    with pytest.raises(Exception, match="unknown column 'nope'"):
+        spark.read.format("morlog").option("columns", "txn_id,nope").load(str(path)).count()
+    df = spark.read.format("morlog").option("columns", "txn_id").load(str(path))
+    assert df.count() == Table(str(path)).read().num_rows
+
+
+def test_spark_write_refuses_a_string_column_for_a_double_one(spark: Any, tmp_path: Path
+                                                              ) -> None:
+    path = str(tmp_path / "t")
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.table.name": "typed"}
+    spark.createDataFrame([("k1", 1, 1.5)], "id string, ts long, amount double") \
+        .write.format("morlog").options(**opts).mode("append").save(path)
+    before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "t").rglob("*"))
+    bad = spark.createDataFrame([("k2", 2, "2.5")], "id string, ts long, amount string")
+    with pytest.raises(Exception, match="column 'amount' is string in the batch and double"):
+        bad.write.format("morlog").options(**opts).mode("append").save(path)
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "t").rglob("*")) == before
+    # an int column promotes into the long one
+    spark.createDataFrame([("k3", 3, 3.5)], "id string, ts int, amount double") \
+        .write.format("morlog").options(**opts).mode("append").save(path)
+    assert Table(path).read(columns=["id", "ts"]).sort_by("id").to_pylist() == [
+        {"id": "k1", "ts": 1}, {"id": "k3", "ts": 3}]

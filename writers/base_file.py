@@ -33,6 +33,7 @@ so the level is set explicitly. pyarrow sizes row groups in rows, not bytes:
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -44,6 +45,7 @@ import pyarrow.compute as pc
 from morlog.compat.orc_footer import add_user_metadata
 from morlog.logformat.errors import UsageError
 from morlog.readers.base_files import BaseFormat, require_lance
+from morlog.readers.block_stats import NAN_COUNTS_KEY
 
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 BLOCK_SIZE = "hoodie.parquet.block.size"
@@ -186,6 +188,21 @@ def orc_write_options(props: Mapping[str, str]) -> dict[str, Any]:
     return {"compression": _ORC_CODECS[codec]}
 
 
+def nan_counts_entry(records: pa.Table) -> dict[bytes, bytes]:
+    """The key/value metadata entry recording how many values of each top-level float32 /
+    float64 column of ``records`` are NaN (``morlog.nan_counts``, spec/prune.md §4.1), so
+    that pruning can exclude NaN from a base file: ``{}`` when there is no such column.
+    ``pyarrow.compute`` per column."""
+    counts = {name: int(pc.sum(pc.is_nan(col)).as_py() or 0)
+              for name, col in zip(records.column_names, records.columns, strict=True)
+              if pa.types.is_float32(col.type) or pa.types.is_float64(col.type)}
+    if not counts:
+        return {}
+    doc = {"rows": records.num_rows, "columns": counts}
+    return {NAN_COUNTS_KEY.encode("utf-8"): json.dumps(doc, sort_keys=True,
+                                                       separators=(",", ":")).encode("utf-8")}
+
+
 def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str],
                      footer: Mapping[bytes, bytes], avro_schema: str | None = None) -> bytes:
     """The bytes of a base file of format ``fmt`` holding ``records`` (meta columns first),
@@ -200,7 +217,7 @@ def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str
         if opts["use_dictionary"] is True:
             opts["use_dictionary"] = dictionary_columns(records)
         with pq.ParquetWriter(buf, records.schema, store_schema=False, **opts) as w:
-            w.add_key_value_metadata(dict(footer))
+            w.add_key_value_metadata({**footer, **nan_counts_entry(records)})
             w.write_table(records, row_group_size=row_group_rows(records, props))
         return buf.getvalue()
     if fmt is BaseFormat.ORC:

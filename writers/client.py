@@ -105,7 +105,12 @@ from .store import (
 
 @dataclass
 class WriteConfig:
-    """Knobs of the write path; Hudi's names where Hudi has the same knob."""
+    """Knobs of the write path; Hudi's names where Hudi has the same knob.
+
+    >>> WriteConfig.from_hoodie_options({"hoodie.parquet.max.file.size": "1048576"}
+    ...                                 ).max_file_size
+    1048576
+    """
 
     #: hoodie.parquet.max.file.size
     max_file_size: int = 120 * 1024 * 1024
@@ -188,7 +193,13 @@ class CommitResult:
 
 
 class MorTable:
-    """A merge-on-read table opened for writing."""
+    """A merge-on-read table opened for writing (any Hudi MOR table of version 6, 8 or 9
+    whose ``hoodie.properties`` morlog can honour; new ones from :meth:`create`).
+
+    >>> table = MorTable("rides", WriteConfig(fsync=False))
+    >>> table.key_field, table.partition_field, table.ordering_field
+    ('uuid', 'city', 'ts')
+    """
 
     def __init__(self, path: str | TableLocation, config: WriteConfig | None = None) -> None:
         """``path``: a local path, a URI (``s3://bucket/table?endpoint_override=...``) or a
@@ -259,7 +270,24 @@ class MorTable:
 
         Versions 8 and 9 get a metadata table with the ``files`` partition, as Hudi
         initialises it (``hoodie.metadata.enable``, default true; ``false`` creates none;
-        with ``new_groups="log"`` only ``true`` creates one: spec/table.md §15)."""
+        with ``new_groups="log"`` only ``true`` creates one: spec/table.md §15).
+
+        The table the other examples of :class:`MorTable` and :class:`Table` start from
+        (names from ``import morlog``; ``tests/test_docs.py`` runs them):
+
+        >>> import pyarrow as pa
+        >>> schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()),
+        ...                     ("fare", pa.float64()), ("city", pa.string())])
+        >>> table = MorTable.create("rides", schema, key_field="uuid", partition_field="city",
+        ...                         ordering_field="ts")
+        >>> table.upsert(pa.table({"uuid": ["a", "b", "c"], "ts": [1, 1, 1],
+        ...                        "fare": [10.0, 20.0, 30.0],
+        ...                        "city": ["sf", "sf", "nyc"]})).inserts
+        3
+        >>> table.upsert(pa.table({"uuid": ["a"], "ts": [2], "fare": [12.5],
+        ...                        "city": ["sf"]})).updates
+        1
+        """
         location = TableLocation.of(path)
         version = _create_version(table_version, config)
         path = location.uri
@@ -333,31 +361,70 @@ class MorTable:
     # --- public operations -------------------------------------------------------------
 
     def upsert(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Write ``batch`` as one delta commit: a key the table holds is updated where it
+        lives (Hudi's merge by ordering field), any other is inserted. The batch is checked
+        first (:meth:`validate`); nothing is written when it does not fit.
+
+        >>> r = MorTable("rides").upsert(pa.table({"uuid": ["b", "d"], "ts": [5, 5],
+        ...                                         "fare": [21.0, 40.0],
+        ...                                         "city": ["sf", "nyc"]}))
+        >>> (r.inserts, r.updates)
+        (1, 1)
+        """
         return self._write(batch, "upsert")
 
     def insert(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Write ``batch`` as one delta commit of new records (Hudi's ``insert``).
+
+        >>> MorTable("rides").insert(pa.table({"uuid": ["e"], "ts": [1], "fare": [5.0],
+        ...                                    "city": ["la"]})).inserts
+        1
+        """
         return self._write(batch, "insert")
 
     def delete(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
-        """Delete the keys of ``batch`` (key field, and partition field when partitioned)."""
+        """Delete the keys of ``batch`` (key field, and partition field when partitioned).
+
+        >>> MorTable("rides").delete(pa.table({"uuid": ["c"], "city": ["nyc"]})).deletes
+        1
+        >>> sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
+        ['a', 'b']
+        """
         return self._write(batch, "delete")
 
     def insert_overwrite(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Replace the data of the partitions the batch touches with the batch (Hudi's
-        ``insert_overwrite``: a replace commit; see ``morlog.writers.overwrite``)."""
+        ``insert_overwrite``: a replace commit; see ``morlog.writers.overwrite``).
+
+        >>> r = MorTable("rides").insert_overwrite(pa.table({"uuid": ["x"], "ts": [1],
+        ...                                                   "fare": [1.0], "city": ["sf"]}))
+        >>> sorted(r.replaced), sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
+        (['sf'], ['c', 'x'])
+        """
         from .overwrite import insert_overwrite
 
         return insert_overwrite(self, batch)
 
     def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
-        """Replace the whole table's data with the batch (``insert_overwrite_table``)."""
+        """Replace the whole table's data with the batch (``insert_overwrite_table``).
+
+        >>> r = MorTable("rides").insert_overwrite_table(pa.table(
+        ...     {"uuid": ["x"], "ts": [1], "fare": [1.0], "city": ["la"]}))
+        >>> Table("rides").read(columns=["uuid", "city"]).to_pylist()
+        [{'uuid': 'x', 'city': 'la'}]
+        """
         from .overwrite import insert_overwrite_table
 
         return insert_overwrite_table(self, batch)
 
     def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
         """Drop every record of the named partitions (relative partition paths; ``*``
-        matches within a path segment), as Hudi's ``delete_partition`` does."""
+        matches within a path segment), as Hudi's ``delete_partition`` does.
+
+        >>> r = MorTable("rides").delete_partitions(["nyc"])
+        >>> sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
+        ['a', 'b']
+        """
         from .overwrite import delete_partitions
 
         return delete_partitions(self, partitions)
@@ -412,7 +479,10 @@ class MorTable:
         Hudi's rules: a record key may be neither null nor empty; an upsert or insert
         carries the ordering (precombine) field, never null; a batch lacks no data column
         unless ``set_null_for_missing_columns``; every partition value makes a safe
-        relative partition path (:meth:`partition_paths`)."""
+        relative partition path (:meth:`partition_paths`); a column's type is the table's
+        or one of Hudi's type promotions to it (``int -> long -> float -> double``,
+        ``string <-> bytes``, wider decimals: :mod:`morlog.writers.promotion`), any other
+        type a :class:`UsageError` naming the column and both types."""
         names = table.column_names
         missing_keys = [c for c in self.keygen.required_columns if c not in names]
         if missing_keys:
@@ -444,15 +514,17 @@ class MorTable:
                              "hoodie.write.set.null.for.missing.columns: set "
                              "WriteConfig.set_null_for_missing_columns to write NULL there)",
                              path=self.path, expected=self.data_schema.names, actual=names)
+        from .promotion import check_promotion, promote_column
+
+        # every column's type checked before any value is converted: only Hudi's type
+        # promotions (morlog.writers.promotion), a string column never parsed into numbers
+        for f in self.data_schema:
+            if f.name in names:
+                check_promotion(f.name, table.schema.field(f.name).type, f.type, self.path)
         cols = []
         for f in self.data_schema:
             if f.name in names:
-                col = table.column(f.name)
-                try:
-                    cols.append(col if col.type == f.type else col.cast(f.type))
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise UsageError(f"column {f.name!r} does not convert to {f.type}: {exc}",
-                                     path=self.path) from None
+                cols.append(promote_column(f.name, table.column(f.name), f.type, self.path))
             else:
                 cols.append(pa.nulls(table.num_rows, f.type))
         return pa.Table.from_arrays(cols, schema=self.data_schema)

@@ -186,6 +186,13 @@ class IndexedLogWriter:
     commit for 8+); ``scope`` is the file slice the cumulative index belongs to (default:
     ``instant``); ``slice_log_files`` lists the slice's log files of other instants, so that
     the cumulative index covers them too.
+
+    >>> schema = {"type": "record", "name": "trip", "fields": [
+    ...     {"name": "uuid", "type": "string"}, {"name": "fare", "type": "double"}]}
+    >>> w = IndexedLogWriter("logs/part", "f1-0", "20250101000000000", key_field="uuid")
+    >>> res = w.append_avro([{"uuid": "k1", "fare": 1.5}], schema, "20250101000100000")
+    >>> [(b.block_type.name, b.record_count()) for b in LogFileReader(res.path).blocks()]
+    [('AVRO_DATA', 1)]
     """
 
     def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,

@@ -89,6 +89,12 @@ class LogFileWriter:
     ``instant`` is what goes into the file name: the base instant of the file slice for table
     version 6, the delta commit instant for table version 8+. ``store``: where the files go
     (local by default); a store that cannot append (object stores) needs ``mode="rollover"``.
+
+    >>> from morlog.logformat import rollback_block
+    >>> w = LogFileWriter("logs/part", "f1-0", "20250101000000000")
+    >>> res = w.append(rollback_block("20250101000300000", target_instant="20250101000200000"))
+    >>> [b.block_type.name for b in LogFileReader(res.path).blocks()]
+    ['COMMAND']
     """
 
     def __init__(self, directory: str | os.PathLike[str], file_id: str, instant: str, *,

@@ -88,7 +88,7 @@ class WriteStore:
     def relpath(self, path: str, start: str) -> str:
         start = start.rstrip("/") + "/"
         if not path.startswith(start):
-            raise UsageError("path is not under the table", path=path, expected=start)
+            raise UsageError(f"path is not under the table {start!r}", path=path)
         return path[len(start):]
 
     def mtime(self, path: str) -> float | None:

@@ -904,7 +904,10 @@ STATS_TAGS = {"OTHER": 0, "BOOLEAN": 1, "INT32": 2, "INT64": 3, "FLOAT32": 4, "F
               "STRING": 6, "BYTES": 7, "FIXED": 8, "DECIMAL": 9, "DATE": 10, "TIME_MILLIS": 11,
               "TIME_MICROS": 12, "TIME_NANOS": 13, "TIMESTAMP_MILLIS": 14,
               "TIMESTAMP_MICROS": 15, "TIMESTAMP_NANOS": 16, "LOCAL_TIMESTAMP_MILLIS": 17,
-              "LOCAL_TIMESTAMP_MICROS": 18, "LOCAL_TIMESTAMP_NANOS": 19, "NULL": 20}
+              "LOCAL_TIMESTAMP_MICROS": 18, "LOCAL_TIMESTAMP_NANOS": 19, "NULL": 20,
+              "FLOAT32_NANS": 21, "FLOAT64_NANS": 22}
+#: float tags holding NaN (§4.11.2): their bounds are encoded as the plain float tag's
+_NAN_TAGS = {"FLOAT32_NANS": "FLOAT32", "FLOAT64_NANS": "FLOAT64"}
 _I32_TAGS = {"INT32", "DATE", "TIME_MILLIS"}
 _I64_TAGS = {"INT64", "TIME_MICROS", "TIME_NANOS", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS",
              "TIMESTAMP_NANOS", "LOCAL_TIMESTAMP_MILLIS", "LOCAL_TIMESTAMP_MICROS",
@@ -964,9 +967,12 @@ def stats_entry(h: Hex, e: dict[str, Any], *, tag_override: int | None = None,
     elif tag == "DECIMAL":
         payload.add(u8(e["precision"]), f"{e['name']}: parameter precision {e['precision']}")
         payload.add(u8(e["scale"]), f"{e['name']}: parameter scale {e['scale']}")
+    elif tag in _NAN_TAGS:
+        payload.add(u64(e["nans"]), f"{e['name']}: NaN count {e['nans']}")
     if bounds:
-        stats_value(payload, tag, e["min"], f"{e['name']}: min", e.get("scale", 0))
-        stats_value(payload, tag, e["max"], f"{e['name']}: max", e.get("scale", 0))
+        vtag = _NAN_TAGS.get(tag, tag)
+        stats_value(payload, vtag, e["min"], f"{e['name']}: min", e.get("scale", 0))
+        stats_value(payload, vtag, e["max"], f"{e['name']}: max", e.get("scale", 0))
     if payload_override is not None:
         payload = Hex([])
         payload.add(payload_override, f"{e['name']}: {payload_note}")
@@ -1005,9 +1011,12 @@ def stats_of_values(name: str, tag: str, values: list[Any], **params: Any) -> di
     if tag in ("OTHER", "NULL") or not present:
         return e
     if tag in ("FLOAT32", "FLOAT64"):
-        if any(v == "NaN" for v in present):
+        nans = sum(1 for v in present if v == "NaN")
+        if nans:  # the NaN tag: the NaN count, bounds of the other values
+            e["type"], e["nans"] = tag + "_NANS", nans
+        nums = [float(v) for v in present if v != "NaN"]
+        if not nums:
             return e
-        nums = [float(v) for v in present]
         lo, hi = min(nums), max(nums)
         e["min"], e["max"] = (-0.0 if lo == 0 else lo), (0.0 if hi == 0 else hi)
         return e
@@ -1039,6 +1048,8 @@ STATS_COLUMNS = [  # name, tag, Arrow type (for the writer-side check), 4 values
     ("flag", "BOOLEAN", "bool", [True, False, None, True], {}),
     ("price", "FLOAT64", "double", [2.5, 0.0, None, -0.0], {}),
     ("ratio", "FLOAT32", "float", [1.5, "NaN", 0.25, None], {}),
+    ("fare", "FLOAT64", "double", ["NaN", 99.99, "NaN", -0.0], {}),
+    ("only_nan", "FLOAT64", "double", ["NaN", None, "NaN", "NaN"], {}),
     ("name", "STRING", "string", ["\U0001f600", "\uff21", "a", None], {}),
     ("blob", "BYTES", "binary", ["8001", "", "7f", None], {}),
     ("code", "FIXED", "fixed_size_binary[2]", ["ff00", "0001", None, "8000"], {"width": 2}),
@@ -1068,8 +1079,10 @@ def _column_stats() -> Case:
         "column-stats-section", "§4.11", "COLUMN_STATS of a 4-row block with a column of "
         "every tag kind: bounds in filter order (strings by UTF-8 bytes: U+FF21 before "
         "U+1F600; bytes unsigned; a zero float min written -0.0 and max +0.0; decimals as "
-        "the shortest two's complement of the unscaled value); no bounds for a float column "
-        "holding NaN, a string longer than 256 bytes, a column of nulls, OTHER and NULL. "
+        "the shortest two's complement of the unscaled value); a float column holding NaN "
+        "with the tag FLOAT32_NANS / FLOAT64_NANS, its NaN count and the bounds of the "
+        "other values (none when every value is NaN or null); no bounds for a string longer "
+        "than 256 bytes, a column of nulls, OTHER and NULL. "
         "'records' are the column values a writer computes this section from (§4.11.3).",
         body, "COLUMN_STATS section (id 6).", rows=4, columns=entries,
         records=[{"name": n, "arrow_type": at, "values": vals}
@@ -1116,6 +1129,24 @@ def _serr_stats_nan() -> Case:
          "max": 1.0}
     return _stats_error("column-stats-nan-bound", "A FLOAT64 entry whose min is NaN: NaN "
                         "is never a bound. ContentError.", 1, [e], "ContentError")
+
+
+@case("section-error-column-stats-nan-count")
+def _serr_stats_nan_count() -> Case:
+    e = {"name": "x", "type": "FLOAT64_NANS", "null_count": 1, "value_count": 3, "nans": 3,
+         "min": None, "max": None}
+    return _stats_error("column-stats-nan-count", "A FLOAT64_NANS entry counting 3 NaN "
+                        "among 2 non-null values (the count is 1 to the non-null values). "
+                        "ContentError.", 3, [e], "ContentError")
+
+
+@case("section-error-column-stats-bounds-of-nans")
+def _serr_stats_nan_bounds() -> Case:
+    e = {"name": "x", "type": "FLOAT32_NANS", "null_count": 1, "value_count": 3, "nans": 2,
+         "min": 1.0, "max": 2.0}
+    return _stats_error("column-stats-bounds-of-nans", "HAS_BOUNDS on a FLOAT32_NANS "
+                        "column whose every non-null value is NaN. ContentError.", 3, [e],
+                        "ContentError")
 
 
 @case("section-error-column-stats-min-above-max")
