@@ -177,6 +177,7 @@ def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
         "per_block_bloom_share_of_index": ratio(split["per_block_bloom"], idx_total),
         "cumulative_share_of_index": ratio(split["cumulative"], idx_total),
         "column_stats_share_of_index": ratio(split["column_stats"], idx_total),
+        "checksum_share_of_index": ratio(split["checksum"], idx_total),
         "table_and_tail_share_of_index": ratio(split["table_and_tail"], idx_total),
     }
     goals = {

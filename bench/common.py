@@ -220,6 +220,7 @@ class IndexBytes:
             "per_block_bloom": s.get("BLOOM", 0) + s.get("RANGE", 0),
             "cumulative": s.get("CUMULATIVE", 0) + s.get("DIRECTORY", 0),
             "column_stats": s.get("COLUMN_STATS", 0),
+            "checksum": s.get("CHECKSUM", 0),
             "table_and_tail": self.overhead,
         }
 

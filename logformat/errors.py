@@ -245,5 +245,10 @@ class UnknownSectionWarning(MorlogWarning):
     """An index section this version of morlog does not know was skipped."""
 
 
+class CorruptBlockWarning(MorlogWarning):
+    """A log block was skipped as corrupt: its records do not match the checksum its index
+    trailer carries (spec/index.md §4.12), as a torn block is skipped."""
+
+
 class UnusableIndexWarning(MorlogWarning):
     """A block's stored index could not be used; its keys were recomputed from its records."""

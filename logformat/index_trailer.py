@@ -19,7 +19,9 @@ ISO-HDLC) so a reader that fetched only some sections can check them.
 Sections: KEYS (sorted unique keys), BLOOM (split-block filter of the keys), RANGE (key count,
 min, max), CUMULATIVE (the file slice's filter and range up to this block: a full checkpoint or
 a delta since the last checkpoint with a pointer to it), DIRECTORY (the data blocks the
-cumulative part covers, with where their per-block sections are), COLUMN_STATS (reserved).
+cumulative part covers, with where their per-block sections are), COLUMN_STATS (per-block
+column statistics), CHECKSUM (a CRC-32 of the block's header and records,
+``morlog.logformat.block_checksum``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class Section(enum.IntEnum):
     CUMULATIVE = 4
     DIRECTORY = 5
     COLUMN_STATS = 6
+    CHECKSUM = 7
 
 
 class CumulativeKind(enum.IntEnum):
@@ -470,6 +473,35 @@ class Cumulative:
             checkpoint = CheckpointRef(r.u32(), _carrier(r), r.u64(), r.u32(), r.u32(), r.u32())
         r.done()
         return cls(kind, scope, blocks, keys, min_key, max_key, bloom, checkpoint)
+
+
+@dataclass(frozen=True)
+class BlockChecksum:
+    """The CHECKSUM section (spec/index.md §4.12): a checksum of the block's bytes outside
+    the trailer (``morlog.logformat.block_checksum`` says which)."""
+
+    #: ``CHECKSUM_CRC32`` (1); readers leave a block of another algorithm unverified
+    algorithm: int
+    #: how many bytes the checksum covers
+    length: int
+    value: int
+
+    def encode(self) -> bytes:
+        return BLOCK_CHECKSUM.pack(self.algorithm, self.length, self.value)
+
+    @classmethod
+    def decode(cls, buf: bytes | memoryview, *, base: int = 0,
+               path: str | None = None) -> BlockChecksum:
+        r = _In(buf, base, path, "CHECKSUM")
+        v = cls(r.u8(), r.u64(), r.u32())
+        r.done()
+        return v
+
+
+#: CHECKSUM section body: u8 algorithm, u64 covered length, u32 value
+BLOCK_CHECKSUM = struct.Struct("<BQI")
+#: CHECKSUM algorithm 1: CRC-32 of zlib (ISO-HDLC), as the trailer's own CRCs
+CHECKSUM_CRC32 = 1
 
 
 # --- the trailer -------------------------------------------------------------------------

@@ -26,15 +26,19 @@ import pyarrow.compute as pc
 from .avro_columnar import encode_arrow_to_records
 from .avro_content import encode_avro_content, encode_records
 from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
+from .block_checksum import avro_checksum, block_head, parquet_checksum
 from .blocks import FAST_PATH_MISSES, arrow_to_records, make_header, records_to_arrow
 from .column_stats_section import StatsColumns, compute_column_stats
 from .constants import BLOCK_PREFIX_LEN, CURRENT_CONTENT_VERSION, BlockType, HeaderKey
 from .errors import MorlogError, UsageError
 from .framing import BlockFrame, encode_map
 from .index_trailer import (
+    BLOCK_CHECKSUM,
+    CHECKSUM_CRC32,
     ENTRY_LEN,
     PARQUET_KEY,
     TAIL_LEN,
+    BlockChecksum,
     Cumulative,
     Directory,
     KeyRange,
@@ -153,7 +157,8 @@ class PreparedBlock:
                 encode_map(self.header)) + 8
             extra = self._stats_sections()
             trailer_len = (region_len + cum_len + dir_len + sum(len(b) for _, b in extra)
-                           + (len(own) + 2 + len(extra)) * ENTRY_LEN + TAIL_LEN)
+                           + BLOCK_CHECKSUM.size
+                           + (len(own) + 3 + len(extra)) * ENTRY_LEN + TAIL_LEN)
             trailer_offset = content_offset + len(self.prefix)
             size = trailer_offset + trailer_len + 4 + 8 - block_offset
             placement = Placement(block_offset, size, trailer_offset, region_len,
@@ -161,7 +166,12 @@ class PreparedBlock:
             cum, directory = cumulative(placement)
             probe: list[tuple[int, bytes]] = [(Section.CUMULATIVE, cum.encode()),
                                               (Section.DIRECTORY, directory.encode())]
-            frame = self._frame(encode_trailer(own + probe + extra))
+            # the checksum covers the head and the records, which the trailer's length
+            # (fixed by now) is all it depends on: it is the last section written
+            head = block_head(BlockType.AVRO_DATA, self.header, len(self.prefix) + trailer_len)
+            check: list[tuple[int, bytes]] = [
+                (Section.CHECKSUM, avro_checksum(head, self.prefix).encode())]
+            frame = self._frame(encode_trailer(own + probe + extra + check))
             if len(frame.content) + content_offset - block_offset + 12 != size:
                 raise UsageError("index section sizes changed with their offsets")
             return frame, placement, b"".join(body for _, body in probe)
@@ -169,17 +179,27 @@ class PreparedBlock:
         # The trailer's fields are fixed-width, so its Base64 text keeps its length when the
         # offsets change, and it sits verbatim (uncompressed) in the Parquet footer's
         # key/value metadata: write the file once, then patch the final trailer in place.
+        # The CHECKSUM (last section, fixed size) is patched in the same way: it covers the
+        # content with the Base64 text's bytes counted as zeros (spec/index.md §4.12).
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        first = base64.b64encode(encode_trailer(own + probe + self._stats_sections()))
+        unset: list[tuple[int, bytes]] = [
+            (Section.CHECKSUM, BlockChecksum(CHECKSUM_CRC32, 0, 0).encode())]
+        first = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + unset))
         frame = self._frame_b64(first)
         placement = self._placement(block_offset, frame)
         cum, directory = cumulative(placement)
         probe = [(Section.CUMULATIVE, cum.encode()), (Section.DIRECTORY, directory.encode())]
-        final = base64.b64encode(encode_trailer(own + probe + self._stats_sections()))
-        if len(final) != len(first) or frame.content.count(first) != 1:
+        placed = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + unset))
+        if len(placed) != len(first) or frame.content.count(first) != 1:
             raise UsageError("index section sizes changed with their offsets")
-        frame = BlockFrame(frame.block_type, frame.header,
-                           frame.content.replace(first, final))
+        content = frame.content.replace(first, placed)
+        head = block_head(BlockType.PARQUET_DATA, frame.header, len(content))
+        patched: list[tuple[int, bytes]] = [
+            (Section.CHECKSUM, parquet_checksum(head, content, placed).encode())]
+        final = base64.b64encode(encode_trailer(own + probe + self._stats_sections() + patched))
+        if len(final) != len(placed) or content.count(placed) != 1:
+            raise UsageError("index section sizes changed with their offsets")
+        frame = BlockFrame(frame.block_type, frame.header, content.replace(placed, final))
         return frame, placement, b"".join(body for _, body in probe)
 
     def _frame(self, trailer: bytes) -> BlockFrame:

@@ -239,7 +239,7 @@ def block_index(block: LogBlock, *, key_field: KeyField = RECORD_KEY_FIELD, fpp:
     if block.block_type not in (BlockType.AVRO_DATA, BlockType.CDC_DATA,
                                 BlockType.PARQUET_DATA, BlockType.DELETE):
         return None, None
-    return recompute_block_keys(block.block_type, block.header, block.content(),
+    return recompute_block_keys(block.block_type, block.header, block.verified_content(),
                                 key_field=key_field, fpp=fpp, base=block.content_offset,
                                 path=block.path), None
 

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from morlog.logformat import blocks as _blocks
+from morlog.logformat.block_checksum import verify_block
 from morlog.logformat.constants import (
     BLOCK_PREFIX_LEN,
     MAGIC,
@@ -58,6 +59,9 @@ HEAD_WINDOW = 64 * 1024
 #: corrupt-block recovery scans for the next magic in windows of this size (as Java does)
 SCAN_WINDOW = 1024 * 1024
 
+#: blocks whose records a CHECKSUM may cover (indexed data blocks, spec/index.md §4.12)
+_CHECKED = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+
 #: errors that stop a scan instead of becoming a CORRUPT block (Java throws on them too)
 _STOPS_SCAN = (UnknownBlockTypeError, UnsupportedVersionError, UnknownHeaderKeyError)
 
@@ -79,6 +83,8 @@ class LogBlock:
     _source: RangedSource | None = field(default=None, repr=False, compare=False)
     #: the whole block, when the scan's first read held it already (small blocks)
     _raw: bytes | None = field(default=None, repr=False, compare=False)
+    #: content bytes :meth:`verify` read and checked, for the next decode to take
+    _checked: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_corrupt(self) -> bool:
@@ -126,6 +132,42 @@ class LogBlock:
             return b""
         return self._source.read(self.content_offset, self.content_length)
 
+    def verify(self) -> bool:
+        """Check the block's header and records against the CHECKSUM its index trailer
+        carries (spec/index.md §4.12): True when it matches, False when the block carries
+        none (not a data block, or a block without that section: unverified). A mismatch
+        raises ``ChecksumError``; readers then treat the block as corrupt. The bytes read
+        are kept for the next decode of the block (one read, not two)."""
+        if self.block_type not in _CHECKED or self.content_length == 0:
+            return False
+        prefix = BLOCK_PREFIX_LEN
+        head_len = self.content_offset - self.offset - prefix
+        if self._raw is not None:
+            buf = self._raw[prefix : prefix + head_len + self.content_length]
+        elif self._source is not None:
+            buf = self._source.read(self.offset + prefix, head_len + self.content_length)
+        else:
+            return False
+        content = buf[head_len:]
+        ok = verify_block(self.block_type, buf[:head_len], content,
+                          base=self.content_offset, path=self.path)
+        self._checked = content
+        return ok
+
+    def release(self) -> None:
+        """Drop the bytes :meth:`verify` kept (the block will not be decoded)."""
+        self._checked = None
+
+    def verified_content(self) -> bytes:
+        """:meth:`content`, checked against the block's CHECKSUM when it carries one
+        (``ChecksumError`` on a mismatch): what every decode of the records reads."""
+        if self.block_type not in _CHECKED:
+            return self.content()
+        if self._checked is None:
+            self.verify()
+        content, self._checked = self._checked, None
+        return content if content is not None else self.content()
+
     def raw(self) -> bytes:
         """The whole block as on disk (for CORRUPT blocks: the bytes it covers)."""
         return self.source.read(self.offset, self.size)
@@ -143,20 +185,20 @@ class LogBlock:
         """Records (data, HFile included) or keys (delete); None for CORRUPT blocks."""
         if self.is_corrupt:
             return None
-        return _blocks.record_count(self.block_type, self.content(), **self._where())
+        return _blocks.record_count(self.block_type, self.verified_content(), **self._where())
 
     def keys(self, key_field: str = _blocks.RECORD_KEY_FIELD) -> list[str | None]:
-        return _blocks.block_keys(self.block_type, self.header, self.content(),
+        return _blocks.block_keys(self.block_type, self.header, self.verified_content(),
                                   key_field=key_field, **self._where())
 
     def records(self) -> list[dict[str, Any]]:
         """Decoded records of an Avro, CDC or HFile data block, as dicts."""
-        return _blocks.decode_block_records(self.block_type, self.header, self.content(),
+        return _blocks.decode_block_records(self.block_type, self.header, self.verified_content(),
                                             **self._where())
 
     def to_arrow(self) -> pa.Table:
         """Records of an Avro, CDC or Parquet data block as an Arrow table."""
-        return _blocks.decode_data_table(self.block_type, self.header, self.content(),
+        return _blocks.decode_data_table(self.block_type, self.header, self.verified_content(),
                                          **self._where())
 
     def delete_records(self) -> tuple[DeleteRecord, ...]:

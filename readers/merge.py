@@ -401,7 +401,7 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
             r = LogFileReader(st.source(st.join(directory, name)))
             readers.append(r)
             blocks.extend(r.blocks())
-        applied = effective_blocks(blocks, timeline, spec)
+        applied = effective_blocks(blocks, timeline, spec, verify=True)
         return merge_slice(base, applied, spec)
     finally:
         for r in readers:

@@ -22,9 +22,11 @@ rolled-back log (issue 16).
 
 from __future__ import annotations
 
+import warnings
 from typing import Protocol
 
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
+from morlog.logformat.errors import ChecksumError, CorruptBlockWarning
 
 from .logfile import LogBlock
 from .timeline import Timeline
@@ -37,9 +39,15 @@ class BlockRules(Protocol):
     as_of: str | None
 
 
-def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: BlockRules
-                     ) -> list[LogBlock]:
-    """The data and delete blocks a reader applies, in the order it applies them."""
+def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: BlockRules,
+                     *, verify: bool = False) -> list[LogBlock]:
+    """The data and delete blocks a reader applies, in the order it applies them.
+
+    ``verify`` (readers about to decode the records): a data block whose records do not
+    match the checksum its index trailer carries is corrupt, skipped with a
+    ``CorruptBlockWarning`` as the scan skips a torn block (spec/index.md §4.12), before
+    instants, rollbacks and log compaction are applied. The block's bytes are kept for its
+    decode."""
     kept: list[LogBlock] = []
     for b in blocks:
         if b.is_corrupt:
@@ -53,10 +61,31 @@ def effective_blocks(blocks: list[LogBlock], timeline: Timeline | None, spec: Bl
         if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA,
                                 BlockType.DELETE, BlockType.HFILE_DATA):
             continue
+        # verified before the instant is looked at: the checksum covers the header, and a
+        # damaged instant time must not make a block vanish silently
+        if verify and not _verified(b):
+            continue
         if not instant_counts(instant, timeline, spec):
             continue
         kept.append(b)
-    return _apply_log_compaction(kept)
+    out = _apply_log_compaction(kept)
+    if verify:  # the bytes verify() kept for blocks that will not be decoded
+        applied = {id(b) for b in out}
+        for b in blocks:
+            if id(b) not in applied:
+                b.release()
+    return out
+
+
+def _verified(b: LogBlock) -> bool:
+    """False when ``b``'s checksum does not match (warned); True otherwise."""
+    try:
+        b.verify()
+    except ChecksumError as exc:
+        warnings.warn(f"{b.path}@{b.offset}: corrupt block skipped ({exc.message})",
+                      CorruptBlockWarning, stacklevel=3)
+        return False
+    return True
 
 
 def _apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:

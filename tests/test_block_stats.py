@@ -440,14 +440,16 @@ def test_a_damaged_section_is_recomputed_with_a_warning(tmp_path: Path) -> None:
     (block,) = _write(str(tmp_path), t, "avro")
     stored = stored_column_stats(block)
     assert stored is not None
-    # flip a byte inside the section (it sits right before the table): its CRC fails
+    # flip a byte inside the section (found through the section table): its CRC fails
     path = block.path
     assert path is not None
     data = bytearray(Path(path).read_bytes())
     end = block.offset + block.size - 12
-    n = struct.unpack_from("<I", data, end - 24)[0]
+    t_len, n = struct.unpack_from("<QI", data, end - 32)
     table_at = end - 32 - 24 * n
-    data[table_at - 3] ^= 0xFF
+    entries = [struct.unpack_from("<HHIQQ", data, table_at + 24 * i) for i in range(n)]
+    ((_, _, _, off, length),) = [e for e in entries if e[0] == 6]  # COLUMN_STATS
+    data[end - t_len + off + length - 3] ^= 0xFF
     Path(path).write_bytes(bytes(data))
     (damaged,) = [b for b in LogFileReader(path) if b.block_type == BlockType.AVRO_DATA]
     with pytest.warns(UnusableIndexWarning):

@@ -354,9 +354,9 @@ def _upsert_then_read(root: Path) -> None:
         ids = got.column("id").to_pylist()
         assert len(ids) == len(set(ids))
         ts = dict(zip(ids, got.column("ts").to_pylist(), strict=True))
-        # at least the upsert's: a flip may raise an older record's ordering value without
-        # any reader noticing (no checksum covers a block's records yet: issue 23)
-        assert all(ts.get(f"k{i}", -1) >= 10 for i in _UPSERT)
+        # exactly the upsert's: a flip in an older block's records is caught by the block's
+        # checksum (spec/index.md §4.12), it never raises an ordering value unnoticed
+        assert all(ts.get(f"k{i}") == 10 for i in _UPSERT), ts
         table = Table(str(root))
         groups = {(s.partition, s.file_id) for s in table.file_slices()}
         tagged = KeyTagger(table).tag(ids)
@@ -403,3 +403,146 @@ def test_fuzz_damaged_block_then_upsert(built_versions: dict[tuple[str, int], Pa
                 result = repair(str(root), apply=True)
             assert not result.skipped, result.skipped
             _upsert_then_read(root)
+
+
+# --- silent corruption of log records (issue 23, spec/index.md §4.12) -------------------------
+
+
+def _record_regions(root: Path) -> list[tuple[Path, int, int, tuple[int, int] | None]]:
+    """The bytes of every data block of the table's data logs that a flip could turn into
+    other records: (log file, first, end, the ``morlog.index`` value's range to leave out).
+    From the block's format version field through its last record (Avro carrier: up to the
+    trailer; Parquet carrier: the whole Parquet file but the Base64 trailer, which the
+    trailer's own CRCs cover)."""
+    import base64
+
+    from morlog.logformat.constants import BlockType
+    from morlog.logformat.index_trailer import PARQUET_KEY, parse_layout
+    from morlog.logformat.parquet_content import parquet_key_value_metadata
+    from morlog.readers.logfile import LogFileReader
+
+    out: list[tuple[Path, int, int, tuple[int, int] | None]] = []
+    for log in sorted(p for p in root.rglob("*.log.*") if ".hoodie" not in p.parts):
+        with LogFileReader(str(log)) as reader:
+            for b in reader.blocks():
+                content = b.content()
+                if b.block_type == BlockType.AVRO_DATA:
+                    t = parse_layout(content).length
+                    out.append((log.relative_to(root), b.offset + 14,
+                                b.content_offset + len(content) - t, None))
+                elif b.block_type == BlockType.PARQUET_DATA:
+                    text = parquet_key_value_metadata(content)[PARQUET_KEY]
+                    assert parse_layout(base64.b64decode(text))
+                    at = b.content_offset + content.rindex(text)
+                    out.append((log.relative_to(root), b.offset + 14,
+                                b.content_offset + len(content), (at, at + len(text))))
+    return out
+
+
+def _flip_outcome(root: Path, pristine: list[Any]) -> str:
+    """What a snapshot makes of the table: 'error' (a MorlogError), 'checksum' (a block
+    skipped for its checksum), 'torn' (the scan found a CORRUPT block), 'same' rows, or
+    'SILENT' (other rows, nothing said)."""
+    from morlog.logformat.errors import CorruptBlockWarning
+    from morlog.readers.logfile import LogFileReader
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            got = sorted(Table(str(root)).read().to_pylist(),
+                         key=str)
+        except MorlogError:
+            return "error"
+        if any(issubclass(w.category, CorruptBlockWarning) for w in caught):
+            return "checksum"
+        for log in (p for p in root.rglob("*.log.*") if ".hoodie" not in p.parts):
+            with LogFileReader(str(log)) as reader:
+                if any(b.is_corrupt for b in reader.blocks()):
+                    return "torn"
+    return "same" if got == pristine else "SILENT"
+
+
+def _pristine_rows(root: Path) -> list[Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sorted(Table(str(root)).read().to_pylist(),
+                      key=str)
+
+
+def _flip(root: Path, region: tuple[Path, int, int, tuple[int, int] | None], at: float,
+          xor: int) -> None:
+    rel, lo, hi, skip = region
+    size = hi - lo - (skip[1] - skip[0] if skip else 0)
+    i = lo + int(at * size)
+    if skip is not None and i >= skip[0]:
+        i += skip[1] - skip[0]
+    path = root / rel
+    data = bytearray(path.read_bytes())
+    data[i] ^= xor
+    path.write_bytes(bytes(data))
+
+
+@_fuzz(60)
+@given(carrier=st.sampled_from(["avro", "parquet"]), which=st.integers(0, 100),
+       at=st.floats(0, 1, exclude_max=True), xor=st.integers(1, 255))
+def test_fuzz_record_bytes_never_decode_silently(built: dict[str, Path], carrier: str,
+                                                 which: int, at: float, xor: int) -> None:
+    """A byte flipped anywhere in the header or records of a block morlog wrote is a typed
+    error or a corrupt block (torn framing, or a CHECKSUM mismatch skipped with a warning):
+    never other records without a word (issue 23 found 15 of 300 such flips)."""
+    key = f"rows-{carrier}"
+    if key not in _PRISTINE:
+        _PRISTINE[key] = _pristine_rows(built[carrier])
+        _PRISTINE[f"regions-{carrier}"] = _record_regions(built[carrier])
+    regions = _PRISTINE[f"regions-{carrier}"]
+    assert len(regions) >= 2, "the fixture's logs hold data blocks"
+    with _Copy(built[carrier]) as root:
+        _flip(root, regions[which % len(regions)], at, xor)
+        assert _flip_outcome(root, _PRISTINE[key]) != "SILENT"
+
+
+def test_record_byte_flips_counted(built: dict[str, Path]) -> None:
+    """The count of issue 23 (300 flips), seeded: 0 silent, and the checksum is what
+    catches most of them (the framing alone catches only flips in lengths and counts)."""
+    import random
+
+    rng = random.Random(23)
+    counts: dict[str, int] = {}
+    for carrier in ("avro", "parquet"):
+        pristine = _pristine_rows(built[carrier])
+        regions = _record_regions(built[carrier])
+        for _ in range(150):
+            with _Copy(built[carrier]) as root:
+                _flip(root, rng.choice(regions), rng.random(), rng.randrange(1, 256))
+                outcome = _flip_outcome(root, pristine)
+            counts[outcome] = counts.get(outcome, 0) + 1
+    assert counts.get("SILENT", 0) == 0, counts
+    assert counts.get("checksum", 0) > 200, counts
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_a_damaged_instant_time_is_a_corrupt_block_not_a_vanished_one(
+        tmp_path: Path, carrier: str) -> None:
+    """A block whose INSTANT_TIME header changed names an instant the timeline does not
+    have: under table version 6 (only completed instants' blocks count) the snapshot dropped
+    it as a failed write's, silently. The checksum covers the header and is checked before
+    the instant: a warned corrupt block."""
+    from morlog.logformat.errors import CorruptBlockWarning
+    from morlog.readers.logfile import LogFileReader
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", table_version=6,
+                        config=WriteConfig(fsync=False, carrier=carrier))  # type: ignore[arg-type]
+    t.upsert(_batch(range(5), 1))
+    t.upsert(_batch(range(3, 9), 2))
+    (log,) = sorted(p for p in root.rglob("*.log.*") if ".hoodie" not in p.parts)
+    with LogFileReader(str(log)) as reader:
+        b = next(b for b in reader.blocks() if b.block_type.is_data)
+    data = bytearray(log.read_bytes())
+    assert b.instant is not None
+    at = data.index(b.instant.encode(), b.offset, b.content_offset)
+    data[at + len(b.instant) - 1] ^= 0x01  # the last digit: another, unknown instant
+    log.write_bytes(bytes(data))
+    with pytest.warns(CorruptBlockWarning, match=rf"{log.name}@{b.offset}: corrupt block"):
+        Table(str(root)).read()

@@ -26,6 +26,8 @@ import pytest
 
 from morlog.logformat import errors
 from morlog.logformat.base_keys import decode_base_keys, encode_base_keys
+from morlog.logformat.block_checksum import avro_checksum, verify_block
+from morlog.logformat.blocks import decode_block_records
 from morlog.logformat.column_stats_section import (
     ColumnStats,
     ColumnStatsSection,
@@ -35,6 +37,7 @@ from morlog.logformat.column_stats_section import (
 from morlog.logformat.constants import BlockType
 from morlog.logformat.hudi_bloom import DynamicBloomV0, SimpleBloom, murmur_hadoop, parse_hudi_bloom
 from morlog.logformat.index_trailer import (
+    BlockChecksum,
     BlockRef,
     Carrier,
     CheckpointRef,
@@ -67,7 +70,7 @@ VECTORS = ROOT / "spec" / "vectors" / "index"
 KINDS = {"xxh64", "sbbf", "sbbf-sizing", "keys-section", "range-section", "bloom-section",
          "cumulative-section", "directory-section", "trailer", "trailer-error",
          "section-error", "hudi-murmur", "hudi-murmur-raw", "hudi-bloom", "avro-carrier",
-         "column-stats-section", "base-keys", "base-keys-error"}
+         "column-stats-section", "base-keys", "base-keys-error", "checksum-mismatch"}
 #: section-error cases: which decoder reads them
 DECODERS: dict[str, Any] = {"KEYS": decode_keys, "BLOOM": decode_bloom,
                             "RANGE": KeyRange.decode, "CUMULATIVE": Cumulative.decode,
@@ -563,6 +566,24 @@ def test_avro_carrier(case_dir: Path, tmp_path: Path) -> None:
     assert per_block.keys.to_pylist() == keys
     tail = find_tail_index(BytesSource(data, "input"))
     assert tail is not None and tail.offset == case["tail_block_offset"]
+    # the CHECKSUM (§4.12): present and matching, or absent (a block written before it was
+    # specified: valid, unverified)
+    assert block.verify() is case.get("verified", False)
+    layout = parse_layout(data[: stored.trailer_offset + stored.length])
+    entry = layout.entry(Section.CHECKSUM)
+    assert (entry is not None) is case.get("verified", False)
+    if entry is not None:
+        c = exp["checksum"]
+        body = bytes(section_bytes(data, stored.trailer_offset, entry))
+        check = BlockChecksum.decode(body)
+        assert (check.algorithm, check.length, check.value) == (
+            c["algorithm"], c["covered_length"], c["crc32"])
+        head = data[c["covered_from"] : block.content_offset]
+        prefix = data[block.content_offset : c["covered_to"]]
+        assert avro_checksum(head, prefix) == check and check.encode() == body
+        assert verify_block(BlockType.AVRO_DATA, head, data[block.content_offset :
+                                                                  stored.trailer_offset
+                                                                  + stored.length])
     # the whole path: a probe confirms exactly the keys of the block
     path = tmp_path / case["file_name"]
     path.write_bytes(data)
@@ -570,3 +591,37 @@ def test_avro_carrier(case_dir: Path, tmp_path: Path) -> None:
     assert res.stored
     assert {k: [b.offset for b in h.confirmed] for k, h in res.hits.items()} == {
         **{k: [exp["offset"]] for k in keys}, "k3": [], "zz": []}
+
+
+@pytest.mark.parametrize("case_dir", _params("checksum-mismatch"))
+def test_checksum_mismatch(case_dir: Path) -> None:
+    """A record changed after the checksum was taken still decodes, to another record: the
+    CHECKSUM makes it a ChecksumError wherever records are decoded, and a corrupt block that
+    readers skip with a warning (§4.12)."""
+    from morlog.logformat.errors import ChecksumError, CorruptBlockWarning
+    from morlog.readers.slice_blocks import effective_blocks
+
+    case, data = _load(case_dir), _input(case_dir)
+    exp = case["expect_error"]
+    block = next(LogFileReader(BytesSource(data, "input")).blocks())
+    assert block.block_type == BlockType.AVRO_DATA  # the framing is intact
+    # without the checksum, the damage is silent: the records decode to other keys
+    assert [r[case["key_field"]] for r in decode_block_records(
+        block.block_type, block.header, block.content())] == case["damaged_record_keys"]
+    for decode in (block.verify, block.to_arrow, block.records, block.record_count,
+                   lambda: block.keys(case["key_field"])):
+        with pytest.raises(getattr(errors, exp["type"])) as info:
+            decode()
+        assert info.value.offset == exp["offset"] and info.value.path == "input"
+    assert isinstance(info.value, ChecksumError)
+    # a probe reads the stored index only (its sections have their own CRCs): no records
+    keys, stored = block_index(block)
+    assert stored is not None and keys is not None
+
+    class Rules:
+        table_version = 6
+        as_of = None
+
+    with pytest.warns(CorruptBlockWarning, match=rf"input@{block.offset}: corrupt block"):
+        assert effective_blocks([block], None, Rules(), verify=True) == []
+    assert effective_blocks([block], None, Rules()) == [block]  # unverified: framing only

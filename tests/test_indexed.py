@@ -530,3 +530,117 @@ def test_object_store_probes_coalesce_the_index_parts_they_read(tmp_path: Path) 
         assert merged.reads <= 4, (label, merged.reads)
         if label != "absent":
             assert plain.reads > 10, (label, plain.reads)  # one read per block part
+
+
+# --- the CHECKSUM section (spec/index.md §4.12) ------------------------------------------------
+
+
+def _written_blocks(tmp_path: Path, carrier: str) -> tuple[Path, list[Any]]:
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, write_token="0-1-1")
+    for i in range(3):
+        _write(w, [f"k{i}-{j}" for j in range(40)], _inst(i), carrier)
+    (path,) = [tmp_path / n for n in _slice_files(tmp_path)]
+    with LogFileReader(str(path)) as r:
+        return path, [b for b in r.blocks() if b.block_type.is_data]
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_block_checksum_is_the_crc_of_head_and_records(tmp_path: Path, carrier: str) -> None:
+    """Every block the writer writes carries a CHECKSUM, recomputed here from §4.12.2 with
+    zlib and pyarrow alone: the head, then the records (Avro: up to the trailer; Parquet: the
+    whole file with the morlog.index text counted as zeros)."""
+    import base64
+    import struct
+    import zlib
+
+    import pyarrow.parquet as pq
+
+    path, blocks = _written_blocks(tmp_path, carrier)
+    data = path.read_bytes()
+    assert len(blocks) == 3
+    for b in blocks:
+        end = b.content_offset + b.content_length
+        content = data[b.content_offset : end]
+        if carrier == "avro":
+            (t_len,) = struct.unpack_from("<Q", data, end - 32)
+            trailer = content[-t_len:]
+            covered = data[b.offset + 14 : end - t_len]
+        else:
+            text = pq.read_metadata(pa.BufferReader(content)).metadata[b"morlog.index"]
+            trailer = base64.b64decode(text)
+            footer_len = struct.unpack_from("<i", content, len(content) - 8)[0]
+            at = content.index(text, len(content) - 8 - footer_len)
+            covered = (data[b.offset + 14 : b.content_offset] + content[:at]
+                       + bytes(len(text)) + content[at + len(text) :])
+        # CHECKSUM is the last section: its 13 bytes end where the section table starts
+        (count,) = struct.unpack_from("<I", trailer, len(trailer) - 24)
+        table_at = len(trailer) - 32 - 24 * count
+        sid, _, _, off, length = struct.unpack_from("<HHIQQ", trailer, table_at + 24 * (count - 1))
+        assert (sid, length, off + length) == (7, 13, table_at)
+        algorithm, n, value = struct.unpack_from("<BQI", trailer, off)
+        assert (algorithm, n, value) == (1, len(covered), zlib.crc32(covered))
+        assert b.verify() is True
+        assert b.to_arrow().num_rows == 40
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_block_checksum_mismatch_is_a_corrupt_block(tmp_path: Path, carrier: str) -> None:
+    """A byte changed in a block's records: decoding it is ChecksumError (at the content's
+    first byte, naming the file); deciding which blocks count skips it as corrupt with a
+    warning naming file and offset, and keeps the others."""
+    from morlog.logformat.errors import ChecksumError, CorruptBlockWarning
+    from morlog.readers.slice_blocks import effective_blocks
+
+    path, blocks = _written_blocks(tmp_path, carrier)
+    victim = blocks[1]
+    data = bytearray(path.read_bytes())
+    # a byte of the first record (Avro: after version, count and length; Parquet: in the
+    # first data page, after PAR1 and the page header)
+    data[victim.content_offset + (14 if carrier == "avro" else 40)] ^= 0x01
+    path.write_bytes(bytes(data))
+    with LogFileReader(str(path)) as r:
+        now = [b for b in r.blocks() if b.block_type.is_data]
+        assert [b.offset for b in now] == [b.offset for b in blocks]  # the framing is intact
+        with pytest.raises(ChecksumError) as info:
+            now[1].to_arrow()
+        assert (info.value.path, info.value.offset) == (str(path), victim.content_offset)
+
+        class Rules:
+            table_version = 6
+            as_of = None
+
+        with pytest.warns(CorruptBlockWarning, match=rf"@{victim.offset}: corrupt block"):
+            kept = effective_blocks(now, None, Rules(), verify=True)
+        assert [b.offset for b in kept] == [blocks[0].offset, blocks[2].offset]
+        assert [b.to_arrow().num_rows for b in kept] == [40, 40]
+
+
+def test_blocks_without_checksum_are_read_unverified(tmp_path: Path) -> None:
+    """A Parquet block whose trailer has no CHECKSUM (written before §4.12) reads as before."""
+    import base64
+
+    from morlog.logformat.framing import encode_block
+    from morlog.logformat.index_trailer import Section, encode_trailer, parse_layout, section_bytes
+    from morlog.logformat.parquet_content import (
+        decode_parquet_content,
+        encode_parquet_content,
+        parquet_key_value_metadata,
+    )
+    from morlog.readers import BytesSource
+
+    path, blocks = _written_blocks(tmp_path, "parquet")
+    b = blocks[0]
+    content = b.content()
+    md = parquet_key_value_metadata(content)
+    trailer = base64.b64decode(md[b"morlog.index"])
+    layout = parse_layout(trailer)
+    old = encode_trailer([(e.id, bytes(section_bytes(trailer, 0, e))) for e in layout.sections
+                          if e.id != Section.CHECKSUM])
+    md[b"morlog.index"] = base64.b64encode(old)
+    stale = encode_parquet_content(decode_parquet_content(content), key_value_metadata={
+        k.decode(): v.decode() for k, v in md.items() if not k.startswith(b"ARROW")})
+    frame = b.frame()
+    data = encode_block(type(frame)(frame.block_type, frame.header, stale))
+    (old_block,) = LogFileReader(BytesSource(data, "old")).blocks()
+    assert old_block.verify() is False
+    assert old_block.to_arrow().equals(b.to_arrow())

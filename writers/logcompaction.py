@@ -453,7 +453,7 @@ def _log_compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     names += [n for n in op.log_files if n not in names]
     with _SliceLogs(table, op.partition, names) as logs:
         planned = effective_blocks(logs.of_files(op.log_files), table.timeline,
-                                   table.merge_spec(instant))
+                                   table.merge_spec(instant), verify=True)
         run = choose_run(planned, settings)
         if not run:
             return out

@@ -36,9 +36,10 @@ SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
         0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 MAGIC = b"MORLIDX1"
 VERSION = 1
-KEYS, BLOOM, RANGE, CUMULATIVE, DIRECTORY, COLUMN_STATS = 1, 2, 3, 4, 5, 6
+KEYS, BLOOM, RANGE, CUMULATIVE, DIRECTORY, COLUMN_STATS, CHECKSUM = 1, 2, 3, 4, 5, 6, 7
 SECTION_NAMES = {KEYS: "KEYS", BLOOM: "BLOOM", RANGE: "RANGE", CUMULATIVE: "CUMULATIVE",
-                 DIRECTORY: "DIRECTORY", COLUMN_STATS: "COLUMN_STATS"}
+                 DIRECTORY: "DIRECTORY", COLUMN_STATS: "COLUMN_STATS", CHECKSUM: "CHECKSUM"}
+CHECKSUM_CRC32 = 1
 CARRIERS = {0: "NONE", 1: "AVRO", 2: "PARQUET"}
 FULL, DELTA = 0, 1
 FILTER_SBBF_XXH64 = 1
@@ -437,8 +438,7 @@ def hudi_row_hex(h: Hex, keys: list[str], m: int, k: int, what: str) -> None:
 # --- log framing (big-endian, spec/format.md §2) for the carrier vectors ----------------
 
 
-def framed_block(h: Hex, block_type: int, header: list[tuple[int, str]], content: Hex,
-                 type_name: str) -> int:
+def header_map(header: list[tuple[int, str]]) -> Hex:
     hmap = Hex([])
     hmap.add(struct.pack(">i", len(header)), f"header map: entry count {len(header)}")
     for key, value in header:
@@ -447,6 +447,27 @@ def framed_block(h: Hex, block_type: int, header: list[tuple[int, str]], content
         hmap.add(struct.pack(">i", key), f"header key {key} = {name}")
         hmap.add(struct.pack(">i", len(raw)), f"{name}: value length {len(raw)}")
         hmap.add(raw, f"{name}: {value if len(value) <= 20 else 'Avro schema JSON'}")
+    return hmap
+
+
+def block_head(block_type: int, header: list[tuple[int, str]], content_length: int) -> bytes:
+    """The bytes a CHECKSUM starts with (§4.12): log format version, block type, header map,
+    content length (big-endian framing, format §2)."""
+    return (struct.pack(">ii", 1, block_type) + header_map(header).data()
+            + struct.pack(">q", content_length))
+
+
+def checksum_section(covered: int, crc: int) -> Hex:
+    h = Hex([])
+    h.add(u8(CHECKSUM_CRC32), "algorithm 1 = CRC-32 (zlib, ISO-HDLC)")
+    h.add(u64(covered), f"covered length = {covered} bytes (head + records)")
+    h.add(u32(crc), f"CRC-32 = 0x{crc:08x}")
+    return h
+
+
+def framed_block(h: Hex, block_type: int, header: list[tuple[int, str]], content: Hex,
+                 type_name: str) -> int:
+    hmap = header_map(header)
     hlen, clen = len(hmap.data()), len(content.data())
     length = 24 + hlen + clen + 4
     h.add(b"#HUDI#", f"magic (log format, big-endian framing; block of {length + 14} bytes)")
@@ -1287,43 +1308,64 @@ AVRO_RECORD_KEYS = ["k2", "k1", "k10"]  # record order; KEYS holds them sorted
 AVRO_INSTANT = "20250102000000001"
 
 
-def _avro_carrier_block(file_hex: Hex) -> dict[str, Any]:
-    """Appends the indexed Avro block at offset 0 of ``file_hex``; returns its facts."""
+def _avro_carrier_block(file_hex: Hex, *, checksum: bool = False,
+                        damage: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Appends the indexed Avro block at offset 0 of ``file_hex``; returns its facts.
+    ``checksum``: the trailer ends with a CHECKSUM section (§4.12); ``damage``: (old, new)
+    record key written in place of ``old`` after the checksum was taken (same length)."""
     header = [(0, AVRO_INSTANT), (2, AVRO_SCHEMA)]
     hmap_len = 4 + sum(8 + len(v.encode()) for _, v in header)
     content_offset = 30 + hmap_len
-    prefix = Hex([])
-    prefix.add(struct.pack(">i", 3), "content version 3 (big-endian, format §5.1)")
-    prefix.add(struct.pack(">i", 3), "record count 3")
-    for key in AVRO_RECORD_KEYS:
-        rec = avro_string(key)
-        prefix.add(struct.pack(">i", len(rec)), f"record length {len(rec)}")
-        prefix.add(rec, f"record: _hoodie_record_key = {key!r} (Avro string)")
+
+    def records(keys: list[str]) -> Hex:
+        prefix = Hex([])
+        prefix.add(struct.pack(">i", 3), "content version 3 (big-endian, format §5.1)")
+        prefix.add(struct.pack(">i", 3), "record count 3")
+        for key in keys:
+            rec = avro_string(key)
+            prefix.add(struct.pack(">i", len(rec)), f"record length {len(rec)}")
+            prefix.add(rec, f"record: _hoodie_record_key = {key!r} (Avro string)")
+        return prefix
+
+    prefix = records(AVRO_RECORD_KEYS)
     trailer_offset = content_offset + len(prefix.data())
     keys = sorted(AVRO_RECORD_KEYS, key=str.encode)
     region = _region(keys, keys[0], keys[-1])
     filter_part = region[0][1].data() + region[1][1].data()
     keys_part = region[2][1].data()
 
-    def build(block_size: int) -> tuple[Hex, int]:
+    def build(block_size: int, check: Hex | None) -> tuple[Hex, int]:
         ref = Ref(0, 1, 0, block_size, trailer_offset, len(filter_part),
                   zlib.crc32(filter_part), len(keys_part), zlib.crc32(keys_part), 3,
                   AVRO_INSTANT, keys[0], keys[-1])
         n = sbbf_num_blocks(len(keys))
         cum = cumulative_section(FULL, BASE_INSTANT, 1, 3, keys[0], keys[-1], keys, n)
         secs = region + [(CUMULATIVE, cum), (DIRECTORY, directory_section([LOG_1], [ref]))]
+        if check is not None:
+            secs.append((CHECKSUM, check))
         h, _, length = trailer(secs)
         return h, length
 
-    t, length = build(0)
-    content = Hex([])
-    content.extend(prefix)
-    content.note(f"index trailer ({length} bytes) at file offset {trailer_offset}")
-    content.extend(t)
-    size = 38 + hmap_len + len(content.data()) + 4  # S = 38 + H + C + F (format §2.4)
-    t, length2 = build(size)
+    placeholder = checksum_section(0, 0) if checksum else None
+    t, length = build(0, placeholder)
+    size = 38 + hmap_len + len(prefix.data()) + length + 4  # S = 38 + H + C + F (format §2.4)
+    facts: dict[str, Any] = {}
+    check = None
+    if checksum:  # the head's content length is known once the trailer's length is
+        head = block_head(3, header, len(prefix.data()) + length)
+        covered = head + prefix.data()
+        crc = zlib.crc32(covered)
+        check = checksum_section(len(covered), crc)
+        facts["checksum"] = {"algorithm": CHECKSUM_CRC32, "covered_from": 14,
+                             "covered_to": trailer_offset, "covered_length": len(covered),
+                             "crc32": crc}
+    t, length2 = build(size, check)
     assert length2 == length  # fixed-width fields: the size does not change (§6.6)
     content = Hex([])
+    if damage is not None:
+        prefix = records([damage[1] if k == damage[0] else k for k in AVRO_RECORD_KEYS])
+        content.note(f"damaged after the checksum was taken: record {damage[0]!r} now reads "
+                     f"{damage[1]!r} (one byte)")
     content.extend(prefix)
     content.note(f"index trailer ({length} bytes) at file offset {trailer_offset}")
     content.extend(t)
@@ -1337,7 +1379,7 @@ def _avro_carrier_block(file_hex: Hex) -> dict[str, Any]:
             "record_keys": AVRO_RECORD_KEYS, "keys": keys,
             "cumulative": {"kind": "FULL", "scope": BASE_INSTANT, "blocks": 1, "keys": 3,
                            "min_key": keys[0], "max_key": keys[-1]},
-            "directory_files": [LOG_1]}
+            "directory_files": [LOG_1], **facts}
 
 
 @case("avro-carrier-block")
@@ -1368,6 +1410,33 @@ def _avro_carrier_rollback() -> Case:
             "data block's trailer.", "spec": "§7.1", "kind": "avro-carrier",
             "file_name": LOG_1, "key_field": "_hoodie_record_key", "block": facts,
             "tail_block_offset": 0}, h
+
+
+@case("avro-carrier-block-checksum")
+def _avro_carrier_checksum() -> Case:
+    h = Hex(["The block of avro-carrier-block as morlog writes it since §4.12: its trailer",
+             "ends with a CHECKSUM section, the CRC-32 of the block's bytes from the log",
+             "format version field through the last record. Written by regenerate.py."])
+    facts = _avro_carrier_block(h, checksum=True)
+    return {"description": "An indexed Avro block whose trailer carries a CHECKSUM (§4.12) "
+            "that matches: readers verify it and read the 3 records.", "spec": "§4.12",
+            "kind": "avro-carrier", "file_name": LOG_1, "key_field": "_hoodie_record_key",
+            "block": facts, "tail_block_offset": 0, "verified": True}, h
+
+
+@case("avro-carrier-block-checksum-mismatch")
+def _avro_carrier_checksum_bad() -> Case:
+    h = Hex(["avro-carrier-block-checksum with one record byte changed after the checksum",
+             "was taken: record 'k2' reads 'k3'. The framing, the records and the trailer",
+             "all decode; only the CHECKSUM tells. Written by regenerate.py."])
+    facts = _avro_carrier_block(h, checksum=True, damage=("k2", "k3"))
+    return {"description": "A damaged record that still decodes (a different key): the "
+            "CHECKSUM does not match, so a reader reports ChecksumError where it decodes the "
+            "records and a snapshot skips the block as corrupt (§4.12).", "spec": "§4.12",
+            "kind": "checksum-mismatch", "file_name": LOG_1,
+            "key_field": "_hoodie_record_key", "block": facts,
+            "damaged_record_keys": ["k3", "k1", "k10"],
+            "expect_error": {"type": "ChecksumError", "offset": facts["content_offset"]}}, h
 
 
 # the base-key index (§12): a file of its own beside each base file
