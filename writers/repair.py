@@ -15,6 +15,10 @@ holding the table's writer lock. What it finds:
   committing.
 - ``STALE_LOCK``: an S3 lock object whose lease ran out, or that cannot be read (empty, not
   JSON) and is older than the lease.
+- ``PROPERTIES_BACKUP``: ``hoodie.properties.backup`` left by a properties rewrite that
+  died (readers read it while ``hoodie.properties`` is missing). Applied as Hudi's
+  ``ConfigUtils.recoverIfNeeded``: a missing file restored from the backup, the backup
+  deleted.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -30,6 +34,7 @@ from typing import Any
 from morlog.logformat.constants import MAGIC_LEN
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.naming import LogFileName
+from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
 
@@ -51,6 +56,7 @@ SPARK_STAGING = "SPARK_STAGING"
 STALE_LOCK = "STALE_LOCK"
 LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
+PROPERTIES_BACKUP = "PROPERTIES_BACKUP"
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -115,6 +121,7 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                      "a writer holds the table's lock: nothing is changed",
                                      fixable=False))
     fixable = not plan.live_writer
+    plan.findings.extend(_properties_findings(store, inner, fixable))
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
     for inst in table.timeline.pending():
@@ -148,6 +155,26 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                          "staging folder of a Spark write that did not commit",
                                          fixable=fixable))
     return plan
+
+
+def _properties_findings(store: WriteStore, inner: str, fixable: bool) -> list[Finding]:
+    """``PROPERTIES_BACKUP``: a backup of ``hoodie.properties`` a rewrite left behind."""
+    backup = store.join(inner, ".hoodie", PROPERTIES_BACKUP_FILE)
+    if not store.exists(backup):
+        return []
+    missing = not store.exists(store.join(inner, ".hoodie", PROPERTIES_FILE))
+    why = ("hoodie.properties is missing (a rewrite died): restored from the backup"
+           if missing else "backup left by a properties rewrite that died: deleted")
+    return [Finding(PROPERTIES_BACKUP, backup, why, fixable=fixable)]
+
+
+def _apply_properties_backup(store: WriteStore, f: Finding) -> None:
+    """Restore ``hoodie.properties`` from the backup if missing, then delete the backup."""
+    from .metadata import restore_properties
+
+    inner = f.path.rsplit("/.hoodie/", 1)[0] if "/.hoodie/" in f.path else f.path
+    restore_properties(store, inner)
+    store.delete(f.path)
 
 
 def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
@@ -343,7 +370,9 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
 
 
 def _apply_one(store: WriteStore, f: Finding) -> None:
-    if f.kind == TORN_TAIL:
+    if f.kind == PROPERTIES_BACKUP:
+        _apply_properties_backup(store, f)
+    elif f.kind == TORN_TAIL:
         assert f.keep_bytes is not None
         if f.keep_bytes == 0:
             store.delete(f.path)
@@ -372,6 +401,7 @@ def repair(table_path: str, *, apply: bool = False,
     return apply_repair(plan, lease_seconds=lease_seconds)
 
 
-__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT", "SPARK_STAGING",
+__all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT",
+           "PROPERTIES_BACKUP", "SPARK_STAGING",
            "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
            "plan_repair", "repair", "sweep_orphan_temps"]
