@@ -218,3 +218,47 @@ def test_another_writers_pending_instant_with_a_live_heartbeat_still_blocks(
     (hb / instant).write_bytes(b"")
     with pytest.raises(ConcurrentWriterError, match="live heartbeat"):
         MorTable(str(root), WriteConfig(fsync=False)).upsert(_batch(range(3, 5), 2))
+
+
+@pytest.mark.parametrize("service", ["compaction", "logcompaction", "clean"])
+def test_repair_apply_executes_a_pending_service_again(tmp_path: Path, service: str) -> None:
+    """A compaction, log compaction or clean left pending by a dead process: repair
+    --apply executes its plan again, as Hudi (and the service's own command) does."""
+    from morlog.writers.cleaning import schedule_clean
+    from morlog.writers.compaction import schedule_compaction
+    from morlog.writers.logcompaction import schedule_log_compaction
+
+    root = tmp_path / "t"
+    opts = {"hoodie.clean.automatic": "false", "hoodie.clean.commits.retained": "1",
+            "hoodie.log.compaction.blocks.threshold": "2"}
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="v", table_version=9,
+                        config=WriteConfig(fsync=False, hoodie_options=opts))
+    for v in range(1, 5):
+        t.upsert(_batch(range(6), v))
+    if service == "clean":
+        from morlog.writers.compaction import compact
+
+        compact(t)
+        t.upsert(_batch(range(6), 5))
+        compact(t)
+        instant = schedule_clean(t, force=True)
+    elif service == "compaction":
+        instant = schedule_compaction(t, force=True)
+    else:
+        instant = schedule_log_compaction(t)
+    assert instant is not None
+    before = Table(str(root)).read(columns=["id", "v", "p"]).sort_by("id").to_pylist()
+    pending = Table(str(root)).timeline.pending()
+    assert [(i.requested, i.action) for i in pending] == [(instant, service)]
+    assert main(["repair", str(root)]) == 1
+    assert main(["repair", str(root), "--apply"]) == 0
+    t2 = Table(str(root))
+    assert not t2.timeline.pending()
+    done = [n for n in os.listdir(t2.timeline.directory)
+            if n.startswith(instant) and n.endswith(f".{service}")
+            or n.startswith(instant) and service != "clean" and n.endswith(".commit")
+            or n.startswith(instant) and n.endswith(".deltacommit")]
+    assert done, os.listdir(t2.timeline.directory)
+    assert t2.read(columns=["id", "v", "p"]).sort_by("id").to_pylist() == before
+    assert main(["repair", str(root)]) == 0

@@ -19,6 +19,10 @@ holding the table's writer lock. What it finds:
   died (readers read it while ``hoodie.properties`` is missing). Applied as Hudi's
   ``ConfigUtils.recoverIfNeeded``: a missing file restored from the backup, the backup
   deleted.
+- ``PENDING_SERVICE``: a compaction, log compaction or clean left requested or inflight
+  while no writer holds the lock. Applied as Hudi does: its plan is executed again
+  (``morlog compact`` / ``logcompact`` / ``clean`` do the same); a log compaction whose
+  plan can no longer run is dropped, as ``morlog logcompact`` drops it.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -57,6 +61,9 @@ STALE_LOCK = "STALE_LOCK"
 LIVE_WRITER = "LIVE_WRITER"
 CORRUPT_BLOCK = "CORRUPT_BLOCK"
 PROPERTIES_BACKUP = "PROPERTIES_BACKUP"
+PENDING_SERVICE = "PENDING_SERVICE"
+#: the table services morlog re-executes from their plans, and the command that does too
+SERVICE_COMMANDS = {"compaction": "compact", "logcompaction": "logcompact", "clean": "clean"}
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -124,7 +131,10 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     plan.findings.extend(_properties_findings(store, inner, fixable))
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
+    plan.findings.extend(_service_findings(store, table, fixable))
     for inst in table.timeline.pending():
+        if inst.action in SERVICE_COMMANDS:
+            continue
         ok = (fixable and inst.action in ("deltacommit", "rollback")
               and table.version in WRITE_VERSIONS)
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
@@ -155,6 +165,57 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                          "staging folder of a Spark write that did not commit",
                                          fixable=fixable))
     return plan
+
+
+def _service_findings(store: WriteStore, table: Table, fixable: bool) -> list[Finding]:
+    """``PENDING_SERVICE``: compactions, log compactions and cleans left pending."""
+    out = []
+    for inst in table.timeline.pending():
+        command = SERVICE_COMMANDS.get(inst.action)
+        if command is None:
+            continue
+        ok = fixable and table.version in WRITE_VERSIONS
+        why = (f"{inst.action} left {inst.state.lower()}: its plan is executed again, as "
+               f"Hudi does ('morlog {command} TABLE' does the same)" if ok else
+               f"pending {inst.action}: " + ("a writer is live" if not fixable else
+                                             "not a table version morlog writes (6, 8, 9)"))
+        out.append(Finding(PENDING_SERVICE, store.join(table.timeline.directory,
+                                                       inst.file_name), why,
+                           instant=inst.requested, fixable=ok))
+    return out
+
+
+def _rerun_services(plan: RepairPlan, lease_seconds: float, result: RepairResult) -> None:
+    """Execute the plans of the pending services again, oldest first (each takes the writer
+    lock itself); a log compaction whose plan can no longer run is dropped."""
+    pending = sorted((f for f in plan.findings if f.kind == PENDING_SERVICE and f.fixable),
+                     key=lambda f: f.instant or "")
+    if not pending:
+        return
+    from .cleaning import run_clean
+    from .client import MorTable, WriteConfig
+    from .compaction import run_compaction
+    from .logcompaction import discard_log_compaction, refusal, run_log_compaction
+
+    mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
+    for f in pending:
+        assert f.instant is not None
+        # the timeline file is <instant>.<action>.<state> in both layouts
+        action = f.path.replace("\\", "/").rsplit("/", 1)[-1].split(".")[1]
+        try:
+            if action == "compaction":
+                run_compaction(mt, f.instant)
+            elif action == "logcompaction":
+                if refusal(mt.table(), f.instant) is not None:
+                    discard_log_compaction(mt, f.instant)
+                else:
+                    run_log_compaction(mt, f.instant)
+            else:
+                run_clean(mt, f.instant)
+            result.done.append(f)
+        except MorlogError as exc:
+            result.skipped.append((f, f"{exc.message} (retry with 'morlog "
+                                      f"{SERVICE_COMMANDS.get(action, action)} TABLE')"))
 
 
 def _properties_findings(store: WriteStore, inner: str, fixable: bool) -> list[Finding]:
@@ -343,7 +404,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     lock = store.lock(inner)
     try:
         for f in plan.findings:
-            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT):
+            if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, PENDING_SERVICE):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -366,6 +427,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
                  else result.skipped.append((f, "not rolled back")))
     finally:
         lock.release()
+    _rerun_services(plan, lease_seconds, result)
     return result
 
 
@@ -402,6 +464,6 @@ def repair(table_path: str, *, apply: bool = False,
 
 
 __all__ = ["CORRUPT_BLOCK", "LIVE_WRITER", "ORPHAN_TEMP", "PENDING_INSTANT",
-           "PROPERTIES_BACKUP", "SPARK_STAGING",
+           "PENDING_SERVICE", "PROPERTIES_BACKUP", "SERVICE_COMMANDS", "SPARK_STAGING",
            "STALE_LOCK", "TORN_TAIL", "Finding", "RepairPlan", "RepairResult", "apply_repair",
            "plan_repair", "repair", "sweep_orphan_temps"]
