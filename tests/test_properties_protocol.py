@@ -262,3 +262,39 @@ def test_repair_apply_executes_a_pending_service_again(tmp_path: Path, service: 
     assert done, os.listdir(t2.timeline.directory)
     assert t2.read(columns=["id", "v", "p"]).sort_by("id").to_pylist() == before
     assert main(["repair", str(root)]) == 0
+
+
+def test_reads_while_rli_build_runs_never_fail(tmp_path: Path) -> None:
+    """The issue's check: `rli build` (which rewrites hoodie.properties twice) in a loop
+    while readers read: every read succeeds and sees every row."""
+    from morlog.writers.record_index import build
+
+    root = tmp_path / "t"
+    t = _table(root)
+    t.upsert(_batch(range(40), 1))
+    stop = threading.Event()
+    builds = [0]
+    errors: list[BaseException] = []
+
+    def rebuild() -> None:
+        try:
+            while not stop.is_set():
+                build(t, 2)
+                builds[0] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    th = threading.Thread(target=rebuild)
+    th.start()
+    reads = 0
+    try:
+        while builds[0] < 8 and not errors:
+            Table(str(root))  # opening reads the properties: the racing step
+            reads += 1
+            if reads % 50 == 0:
+                assert len(_ids(root)) == 40
+    finally:
+        stop.set()
+        th.join()
+    assert not errors
+    assert reads > 50
