@@ -21,6 +21,9 @@ from .errors import ContentError
 
 #: the file, under ``.hoodie/``, that holds a table's properties
 PROPERTIES_FILE = "hoodie.properties"
+#: the copy a rewrite of ``hoodie.properties`` keeps meanwhile, which readers fall back to
+#: (``HoodieTableConfig.HOODIE_PROPERTIES_FILE_BACKUP``)
+PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
 #: the file that marks a directory as a partition of the table
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 #: record payloads: latest commit wins, or greatest ordering value wins
@@ -88,6 +91,20 @@ def parse_properties(text: str, path: str | None = None) -> dict[str, str]:
         key, value = _split(line)
         props[_unescape(key, path)] = _unescape(value, path)
     return props
+
+
+def properties_usable(props: Mapping[str, str]) -> bool:
+    """Whether parsed ``hoodie.properties`` can be a table's: not empty (a file a writer
+    is still writing in place reads empty) and, when it holds ``hoodie.table.checksum``,
+    with the checksum of its name (``ConfigUtils.fetchConfigs`` skips a file whose
+    checksum does not validate, ``HoodieTableConfig.validateChecksum``)."""
+    if not props:
+        return False
+    checksum = props.get("hoodie.table.checksum")
+    if checksum is None:
+        return True
+    return checksum.strip() == table_checksum(props.get("hoodie.table.name") or "",
+                                              props.get("hoodie.database.name") or "")
 
 
 def format_properties(props: Mapping[str, str]) -> str:

@@ -29,10 +29,10 @@ from morlog.logformat.errors import MorlogError
 from morlog.logformat.hfile import decode_hfile
 from morlog.logformat.hfile_content import decode_hfile_records
 from morlog.logformat.naming import BaseFileName, LogFileName
-from morlog.logformat.table_files import PROPERTIES_FILE, parse_properties
 
 from .column_stats import merge_records
 from .logfile import LogFileReader
+from .properties import read_properties
 from .storage import Storage
 from .timeline import Timeline
 
@@ -73,9 +73,7 @@ class MdtSlice:
 def open_mdt(storage: Storage, table_path: str) -> MdtView:
     """The metadata table of the data table at ``table_path``."""
     mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
-    props_path = storage.join(mdt, ".hoodie", PROPERTIES_FILE)
-    props = parse_properties(storage.read(props_path).decode("utf-8", errors="replace"),
-                             props_path)
+    props, _ = read_properties(storage, mdt)
     version = int((props.get("hoodie.table.version") or "6").strip() or "6")
     return MdtView(storage, mdt, version, Timeline.load(mdt, version, storage))
 

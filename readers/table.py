@@ -24,8 +24,6 @@ from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.table_files import (
     PARTITION_METADATA_FILE,
-    PROPERTIES_FILE,
-    parse_properties,
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 
@@ -33,6 +31,7 @@ from .base_files import BaseFormat, check_base_file, table_base_format
 from .containment import check_file_name, resolve_under
 from .merge import MergeSpec, read_slice
 from .parallel import default_threads, run_all
+from .properties import read_properties
 from .storage import TableLocation
 from .timeline import Timeline
 
@@ -227,12 +226,10 @@ class Table:
         self.location = TableLocation.of(path, filesystem)
         self.storage = self.location.storage
         path = self.location.path
-        props_path = self.storage.join(path, ".hoodie", PROPERTIES_FILE)
-        if not self.storage.isfile(props_path):
-            raise UsageError("not a Hudi table (no .hoodie/hoodie.properties)", path=path)
+        # the file, else its backup (a rewrite under way, or one whose writer died)
+        props, props_path = read_properties(self.storage, path)
         self.path = path
-        text = self.storage.read(props_path).decode("utf-8", errors="replace")
-        self.config = TableConfig(parse_properties(text, props_path), props_path)
+        self.config = TableConfig(props, props_path)
         if self.config.version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedVersionError("unsupported table version (hoodie.table.version)",
                                           path=props_path,

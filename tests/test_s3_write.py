@@ -289,3 +289,38 @@ def test_errors_never_show_credentials(s3: str, capsys: pytest.CaptureFixture[st
     assert err and "s3cr" not in err and "AKIDSECRET" not in err
     assert redact("s3://k:s/ec+ret@b/p?x=1") == "s3://***@b/p?x=1"
     assert redact("/data/a@b/file") == "/data/a@b/file"  # not a URI: unchanged
+
+
+def test_properties_are_replaced_in_one_put_and_the_backup_is_read(s3: str) -> None:
+    """spec/table.md §1.1 on S3: one conditional PUT replaces hoodie.properties (no moment
+    without it); a table left with only the backup reads, writes and is restored."""
+    from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
+    from morlog.writers.metadata import update_properties
+
+    uri = _uri(s3)
+    t = MorTable.create(uri, SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", table_version=6)
+    t.upsert(_batch([1, 2], 1))
+    props = dict(Table(uri).config.props)
+    store = t.store
+    assert isinstance(store, S3Store)
+    deletes: list[str] = []
+    real_delete = store.delete
+
+    def delete(path: str) -> bool:
+        deletes.append(path)
+        return real_delete(path)
+
+    store.delete = delete  # type: ignore[method-assign]
+    update_properties(store, t.location, {**props, "morlog.test": "1"})
+    assert not any(p.endswith(PROPERTIES_FILE) for p in deletes)
+    assert Table(uri).config.props["morlog.test"] == "1"
+    bucket, key = store.bucket_key(store.join(t.location.path, ".hoodie", PROPERTIES_FILE))
+    body = store.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    store.client.put_object(Bucket=bucket, Key=key + ".backup", Body=body)
+    store.client.delete_object(Bucket=bucket, Key=key)
+    assert key.endswith(PROPERTIES_FILE) and (key + ".backup").endswith(PROPERTIES_BACKUP_FILE)
+    assert set(_rows(uri)) == {"k00001", "k00002"}
+    MorTable(uri).upsert(_batch([3], 2))
+    assert set(_rows(uri)) == {"k00001", "k00002", "k00003"}
+    assert store.client.get_object(Bucket=bucket, Key=key)["Body"].read() == body

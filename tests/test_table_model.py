@@ -498,6 +498,8 @@ write_ops = st.lists(st.one_of(
     st.tuples(st.just("logcompact"), st.sampled_from(["none", "log", "completed"]),
               st.booleans()),
     st.tuples(st.just("schedule")),
+    st.tuples(st.just("props"), st.integers(1, 8), st.booleans()),
+    st.tuples(st.just("killed_before_inflight")),
 ), min_size=1, max_size=8)
 
 
@@ -522,6 +524,73 @@ def _bad_batch(kind: str, k: int) -> pa.Table:
     if kind == "double_for_long":
         t = t.set_column(3, "v", pa.array([1.0]))
     return t
+
+
+class _Killed(BaseException):
+    """The process dies here (nothing after it runs, no rollback)."""
+
+
+def _props_step(t: Any, root: Path, kill_at: int, backup_protocol: bool, n: int) -> None:
+    """A ``hoodie.properties`` rewrite (as ``rli build`` does) killed at its ``kill_at``-th
+    store operation, atomically or by Hudi's backup protocol: the table reads (old or new
+    properties, never none) and the next write finishes the rewrite (spec/table.md §1.1)."""
+    from morlog.writers.metadata import update_properties
+    from morlog.writers.store import LocalStore
+
+    old = dict(Table(str(root)).config.props)
+    new = {**old, "morlog.model.step": str(n)}
+    calls = [0]
+    mp = pytest.MonkeyPatch()
+    if backup_protocol:
+        mp.setattr(LocalStore, "can_replace", False)
+    for name in ("read", "create", "delete", "replace"):
+        real = getattr(LocalStore, name)
+
+        def op(self: Any, *a: Any, _real: Any = real, **kw: Any) -> Any:
+            calls[0] += 1
+            if calls[0] == kill_at:
+                raise _Killed()
+            return _real(self, *a, **kw)
+        mp.setattr(LocalStore, name, op)
+    try:
+        update_properties(LocalStore(), t.location, new, fsync=False)
+        event("properties rewritten")
+    except _Killed:
+        event(f"properties rewrite killed at {kill_at}")
+    finally:
+        mp.undo()
+    assert dict(Table(str(root)).config.props) in (old, new)
+
+
+def _killed_before_inflight_step(t: Any, root: Path) -> None:
+    """A writer killed after its ``.requested`` and heartbeat, before its ``.inflight``: the
+    next writer (holding the lock) rolls it back at once (spec/table.md §9.1)."""
+    from morlog.writers.commit import MORLOG_HEARTBEAT, TimelineWriter, heartbeat_path
+
+    mp = pytest.MonkeyPatch()
+    real_w = TimelineWriter.write
+    dead: list[str] = []
+
+    def w(self: Any, instant: str, state: str, meta: Any, action: str = "deltacommit") -> None:
+        if state == "inflight":
+            dead.append(instant)
+            raise _Killed()
+        real_w(self, instant, state, meta, action)
+    mp.setattr(TimelineWriter, "write", w)
+    batch = pa.Table.from_pylist([{"id": "k99", "p": "a", "ts": 0, "v": 0}], schema=_WSCHEMA)
+    try:
+        with pytest.raises(_Killed):
+            t.upsert(batch)
+    finally:
+        mp.undo()
+    # what the process left when it died: its heartbeat (the lock died with it)
+    hb = Path(heartbeat_path(t.store, t.location, dead[0]))
+    hb.parent.mkdir(parents=True, exist_ok=True)
+    hb.write_bytes(MORLOG_HEARTBEAT)
+    assert [i.requested for i in _pending(Table(str(root)))] == [dead[0]]
+    with t.commit("upsert"):
+        pass
+    assert _pending(Table(str(root))) == []
 
 
 def _inject_failure(mp: pytest.MonkeyPatch, where: str, persistent: bool) -> None:
@@ -614,6 +683,10 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
             _log_compact_step(root, cfg, op[1], op[2])
         elif op[0] == "schedule":
             _schedule_step(t, root)
+        elif op[0] == "props":
+            _props_step(t, root, op[1], op[2], n)
+        elif op[0] == "killed_before_inflight":
+            _killed_before_inflight_step(t, root)
         elif op[0] == "bad":
             before = _snapshot_files(root)
             with pytest.raises(MorlogError):

@@ -69,6 +69,7 @@ from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.parallel import run_all
+from morlog.readers.properties import has_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, TableConfig
 
@@ -293,7 +294,7 @@ class MorTable:
         path = location.uri
         store, inner = _open_store(location, config or WriteConfig()), location.path
         props_path = store.join(inner, ".hoodie", PROPERTIES_FILE)
-        if store.exists(props_path):
+        if has_properties(store.storage, inner):
             raise UsageError("a table exists already", path=path)
         for fname, what in ((key_field, "key"), (partition_field, "partition"),
                             (ordering_field, "ordering")):

@@ -233,11 +233,15 @@ class TimelineWriter:
         return out
 
     def is_morlogs(self, instant: str, action: str = "deltacommit") -> bool:
-        """Whether a pending instant is a morlog writer's (its inflight metadata says so)."""
+        """Whether a pending instant is a morlog writer's: its inflight metadata says so,
+        or (a writer that died before writing its inflight) its heartbeat file holds
+        :data:`MORLOG_HEARTBEAT` (spec/table.md §9.1)."""
         meta = self.inflight_meta(instant, action)
         extra = meta.get("extraMetadata")
-        return "morlogFileGroups" in meta or (isinstance(extra, dict)
-                                              and MORLOG_WRITER_KEY in extra)
+        if "morlogFileGroups" in meta or (isinstance(extra, dict)
+                                          and MORLOG_WRITER_KEY in extra):
+            return True
+        return is_morlog_heartbeat(self.store, self.location, instant)
 
     def remove_pending(self, instant: str, action: str = "deltacommit") -> None:
         for state in ("requested", "inflight"):
@@ -347,8 +351,23 @@ HEARTBEAT_INTERVAL_MS = 60_000
 HEARTBEAT_TOLERABLE_MISSES = 2
 
 
+#: the body of a morlog writer's heartbeat file. Hudi reads only a heartbeat's modification
+#: time (``HoodieHeartbeatUtils.getLastHeartbeatTime``) and writes it empty, so the body
+#: marks an instant as written under morlog's writer lock from the moment its heartbeat
+#: exists, before its inflight metadata says so
+MORLOG_HEARTBEAT = b"morlog.writer\n"
+
+
 def heartbeat_path(store: WriteStore, location: TableLocation, instant: str) -> str:
     return store.join(location.path, ".hoodie", HEARTBEAT_DIR, instant)
+
+
+def is_morlog_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> bool:
+    """Whether ``instant``'s heartbeat file is a morlog writer's (:data:`MORLOG_HEARTBEAT`)."""
+    try:
+        return store.read(heartbeat_path(store, location, instant)) == MORLOG_HEARTBEAT
+    except (FileNotFoundError, MorlogError, OSError):
+        return False
 
 
 def check_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> None:
@@ -509,6 +528,10 @@ class Commit:
     def __enter__(self) -> Commit:
         lock = self.store.lock(self.location.path)
         try:
+            from .metadata import restore_properties
+
+            # a properties rewrite that died leaves the backup only: finish it (spec §1.1)
+            restore_properties(self.store, self.location.path, fsync=self.fsync)
             first = Table(self.location)
             self.timeline = TimelineWriter(self.store, self.location,
                                            layout=first.timeline.layout, fsync=self.fsync,
@@ -593,7 +616,7 @@ class Commit:
         self.timeline.write(self.instant, "requested", {}, self.action)
         hb = heartbeat_path(self.store, self.location, self.instant)
         self.store.makedirs(self.store.join(self.location.path, ".hoodie", HEARTBEAT_DIR))
-        self.store.create(hb, b"", sync=False)
+        self.store.create(hb, MORLOG_HEARTBEAT, sync=False)
         self.timeline.write(self.instant, "inflight", {
             "partitionToWriteStats": stats, "extraMetadata": {MORLOG_WRITER_KEY: "1"},
             "operationType": self.operation.upper()}, self.action)
@@ -779,7 +802,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-__all__ = ["HEARTBEAT_DIR", "TIMELINE_TIMEZONE", "WRITE_TOKEN", "Commit", "CommitHooks",
-           "RecordChanges", "RollbackHooks", "TimelineWriter", "base_file_name",
-           "check_heartbeat", "ensure_partition", "instant_files", "new_instant",
+__all__ = ["HEARTBEAT_DIR", "MORLOG_HEARTBEAT", "TIMELINE_TIMEZONE", "WRITE_TOKEN", "Commit",
+           "CommitHooks", "RecordChanges", "RollbackHooks", "TimelineWriter", "base_file_name",
+           "check_heartbeat", "ensure_partition", "instant_files", "is_morlog_heartbeat",
+           "new_instant",
            "rollback_instant", "rollback_pending", "safe_group", "timeline_utc"]

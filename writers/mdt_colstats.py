@@ -37,9 +37,9 @@ from morlog.logformat.mdt_records import (
     TYPE_PARTITION_STATS,
 )
 from morlog.logformat.naming import BaseFileName, LogFileName
-from morlog.logformat.table_files import PROPERTIES_FILE, parse_properties
 from morlog.readers import column_stats as cs
 from morlog.readers.logfile import LogFileReader
+from morlog.readers.properties import read_properties
 from morlog.readers.table import Table
 
 from .mdt_writer import CommitContext, MetadataTable, PartitionKeeper
@@ -333,8 +333,7 @@ class BloomFiltersKeeper(PartitionKeeper):
 
 def _data_props(mdt: MetadataTable) -> dict[str, str]:
     loc = mdt.data_location
-    p = loc.storage.join(loc.path, ".hoodie", PROPERTIES_FILE)
-    return parse_properties(loc.storage.read(p).decode("utf-8"), p)
+    return read_properties(loc.storage, loc.path)[0]
 
 
 def column_stats(mdt: MetadataTable, partition: str = COLUMN_STATS) -> pa.Table:

@@ -274,10 +274,9 @@ class MetadataTable:
     @property
     def props(self) -> dict[str, str]:
         if self._props is None:
-            from morlog.logformat.table_files import parse_properties
+            from morlog.readers.properties import read_properties
 
-            p = self.store.join(self.path, ".hoodie", PROPERTIES_FILE)
-            self._props = parse_properties(self.store.read(p).decode("utf-8"), p)
+            self._props = read_properties(self.store.storage, self.path)[0]
         return self._props
 
     @property
@@ -425,10 +424,9 @@ class MetadataTable:
     def utc(self) -> bool:
         """Instant times are UTC (``hoodie.table.timeline.timezone=UTC``), else local."""
         if self._utc is None:
-            from morlog.logformat.table_files import parse_properties
+            from morlog.readers.properties import read_properties
 
-            p = self.store.join(self.data_location.path, ".hoodie", PROPERTIES_FILE)
-            props = parse_properties(self.store.read(p).decode("utf-8"), p)
+            props = read_properties(self.store.storage, self.data_location.path)[0]
             self._utc = timeline_utc(props)
         return self._utc
 

@@ -38,9 +38,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from morlog.logformat.errors import UnsupportedSettingError
+from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
-from morlog.logformat.table_files import PROPERTIES_FILE, format_properties
+from morlog.logformat.table_files import (
+    PROPERTIES_BACKUP_FILE,
+    PROPERTIES_FILE,
+    format_properties,
+)
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 
@@ -203,13 +207,12 @@ def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPla
 def record_index_enabled(store: WriteStore, location: TableLocation) -> bool:
     """Whether the data table's ``hoodie.properties`` enables morlog's record index
     (``morlog.readers.record_index``)."""
-    from morlog.logformat.table_files import parse_properties
+    from morlog.readers.properties import read_properties
     from morlog.readers.record_index import ENABLE_PROPERTY
 
-    path = store.join(location.path, ".hoodie", PROPERTIES_FILE)
     try:
-        props = parse_properties(store.read(path).decode("utf-8", errors="replace"), path)
-    except FileNotFoundError:
+        props, _ = read_properties(store.storage, location.path)
+    except UsageError:
         return False
     return (props.get(ENABLE_PROPERTY) or "").strip().lower() == "true"
 
@@ -242,16 +245,47 @@ def apply_drops(store: WriteStore, location: TableLocation, table: Table,
 
 def update_properties(store: WriteStore, location: TableLocation, props: dict[str, str],
                       *, fsync: bool = True) -> None:
-    """Replace ``hoodie.properties`` with ``props`` (Hudi's way: a backup copy first, the
-    file deleted and written again, the backup removed)."""
+    """Replace ``hoodie.properties`` with ``props`` (the caller holds the writer lock) so
+    that a reader never finds the table without properties (spec/table.md §1.1):
+
+    - first, as Hudi's ``HoodieTableConfig.modify`` (``recoverIfNeeded``), a rewrite that
+      died is finished: a missing file is restored from ``hoodie.properties.backup``;
+    - where the store replaces a file atomically (local: a temporary file renamed over it;
+      S3: one ``PUT`` with ``If-Match``), the file is replaced and a backup left by
+      another writer is deleted;
+    - elsewhere Hudi's backup protocol: the backup written, the file deleted and written
+      again, the backup deleted (readers fall back to the backup in between)."""
     hoodie = store.join(location.path, ".hoodie")
     path = store.join(hoodie, PROPERTIES_FILE)
-    backup = store.join(hoodie, PROPERTIES_FILE + ".backup")
+    backup = store.join(hoodie, PROPERTIES_BACKUP_FILE)
+    restore_properties(store, location.path, fsync=fsync)
+    data = format_properties(props).encode("utf-8")
+    if store.can_replace:
+        store.replace(path, data, sync=fsync)
+        store.delete(backup)
+        return
     store.delete(backup)
     store.create(backup, store.read(path), sync=fsync)
     store.delete(path)
-    store.create(path, format_properties(props).encode("utf-8"), sync=fsync)
+    store.create(path, data, sync=fsync)
     store.delete(backup)
+
+
+def restore_properties(store: WriteStore, table_path: str, *, fsync: bool = True) -> bool:
+    """Finish a rewrite of ``hoodie.properties`` that died (Hudi's
+    ``ConfigUtils.recoverIfNeeded``): when the file is missing and its backup exists, the
+    file is created from the backup; True if it was. The backup stays until the next
+    rewrite (or ``repair``) deletes it, so a reader always finds one of the two."""
+    hoodie = store.join(table_path, ".hoodie")
+    path = store.join(hoodie, PROPERTIES_FILE)
+    backup = store.join(hoodie, PROPERTIES_BACKUP_FILE)
+    if store.exists(path):
+        return False
+    try:
+        data = store.read(backup)
+    except FileNotFoundError:
+        return False
+    return store.create(path, data, sync=fsync)
 
 
 # --- rebuilding a damaged metadata table -----------------------------------------------------
@@ -313,5 +347,5 @@ def rebuild_metadata_table(store: WriteStore, location: TableLocation, table: Ta
 
 __all__ = ["ENABLE", "KEPT", "METADATA_DIR", "METADATA_SWITCHES", "PARTITIONS_PROPERTY",
            "MetadataPlan",
-           "apply_drops", "listed_partitions", "plan_metadata", "switch_of",
-           "live_data_files", "rebuild_metadata_table", "update_properties"]
+           "apply_drops", "listed_partitions", "live_data_files", "plan_metadata",
+           "rebuild_metadata_table", "restore_properties", "switch_of", "update_properties"]

@@ -32,6 +32,14 @@ holding the table's writer lock. What it finds:
   framing not add up, so every reader (Hudi's ``HoodieLogFileReader.isBlockCorrupted``
   and morlog's) takes it for a CORRUPT block and skips it (its records are lost, as they
   were). spec/format.md §6.5.
+- ``PROPERTIES_BACKUP``: ``hoodie.properties.backup`` left by a properties rewrite that
+  died (readers read it while ``hoodie.properties`` is missing). Applied as Hudi's
+  ``ConfigUtils.recoverIfNeeded``: a missing file restored from the backup, the backup
+  deleted.
+- ``PENDING_SERVICE``: a compaction, log compaction or clean left requested or inflight
+  while no writer holds the lock. Applied as Hudi does: its plan is executed again
+  (``morlog compact`` / ``logcompact`` / ``clean`` do the same); a log compaction whose
+  plan can no longer run is dropped, as ``morlog logcompact`` drops it.
 - ``LIVE_WRITER`` / ``CORRUPT_BLOCK``: reported, never changed (a writer is committing now;
   a damaged block in the middle of a log, which readers skip as Hudi does).
 """
@@ -56,6 +64,7 @@ from morlog.logformat.errors import (
 )
 from morlog.logformat.framing import read_i64
 from morlog.logformat.naming import REQUESTED, BaseFileName, LogFileName
+from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
 from morlog.logformat.virtual_keys import KeyField, key_columns
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.storage import BytesSource
@@ -86,6 +95,10 @@ DAMAGED_BLOCK = "DAMAGED_BLOCK"
 _MAX_PLAUSIBLE_VERSION = 255
 #: at most this many damaged blocks are patched in one log file per run
 _MAX_PATCHES = 64
+PROPERTIES_BACKUP = "PROPERTIES_BACKUP"
+PENDING_SERVICE = "PENDING_SERVICE"
+#: the table services morlog re-executes from their plans, and the command that does too
+SERVICE_COMMANDS = {"compaction": "compact", "logcompaction": "logcompact", "clean": "clean"}
 TEMP_PREFIX = ".morlog-tmp-"
 #: a temp file younger than this may belong to a writer that is publishing it right now
 DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
@@ -150,9 +163,13 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                      "a writer holds the table's lock: nothing is changed",
                                      fixable=False))
     fixable = not plan.live_writer
+    plan.findings.extend(_properties_findings(store, inner, fixable))
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
+    plan.findings.extend(_service_findings(store, table, fixable))
     for inst in table.timeline.pending():
+        if inst.action in SERVICE_COMMANDS:
+            continue
         ok = (fixable and inst.action in ("deltacommit", "rollback")
               and table.version in WRITE_VERSIONS)
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
@@ -190,6 +207,77 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
                                          "staging folder of a Spark write that did not commit",
                                          fixable=fixable))
     return plan
+
+
+def _service_findings(store: WriteStore, table: Table, fixable: bool) -> list[Finding]:
+    """``PENDING_SERVICE``: compactions, log compactions and cleans left pending."""
+    out = []
+    for inst in table.timeline.pending():
+        command = SERVICE_COMMANDS.get(inst.action)
+        if command is None:
+            continue
+        ok = fixable and table.version in WRITE_VERSIONS
+        why = (f"{inst.action} left {inst.state.lower()}: its plan is executed again, as "
+               f"Hudi does ('morlog {command} TABLE' does the same)" if ok else
+               f"pending {inst.action}: " + ("a writer is live" if not fixable else
+                                             "not a table version morlog writes (6, 8, 9)"))
+        out.append(Finding(PENDING_SERVICE, store.join(table.timeline.directory,
+                                                       inst.file_name), why,
+                           instant=inst.requested, fixable=ok))
+    return out
+
+
+def _rerun_services(plan: RepairPlan, lease_seconds: float, result: RepairResult) -> None:
+    """Execute the plans of the pending services again, oldest first (each takes the writer
+    lock itself); a log compaction whose plan can no longer run is dropped."""
+    pending = sorted((f for f in plan.findings if f.kind == PENDING_SERVICE and f.fixable),
+                     key=lambda f: f.instant or "")
+    if not pending:
+        return
+    from .cleaning import run_clean
+    from .client import MorTable, WriteConfig
+    from .compaction import run_compaction
+    from .logcompaction import discard_log_compaction, refusal, run_log_compaction
+
+    mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
+    for f in pending:
+        assert f.instant is not None
+        # the timeline file is <instant>.<action>.<state> in both layouts
+        action = f.path.replace("\\", "/").rsplit("/", 1)[-1].split(".")[1]
+        try:
+            if action == "compaction":
+                run_compaction(mt, f.instant)
+            elif action == "logcompaction":
+                if refusal(mt.table(), f.instant) is not None:
+                    discard_log_compaction(mt, f.instant)
+                else:
+                    run_log_compaction(mt, f.instant)
+            else:
+                run_clean(mt, f.instant)
+            result.done.append(f)
+        except MorlogError as exc:
+            result.skipped.append((f, f"{exc.message} (retry with 'morlog "
+                                      f"{SERVICE_COMMANDS.get(action, action)} TABLE')"))
+
+
+def _properties_findings(store: WriteStore, inner: str, fixable: bool) -> list[Finding]:
+    """``PROPERTIES_BACKUP``: a backup of ``hoodie.properties`` a rewrite left behind."""
+    backup = store.join(inner, ".hoodie", PROPERTIES_BACKUP_FILE)
+    if not store.exists(backup):
+        return []
+    missing = not store.exists(store.join(inner, ".hoodie", PROPERTIES_FILE))
+    why = ("hoodie.properties is missing (a rewrite died): restored from the backup"
+           if missing else "backup left by a properties rewrite that died: deleted")
+    return [Finding(PROPERTIES_BACKUP, backup, why, fixable=fixable)]
+
+
+def _apply_properties_backup(store: WriteStore, f: Finding) -> None:
+    """Restore ``hoodie.properties`` from the backup if missing, then delete the backup."""
+    from .metadata import restore_properties
+
+    inner = f.path.rsplit("/.hoodie/", 1)[0] if "/.hoodie/" in f.path else f.path
+    restore_properties(store, inner)
+    store.delete(f.path)
 
 
 def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
@@ -358,7 +446,7 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
     try:
         for f in plan.findings:
             if not f.fixable or f.kind in (STALE_LOCK, PENDING_INSTANT, MDT_DAMAGED,
-                                           UNREADABLE_PLAN, DAMAGED_BLOCK):
+                                           UNREADABLE_PLAN, DAMAGED_BLOCK, PENDING_SERVICE):
                 if not f.fixable:
                     result.skipped.append((f, f.reason))
                 continue
@@ -384,11 +472,14 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
                  else result.skipped.append((f, "not rolled back")))
     finally:
         lock.release()
+    _rerun_services(plan, lease_seconds, result)
     return result
 
 
 def _apply_one(store: WriteStore, f: Finding) -> None:
-    if f.kind == TORN_TAIL:
+    if f.kind == PROPERTIES_BACKUP:
+        _apply_properties_backup(store, f)
+    elif f.kind == TORN_TAIL:
         assert f.keep_bytes is not None
         if f.keep_bytes == 0:
             store.delete(f.path)
@@ -648,7 +739,7 @@ def repair(table_path: str, *, apply: bool = False,
 
 
 __all__ = ["CORRUPT_BLOCK", "DAMAGED_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP",
-           "PENDING_INSTANT",
+           "PENDING_INSTANT", "PENDING_SERVICE", "PROPERTIES_BACKUP", "SERVICE_COMMANDS",
            "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "UNREADABLE_PLAN", "Finding",
            "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair",
            "sweep_orphan_temps"]

@@ -90,14 +90,17 @@ def add_repair_command(sub: Any) -> None:
         "(SPARK_STAGING), an S3 lock object whose lease ran out or that cannot be read "
         "(STALE_LOCK), blocks no reader can decode (DAMAGED_BLOCK), damaged files of the "
         "metadata table (MDT_DAMAGED), requested compaction plans that do not decode "
-        "(UNREADABLE_PLAN); damaged blocks in the middle of a log (CORRUPT_BLOCK) and a writer "
+        "(UNREADABLE_PLAN), compactions, log compactions and cleans left pending "
+        "(PENDING_SERVICE), hoodie.properties.backup left by a properties rewrite that died "
+        "(PROPERTIES_BACKUP); damaged blocks in the middle of a log (CORRUPT_BLOCK) and a writer "
         "holding the lock now (LIVE_WRITER) are reported only. A dry run by default: "
         "nothing changes. With --apply, holding the table's writer lock: pending instants "
         "are rolled back as the write client does, torn tails truncated after the last "
         "whole block, temporary files and staging folders deleted, a stale lock deleted "
         "only if unchanged, undecodable blocks patched so readers skip them as corrupt, "
         "the metadata table rebuilt from the data table, unreadable requested plans "
-        "deleted.",
+        "deleted, hoodie.properties restored from its backup; then pending services' plans "
+        "are executed again (as morlog compact / logcompact / clean do).",
         epilog="Exit status: 0 nothing left to fix, 1 findings remain (a dry run that found "
         "something, or what --apply could not fix), 2 error.",
     )

@@ -68,8 +68,8 @@ from pyspark.sql.types import StructType
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keygen import KeyGenSpec
-from morlog.logformat.table_files import PROPERTIES_FILE
 from morlog.readers.base_files import table_base_format
+from morlog.readers.properties import has_properties
 from morlog.readers.spark_source import (
     READ_OPTIONS,
     MorlogReader,
@@ -176,7 +176,7 @@ class MorlogWriter(DataSourceArrowWriter):
 def table_exists(location: str | TableLocation) -> bool:
     """Whether a table (its ``hoodie.properties``) exists at ``location``."""
     loc = TableLocation.of(location)
-    return store_at(loc, single_writer=True).exists(loc.join(".hoodie", PROPERTIES_FILE))
+    return has_properties(store_at(loc, single_writer=True).storage, loc.path)
 
 
 def _commit(location: TableLocation, options: WriteOptions, batch: pa.Table,
@@ -329,7 +329,7 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
     arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
     location = TableLocation.of(path)  # the only time the path is parsed
     store = store_at(location, single_writer=True)
-    if not store.exists(location.join(".hoodie", PROPERTIES_FILE)):
+    if not has_properties(store.storage, location.path):
         if operation == "delete":
             raise UsageError("nothing to delete: no table here", path=location.uri)
         MorTable.create(location, arrow_schema, key_field=key, partition_field=partition,

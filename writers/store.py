@@ -106,6 +106,15 @@ class WriteStore:
         """Delete ``path``; False if it did not exist."""
         raise NotImplementedError
 
+    #: :meth:`replace` swaps a file atomically (readers see the old bytes or the new)
+    can_replace = False
+
+    def replace(self, path: str, data: bytes, *, sync: bool = True) -> None:
+        """Replace the existing file ``path`` with ``data`` atomically (only where
+        :attr:`can_replace`; a mutable table file such as ``hoodie.properties``, rewritten
+        by a writer holding the lock)."""
+        raise UsageError("this storage cannot replace a file atomically", path=path)
+
     def remove_tree(self, directory: str) -> None:
         """Delete ``directory`` and everything under it (no-op if absent)."""
         for name in self.listdir(directory):
@@ -196,6 +205,29 @@ class LocalStore(WriteStore):
             if sync:
                 _fsync_dir(directory)
             return True
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    can_replace = True
+
+    def replace(self, path: str, data: bytes, *, sync: bool = True) -> None:
+        # a synced temporary file renamed over the name: rename(2) is atomic
+        directory = os.path.dirname(path) or "."
+        tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                _write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            if sync:
+                _fsync_dir(directory)
         finally:
             try:
                 os.unlink(tmp)
@@ -335,6 +367,22 @@ class S3Store(ArrowStore):
                 return False
             raise WriteError(f"S3 PUT failed: {exc}", path=path) from exc
         return True
+
+    can_replace = True
+
+    def replace(self, path: str, data: bytes, *, sync: bool = True) -> None:
+        # one PUT is atomic per object; If-Match on the ETag read just before makes it a
+        # compare-and-swap (a writer outside morlog's lock that changed the file meanwhile
+        # is not overwritten)
+        bucket, key = self.bucket_key(path)
+        try:
+            etag = self.client.head_object(Bucket=bucket, Key=key)["ETag"]
+            self.client.put_object(Bucket=bucket, Key=key, Body=data, IfMatch=etag)
+        except Exception as exc:
+            if precondition_failed(exc):
+                raise ConcurrentWriterError("another writer changed the file meanwhile",
+                                            path=path) from None
+            raise WriteError(f"S3 PUT replacing the file failed: {exc}", path=path) from exc
 
     def lock(self, table_path: str) -> WriterLock:
         bucket, key = self.bucket_key(self.join(table_path, ".hoodie", "morlog.lock"))
