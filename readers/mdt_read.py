@@ -32,7 +32,7 @@ from morlog.logformat.naming import BaseFileName, LogFileName
 
 from .column_stats import merge_records
 from .logfile import LogFileReader
-from .properties import read_properties
+from .properties import has_properties, read_properties
 from .storage import Storage
 from .timeline import Timeline
 
@@ -196,7 +196,7 @@ def damaged_files(storage: Storage, table_path: str) -> list[tuple[str, str]]:
     block as Hudi does, but the records it held are gone from the MDT, so ``repair``
     rebuilds an MDT with any of these. Empty for a table without an MDT."""
     mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
-    if not storage.isfile(storage.join(mdt, ".hoodie", PROPERTIES_FILE)):
+    if not has_properties(storage, mdt):
         return []
     out: list[tuple[str, str]] = []
     try:

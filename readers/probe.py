@@ -47,6 +47,7 @@ from morlog.logformat.index_trailer import (
 )
 from morlog.logformat.indexed_block import BlockKeys
 from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.naming import LogFileName
 from morlog.logformat.sbbf import SplitBlockBloom, word_masks
 from morlog.logformat.virtual_keys import KeyField
 from morlog.logformat.xxh64 import xxh64_batch
@@ -272,10 +273,14 @@ class SliceProbe:
             return self._probe_compat(arr, hashes)
         if index is None:  # the newest data block has no stored index: compat path
             return self._probe_compat(arr, hashes)
-        if not index.files <= set(self.log_files):
-            # the directories name a file that is not a log of this slice (a damaged
-            # directory, or a file gone): the stored index cannot stand for the slice
-            strange = sorted(index.files - set(self.log_files))[:3]
+        strange = sorted(n for n in index.files - set(self.log_files)
+                         if not self._later_log_of_group(n))
+        if strange:
+            # the directories name a file that is no log of this file group (a damaged
+            # directory, or a file gone): the stored index cannot stand for the slice.
+            # A log of the group outside the slice is fine: a view as of an earlier instant
+            # (time travel) leaves out logs whose blocks the caller's instant rules drop
+            strange = strange[:3]
             warnings.warn(f"{self.directory}: the slice's stored directory names log files "
                           f"the slice does not hold ({strange}); keys recomputed from the "
                           "records", UnusableIndexWarning, stacklevel=2)
@@ -311,6 +316,21 @@ class SliceProbe:
         if self._ranges is None or len(self._ranges.prefix) != len(arr):
             self._ranges = RangeTester(arr)
         return self._probe_compat(arr, hashes)
+
+    def _later_log_of_group(self, name: str) -> bool:
+        """Whether ``name`` is an existing log file of the slice's file group (one the view
+        leaves out, e.g. written after the instant a time travel reads as of)."""
+        if not LogFileName.matches(name):
+            return False
+        ids = {LogFileName.parse(n).file_id for n in self.log_files
+               if LogFileName.matches(n)}
+        if LogFileName.parse(name).file_id not in ids:
+            return False
+        try:
+            _ = self.source(name).size
+        except (MorlogError, OSError):
+            return False
+        return True
 
     def _recomputed_blocks(self, names: Sequence[str], covered: bool = True
                            ) -> list[ProbedBlock]:
