@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 # import (no table, storage or writer code) and ``import morlog`` costs nothing until used.
 _PUBLIC = {
     "MorlogError": "morlog.logformat.errors",
+    "MorlogWarning": "morlog.logformat.errors",
     "UsageError": "morlog.logformat.errors",
+    "ConcurrentWriterError": "morlog.logformat.errors",
     "LogBlock": "morlog.readers.logfile",
     "LogFileReader": "morlog.readers.logfile",
     "KeyTagger": "morlog.readers.lookup",
@@ -41,7 +43,12 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:
-    from morlog.logformat.errors import MorlogError, UsageError
+    from morlog.logformat.errors import (
+        ConcurrentWriterError,
+        MorlogError,
+        MorlogWarning,
+        UsageError,
+    )
     from morlog.readers.logfile import LogBlock, LogFileReader
     from morlog.readers.lookup import KeyTagger, TagResult, tag_keys
     from morlog.readers.probe import SliceProbe, probe_log_file
@@ -56,8 +63,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that was 
     __version__ = "0+unknown"
 
 __all__ = [
-    "CommitResult", "FileSlice", "IndexedLogWriter", "KeyTagger", "LogBlock", "LogFileReader",
-    "LogFileWriter", "MorTable", "MorlogError", "SliceProbe", "Table", "TagResult",
+    "CommitResult", "ConcurrentWriterError", "FileSlice", "IndexedLogWriter", "KeyTagger",
+    "LogBlock", "LogFileReader", "LogFileWriter", "MorTable", "MorlogError", "MorlogWarning",
+    "SliceProbe", "Table", "TagResult",
     "UsageError", "WriteConfig", "__version__", "probe_log_file", "tag_keys",
 ]
 

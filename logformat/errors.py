@@ -225,6 +225,30 @@ class MissingFileError(StorageError, FileNotFoundError):
     """A file the table or the caller names does not exist."""
 
 
+class StaleIndexError(ContentError):
+    """The index does not cover every completed write of the data table."""
+
+
+class KeyGenError(UsageError):
+    """A batch's values cannot be keyed as Hudi would key them: a null or empty simple record
+    key, a complex key whose values are all null or empty, a missing field, a column type whose
+    string form morlog does not reproduce, a date string no input format reads."""
+
+
+class UnsafePathError(UsageError):
+    """A path taken from data or table files would leave the table, or cannot be a file
+    name (empty, ``.``/``..``, absolute, ``.hoodie``, control characters, too long)."""
+
+
+class CleanPlanError(UnsafePathError):
+    """A clean plan names something that is not a data file of its partition under the
+    table root (or a partition that is not one of the table's): nothing is deleted."""
+
+
+class ConcurrentWriterError(MorlogError):
+    """Another writer holds the table's writer lock."""
+
+
 # --- warnings ------------------------------------------------------------------------------
 
 
@@ -252,3 +276,21 @@ class CorruptBlockWarning(MorlogWarning):
 
 class UnusableIndexWarning(MorlogWarning):
     """A block's stored index could not be used; its keys were recomputed from its records."""
+
+
+class BaseKeysWarning(MorlogWarning):
+    """A base-key index was found damaged or stale and is not used."""
+
+
+class StaleIndexWarning(MorlogWarning):
+    """morlog's record index does not cover the table; tagging read the files instead."""
+
+
+class DamagedIndexWarning(MorlogWarning):
+    """A file of morlog's record index does not read (a typed error naming it); tagging
+    read the table's files instead. ``morlog rli verify`` reports the damage and ``morlog
+    rli build`` rebuilds the index."""
+
+
+class IndexServiceWarning(MorlogWarning):
+    """An inline service of the record index failed after a data commit."""

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import joda_time as jt
-from .errors import UnsupportedSettingError, UsageError
+from .errors import KeyGenError, UnsupportedSettingError
 from .partition_path import (
     DEFAULT_PARTITION_PATH,
     check_relative_partition_path,
@@ -70,12 +70,6 @@ TS_INPUT_TZ = _TS + "input.timezone"
 TS_OUTPUT_FORMAT = _TS + "output.dateformat"
 TS_OUTPUT_TZ = _TS + "output.timezone"
 TS_TZ = _TS + "timezone"
-
-
-class KeyGenError(UsageError):
-    """A batch's values cannot be keyed as Hudi would key them: a null or empty simple record
-    key, a complex key whose values are all null or empty, a missing field, a column type whose
-    string form morlog does not reproduce, a date string no input format reads."""
 
 
 class KeyGenKind(Enum):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .errors import UsageError
+from .errors import UnsafePathError, UsageError
 
 #: Hudi's marker for a null or empty partition value (and the pre-0.12 one)
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
@@ -41,11 +41,6 @@ HOODIE_DIR = ".hoodie"
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + ['"', "#", "%", "'", "*", "/", ":", "=",
                                                       "?", "\\", "\x7f", "{", "[", "]", "^"])
 _HEX_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-
-
-class UnsafePathError(UsageError):
-    """A path taken from data or table files would leave the table, or cannot be a file
-    name (empty, ``.``/``..``, absolute, ``.hoodie``, control characters, too long)."""
 
 
 def escape_partition_value(value: str | None) -> str:

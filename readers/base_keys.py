@@ -17,7 +17,7 @@ import warnings
 from collections import OrderedDict
 
 from morlog.logformat.base_keys import BaseKeys, decode_base_keys
-from morlog.logformat.errors import MorlogError, MorlogWarning
+from morlog.logformat.errors import BaseKeysWarning, MorlogError
 from morlog.logformat.partition_path import check_relative_partition_path
 
 from .storage import Storage, TableLocation
@@ -25,10 +25,6 @@ from .storage import Storage, TableLocation
 #: under the table's ``.hoodie``
 BASE_KEYS_DIR = ("morlog", "base_keys")
 SUFFIX = ".keys"
-
-
-class BaseKeysWarning(MorlogWarning):
-    """A base-key index was found damaged or stale and is not used."""
 
 
 #: decoded indexes kept across taggers of this process (the files never change: a commit

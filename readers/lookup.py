@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from morlog.logformat.errors import (
     ContentError,
     FormatError,
+    StaleIndexWarning,
     StorageError,
     UnsupportedVersionError,
     UsageError,
@@ -54,10 +55,6 @@ def _in_partition(codes: npt.NDArray[np.int32], groups: list[tuple[str, str]],
     at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
     same = np.asarray(pc.equal(at, parts).fill_null(False).to_numpy(zero_copy_only=False))
     return same & (codes >= 0)
-
-
-class StaleIndexWarning(UserWarning):
-    """morlog's record index does not cover the table; tagging read the files instead."""
 
 
 @dataclass

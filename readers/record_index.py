@@ -35,7 +35,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.logformat.constants import BlockType
-from morlog.logformat.errors import ContentError, MorlogWarning, UsageError
+from morlog.logformat.errors import (
+    ContentError,
+    DamagedIndexWarning,
+    StaleIndexError,
+    UsageError,
+)
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
 from morlog.logformat.virtual_keys import VirtualKeys, key_array
@@ -65,16 +70,6 @@ SCHEMA = pa.schema([pa.field("key", pa.string(), nullable=False),
 #: data actions whose commits the index mirrors
 _MIRRORED = frozenset({"deltacommit", "commit", "replacecommit"})
 MAX_SHARDS = 4096
-
-
-class StaleIndexError(ContentError):
-    """The index does not cover every completed write of the data table."""
-
-
-class DamagedIndexWarning(MorlogWarning):
-    """A file of morlog's record index does not read (a typed error naming it); tagging
-    read the table's files instead. ``morlog rli verify`` reports the damage and ``morlog
-    rli build`` rebuilds the index."""
 
 
 def shard_file_id(shard: int) -> str:

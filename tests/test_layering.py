@@ -246,3 +246,38 @@ def helper(block):
         "block._decode",
         "block._decode",
     ], found
+
+
+def _exception_classes(path: Path) -> list[str]:
+    """Classes a file defines whose base is named like an error or a warning."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [n.name for n in tree.body if isinstance(n, ast.ClassDef)
+            and any(ast.unparse(b).endswith(("Error", "Warning", "Exception")) for b in n.bases)]
+
+
+#: exceptions that never leave their module (a parser's internal signal, caught there)
+_INTERNAL_EXCEPTIONS = {"logformat/joda_time.py": {"UnsupportedPatternError", "ParseFailure"},
+                        "logformat/avro_columnar.py": {"Unsupported"},
+                        "bench/common.py": {"BenchError"}}
+
+
+def test_every_error_and_warning_lives_in_one_module_and_morlog_errors_exports_it() -> None:
+    """One hierarchy (logformat/errors.py, the lowest layer), re-exported whole by
+    ``morlog.errors``: a user catches or filters anything morlog raises or warns from there."""
+    home = REPO / "logformat" / "errors.py"
+    for folder in FOLDERS:
+        for py in sorted((REPO / folder).rglob("*.py")):
+            rel = str(py.relative_to(REPO))
+            if py == home:
+                continue
+            stray = {c for c in _exception_classes(py) if not c.startswith("_")}
+            stray -= _INTERNAL_EXCEPTIONS.get(rel, set())
+            assert not stray, f"{rel} defines {sorted(stray)}: define them in logformat/errors.py"
+    import morlog.errors
+    from morlog.logformat import errors
+
+    defined = set(_exception_classes(home)) | {"MorlogError", "MorlogWarning"}
+    assert set(morlog.errors.__all__) == defined
+    for name in defined:
+        cls = getattr(morlog.errors, name)
+        assert issubclass(cls, (errors.MorlogError, errors.MorlogWarning)), name

@@ -41,7 +41,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from morlog.logformat.errors import ContentError, MorlogError, UsageError, WriteError
+from morlog.logformat.errors import (
+    CleanPlanError,
+    ContentError,
+    MorlogError,
+    UsageError,
+    WriteError,
+)
 from morlog.logformat.naming import (
     COMPLETED,
     INFLIGHT,
@@ -49,7 +55,7 @@ from morlog.logformat.naming import (
     LogFileName,
     TimelineFileName,
 )
-from morlog.logformat.partition_path import UnsafePathError, check_relative_partition_path
+from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.timeline_meta import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
@@ -100,11 +106,6 @@ _COMMITS_AND_COMPACTION = frozenset({"commit", "deltacommit", "replacecommit", "
                                      "clustering"})
 #: ``getCommitsTimeline`` (completed ones: ``getCompletedCommitsTimeline``)
 _COMMITS = frozenset({"commit", "deltacommit", "replacecommit"})
-
-
-class CleanPlanError(UnsafePathError):
-    """A clean plan names something that is not a data file of its partition under the
-    table root (or a partition that is not one of the table's): nothing is deleted."""
 
 
 # --- settings --------------------------------------------------------------------------------

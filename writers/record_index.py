@@ -30,7 +30,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from morlog.logformat.errors import FormatError, MorlogError, StorageError, UsageError
+from morlog.logformat.errors import (
+    FormatError,
+    IndexServiceWarning,
+    MorlogError,
+    StorageError,
+    UsageError,
+)
 from morlog.logformat.naming import LogFileName
 from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.virtual_keys import key_array, key_columns
@@ -126,10 +132,6 @@ def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [len(s)]])
     return {int(s[a]): t.slice(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)}
-
-
-class IndexServiceWarning(UserWarning):
-    """An inline service of the record index failed after a data commit."""
 
 
 def update_partition_path(options: Mapping[str, str]) -> bool:

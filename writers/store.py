@@ -35,12 +35,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.errors import ConcurrentWriterError, UsageError, WriteError
 from morlog.readers.storage import ArrowStorage, LocalStorage, Storage, TableLocation
-
-
-class ConcurrentWriterError(MorlogError):
-    """Another writer holds the table's writer lock."""
 
 
 class WriterLock:
