@@ -6,10 +6,15 @@ columns are pruned to the schema the reader is given (``.schema(...)``) or to th
 option.
 
 Filters are pushed down (``DataSourceReader.pushFilters``, Spark 4.1+) when the read option
-``filter.pushdown`` says so; its default is on for the source ``morlog.writers.spark.register``
-installs (which also sets the session's ``spark.sql.python.filterPushdown.enabled``, without
-which Spark refuses a reader that takes filters) and off for the one Spark finds by itself
-(``pyspark_morlog``: turn the setting on, then pass ``filter.pushdown=true``). Every filter
+``filter.pushdown`` says so (the session's ``spark.sql.python.filterPushdown.enabled`` must be
+on too: ``morlog.writers.spark.register`` turns it on). Its default is off: PySpark 4.3 keeps
+the partitions and read function planned by one scan's filter pushdown on the data source
+object that every later scan of the same DataFrame or view shares, so a query without
+filters after one with filters reads only the slices and rows the first kept (wrong rows;
+Spark's newer sources keep that state per scan). Turn it on for a DataFrame read once
+(``.option("filter.pushdown", "true")``) or for a session whose Spark is fixed
+(``register(spark, pushdown=True)``); ``tests/test_spark_prune.py`` holds a strict xfail that
+tells when the installed Spark no longer leaks. Every filter
 with a morlog predicate form (comparisons, IN, IS [NOT] NULL, NOT of those; spec/prune.md §8.1)
 prunes file slices on the driver
 (:class:`~morlog.readers.prune.Pruner`), and the read tasks filter the merged rows with it

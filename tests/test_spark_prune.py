@@ -67,7 +67,7 @@ def table_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _pushed_read(spark: Any, path: str, where: str) -> tuple[list[tuple[Any, ...]], str]:
-    df = spark.read.format("morlog").load(path).where(where)
+    df = spark.read.format("morlog").option("filter.pushdown", "true").load(path).where(where)
     plan = df._jdf.queryExecution().executedPlan().toString()
     return sorted(tuple(r) for r in df.select("id", "fare").collect()), plan
 
@@ -205,12 +205,44 @@ def test_partitions_are_the_slices_the_pruner_keeps(table_path: str) -> None:
 
 
 def test_spark_plan_reads_only_the_kept_slices(spark: Any, table_path: str) -> None:
-    df = spark.read.format("morlog").load(table_path).where("id >= 120 AND id < 140")
+    df = (spark.read.format("morlog").option("filter.pushdown", "true").load(table_path)
+          .where("id >= 120 AND id < 140"))
     assert df.rdd.getNumPartitions() == len(prune(Table(table_path),
                                                   "id >= 120 AND id < 140").kept)
-    df = (spark.read.format("morlog").option("pushdown", "false").load(table_path)
-          .where("id >= 120 AND id < 140"))
-    assert df.rdd.getNumPartitions() == len(Table(table_path).file_slices())
+    for plain in (spark.read.format("morlog"),  # pushdown is off by default
+                  spark.read.format("morlog").option("pushdown", "false")):
+        df = plain.load(table_path).where("id >= 120 AND id < 140")
+        assert df.rdd.getNumPartitions() == len(Table(table_path).file_slices())
+
+
+def _view_reused(spark: Any, table_path: str, pushdown: str | None) -> tuple[int, int]:
+    """Rows of a query without filters after one with a filter, on one temp view, and the
+    rows the table holds."""
+    reader = spark.read.format("morlog")
+    if pushdown is not None:
+        reader = reader.option("filter.pushdown", pushdown)
+    df = reader.load(table_path)
+    df.createOrReplaceTempView("reused_view")
+    assert spark.sql("SELECT id FROM reused_view WHERE id >= 120 AND id < 140").count() == 20
+    return (spark.sql("SELECT id FROM reused_view").count(), Table(table_path).read().num_rows)
+
+
+def test_a_view_queried_again_reads_every_row(spark: Any, table_path: str) -> None:
+    """The default (no pushdown): a filterless query after a filtered one on the same view
+    reads the whole table (with pushdown on by default it read only the first query's
+    slices: tests/test_quickstart.py lost rows)."""
+    got, want = _view_reused(spark, table_path, None)
+    assert got == want
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "PySpark 4.3 keeps the read planned by one scan's filter pushdown on the data source "
+    "object later scans of the same view share, so they read the first query's slices "
+    "only; strict: when the installed Spark keeps it per scan, this passes and fails the "
+    "run, and pushdown can become the default again (morlog.readers.spark_source)"))
+def test_pushdown_does_not_leak_between_queries_of_a_view(spark: Any, table_path: str) -> None:
+    got, want = _view_reused(spark, table_path, "true")
+    assert got == want
 
 
 def test_without_the_spark_setting_reads_work_and_pushdown_is_spark_s_error(

@@ -191,7 +191,8 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     plans = _plan_findings(store, table, fixable)
     covered = {f.instant for f in plans}  # reported as UNREADABLE_PLAN instead
     plan.findings = [f for f in plan.findings
-                     if f.kind != PENDING_INSTANT or f.instant not in covered] + plans
+                     if f.kind not in (PENDING_INSTANT, PENDING_SERVICE)
+                     or f.instant not in covered] + plans
     for path, mtime in _walk_files(store, inner):
         base = path.rsplit("/", 1)[-1]
         if base.startswith(TEMP_PREFIX):

@@ -226,7 +226,8 @@ class MorlogDataSource(MorlogReadSource):
 
 class MorlogPushdownDataSource(MorlogDataSource):
     """:class:`MorlogDataSource` that pushes filters down unless the read says
-    ``filter.pushdown=false`` (what :func:`register` installs)."""
+    ``filter.pushdown=false`` (what ``register(spark, pushdown=True)`` installs; see
+    ``morlog.readers.spark_source`` for why it is not the default)."""
 
     PUSHDOWN = True
 
@@ -235,14 +236,16 @@ class MorlogPushdownDataSource(MorlogDataSource):
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-def register(spark: Any, *, pushdown: bool = True) -> None:
+def register(spark: Any, *, pushdown: bool = False) -> None:
     """Make ``format("morlog")`` available in a Spark session (an installed morlog is found
-    by Spark without it, with filter pushdown off; see the module's docstring).
-    ``pushdown``: reads push filters down (morlog prunes file slices with them and filters
-    rows in the read tasks, ``morlog.readers.spark_source``); this turns on
-    :data:`PUSHDOWN_CONF` for the session, which sources that take no filters ignore."""
-    if pushdown:
-        spark.conf.set(PUSHDOWN_CONF, "true")
+    by Spark without it; see the module's docstring). It turns on :data:`PUSHDOWN_CONF` for
+    the session (sources that take no filters ignore it), so that a read may ask for filter
+    pushdown with ``.option("filter.pushdown", "true")``: morlog then prunes file slices
+    with the filters and filters rows in the read tasks (``morlog.readers.spark_source``).
+    ``pushdown=True`` makes that every read's default; it is off by default because PySpark
+    4.3 lets one scan's pushed filters leak into later scans of the same DataFrame or view
+    (wrong rows; ``morlog.readers.spark_source`` says when it is safe)."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(MorlogPushdownDataSource if pushdown else MorlogDataSource)
 
 
