@@ -36,6 +36,7 @@ double).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
@@ -291,6 +292,18 @@ def restore_properties(store: WriteStore, table_path: str, *, fsync: bool = True
 # --- rebuilding a damaged metadata table -----------------------------------------------------
 
 
+def data_files(store: WriteStore, table: Table) -> Iterator[tuple[str, str, str, str]]:
+    """(partition, directory, file name, instant) of every base and log file in the table's
+    partitions, whatever the state of the instant it is named after."""
+    for part in table.partitions():
+        directory = table.slice_dir(part)
+        for name in store.listdir(directory):
+            if LogFileName.matches(name):
+                yield part, directory, name, LogFileName.parse(name).instant
+            elif BaseFileName.matches(name):
+                yield part, directory, name, BaseFileName.parse(name).instant
+
+
 def live_data_files(store: WriteStore, table: Table) -> dict[str, dict[str, int]]:
     """Data partition -> {file name: size} of the base and log files that committed
     instants wrote (what ``HoodieBackedTableMetadataWriter.initializeFromFilesystem`` lists:
@@ -298,22 +311,11 @@ def live_data_files(store: WriteStore, table: Table) -> dict[str, dict[str, int]
     names the ``files`` partition of a true MDT lists."""
     tl = table.timeline
     out: dict[str, dict[str, int]] = {}
-    for part in table.partitions():
-        d = table.slice_dir(part)
-        files: dict[str, int] = {}
-        for name in store.listdir(d):
-            if LogFileName.matches(name):
-                inst = LogFileName.parse(name).instant
-            elif BaseFileName.matches(name):
-                inst = BaseFileName.parse(name).instant
-            else:
-                continue
-            if tl.is_committed(inst):
-                size = store.size(store.join(d, name))
-                if size > 0:
-                    files[name] = size
-        if files:
-            out[part] = files
+    for part, directory, name, inst in data_files(store, table):
+        if tl.is_committed(inst):
+            size = store.size(store.join(directory, name))
+            if size > 0:
+                out.setdefault(part, {})[name] = size
     return out
 
 
@@ -347,5 +349,5 @@ def rebuild_metadata_table(store: WriteStore, location: TableLocation, table: Ta
 
 __all__ = ["ENABLE", "KEPT", "METADATA_DIR", "METADATA_SWITCHES", "PARTITIONS_PROPERTY",
            "MetadataPlan",
-           "apply_drops", "listed_partitions", "live_data_files", "plan_metadata",
+           "apply_drops", "data_files", "listed_partitions", "live_data_files", "plan_metadata",
            "rebuild_metadata_table", "restore_properties", "switch_of", "update_properties"]

@@ -63,7 +63,7 @@ from morlog.logformat.errors import (
     UsageError,
 )
 from morlog.logformat.framing import read_i64
-from morlog.logformat.naming import REQUESTED, BaseFileName, LogFileName
+from morlog.logformat.naming import REQUESTED, LogFileName
 from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
 from morlog.logformat.virtual_keys import KeyField, key_columns
 from morlog.readers.logfile import LogBlock, LogFileReader
@@ -549,18 +549,12 @@ def _plan_findings(store: WriteStore, table: Table, fixable: bool) -> list[Findi
                     inflight.add(pending.requested)
     if not unreadable:
         return []
+    from .metadata import data_files
+
     named: dict[str, str] = {}
-    for part in table.partitions():
-        directory = table.slice_dir(part)
-        for name in store.listdir(directory):
-            if LogFileName.matches(name):
-                at = LogFileName.parse(name).instant
-            elif BaseFileName.matches(name):
-                at = BaseFileName.parse(name).instant
-            else:
-                continue
-            if at in unreadable:
-                named.setdefault(at, store.join(directory, name))
+    for _part, directory, name, at in data_files(store, table):
+        if at in unreadable:
+            named.setdefault(at, store.join(directory, name))
     out = []
     for instant, exc in sorted(unreadable.items()):
         path = exc.path or instant
