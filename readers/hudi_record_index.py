@@ -103,6 +103,23 @@ def record_index_listed(table: Table) -> bool:
     return RECORD_INDEX in listed_partitions(table.config.props)
 
 
+def global_record_index(table: Table) -> bool:
+    """Whether the table's writers tag through a global record index of Hudi's: the
+    metadata table's ``record_index`` partition is listed and is not a Hudi 1.1
+    *partitioned* record index (index option ``isPartitioned``). Hudi's record index of
+    table versions 8 and 9 is global (``SparkMetadataTableRecordIndex.isGlobal``: a key lives
+    in one file group of the whole table; spec/rli.md §4a). An index definitions file that
+    does not read counts as global: tagging then falls back to every partition's files."""
+    if not record_index_listed(table):
+        return False
+    try:
+        definition = _index_definition(table)
+    except MorlogError:
+        return True
+    options = (definition or {}).get("indexOptions") or {}
+    return str(options.get("isPartitioned", "false")).strip().lower() != "true"
+
+
 def _index_definition(table: Table) -> dict[str, Any] | None:
     """The ``record_index`` entry of the table's index definitions file, if any."""
     rel = table.config.get(INDEX_DEFS_PROPERTY)
@@ -301,5 +318,6 @@ class HudiRecordIndex:
                                    path=where) from None
 
 
-__all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "record_index_listed",
+__all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "global_record_index",
+           "record_index_listed",
            "valid_instants"]
