@@ -101,9 +101,7 @@ def test_upsert_giving_a_key_another_partition(tmp_path: Path, move: bool) -> No
     assert "TXN-015" not in truth(path)
 
 
-@pytest.mark.parametrize("move", [pytest.param(False, marks=pytest.mark.xfail(
-    strict=True, reason="partition pruning by path values drops the row (spec/prune.md "
-    "§10)")), True])
+@pytest.mark.parametrize("move", [False, True])
 def test_partition_filter_finds_a_row_by_its_column_value(tmp_path: Path, move: bool
                                                           ) -> None:
     """A row written where its key lives (update.partition.path false) has region eu in
@@ -194,3 +192,22 @@ def test_history_keeps_record_index_true(tmp_path_factory: pytest.TempPathFactor
         held = truth(path)
         assert {k: p for k, (p, _) in held.items()} == where
         assert index_of(path) == held
+
+
+def test_partition_filter_under_morlogs_own_index(tmp_path: Path) -> None:
+    """The same rule under morlog's record index: a row kept in its key's partition with
+    another partition-column value is found by a filter on that value."""
+    from morlog.writers.record_index import build
+
+    schema = pa.schema([("id", pa.string()), ("v", pa.int64()), ("p", pa.string())])
+    t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", partition_field="p",
+                        ordering_field="v", config=WriteConfig(fsync=False))
+    t.upsert(pa.table({"id": ["a", "b"], "v": [1, 1], "p": ["x", "y"]}, schema=schema))
+    build(t, 2)
+    t = MorTable(str(tmp_path / "t"), WriteConfig(fsync=False))
+    t.upsert(pa.table({"id": ["a"], "v": [2], "p": ["y"]}, schema=schema))
+    table = Table(str(tmp_path / "t"))
+    assert [s.partition for s in table.file_slices()
+            if "a" in table.read_slice(s, columns=["id"]).column("id").to_pylist()] == ["x"]
+    assert sorted(table.read(where="p = 'y'").column("id").to_pylist()) == ["a", "b"]
+    assert table.read(where="p = 'x'").num_rows == 0
