@@ -211,3 +211,27 @@ def test_partition_filter_under_morlogs_own_index(tmp_path: Path) -> None:
             if "a" in table.read_slice(s, columns=["id"]).column("id").to_pylist()] == ["x"]
     assert sorted(table.read(where="p = 'y'").column("id").to_pylist()) == ["a", "b"]
     assert table.read(where="p = 'x'").num_rows == 0
+
+
+@pytest.mark.parametrize("move", [False, True])
+def test_spark_upsert_tags_through_hudis_record_index(spark: Any, tmp_path: Path,
+                                                      move: bool) -> None:
+    """Spark's distributed upsert tags globally through the record_index the same way."""
+    from morlog.writers.spark import upsert
+
+    path = _copy(fixture_table(NAME), tmp_path)
+    before = truth(path)
+    row = _moved(path, "TXN-015", "eu")
+    df = spark.createDataFrame(row.to_pandas())
+    cfg = WriteConfig(fsync=False, hoodie_options={
+        **KEEP_RLI, "hoodie.record.index.update.partition.path": str(move).lower()})
+    upsert(spark, df, str(path), key=KEY, partition="region", ordering="txn_ts", config=cfg)
+    _check(path)
+    after = truth(path)
+    assert after["TXN-015"][0] == ("region=eu" if move else before["TXN-015"][0])
+    assert _snapshot(path)["TXN-015"]["region"] == "eu"
+    gone = spark.createDataFrame([("TXN-015", "us")], "txn_id string, region string")
+    upsert(spark, gone, str(path), key=KEY, partition="region", ordering="txn_ts",
+           config=cfg, operation="delete")
+    _check(path)
+    assert "TXN-015" not in truth(path)
