@@ -8,7 +8,6 @@ the same rows."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
