@@ -155,7 +155,8 @@ def test_history_keeps_record_index_true(tmp_path_factory: pytest.TempPathFactor
                                          move: bool) -> None:
     """A history of upserts, inserts and deletes with keys moving between partitions:
     after every step the snapshot equals a dict model (key -> region and amount), each key
-    once, and the record_index maps each live key to its file group."""
+    once, the record_index maps each live key to its file group (no entry for a deleted
+    key), and hudi-rs reads the same rows."""
     path = _copy(fixture_table(NAME), tmp_path_factory.mktemp("h"))
     t = _table(path, move)
     base = _data(path)
@@ -192,6 +193,9 @@ def test_history_keeps_record_index_true(tmp_path_factory: pytest.TempPathFactor
         held = truth(path)
         assert {k: p for k, (p, _) in held.items()} == where
         assert index_of(path) == held
+        rs = _hudi_rs(path)  # hudi-rs reads the same rows
+        assert {r[KEY]: (r["region"], r["txn_ts"]) for r in rs.to_pylist()} == model
+        assert rs.num_rows == len(model)
 
 
 def test_partition_filter_under_morlogs_own_index(tmp_path: Path) -> None:
@@ -235,3 +239,17 @@ def test_spark_upsert_tags_through_hudis_record_index(spark: Any, tmp_path: Path
            config=cfg, operation="delete")
     _check(path)
     assert "TXN-015" not in truth(path)
+
+
+def test_insert_overwrite_refuses_a_key_living_in_a_partition_it_keeps(tmp_path: Path
+                                                                        ) -> None:
+    """insert_overwrite of region=eu with TXN-015 (living in apac, which it keeps) would
+    leave the key twice: refused before anything is written (spec/rli.md §4a)."""
+    from morlog.logformat.errors import UsageError
+
+    path = _copy(fixture_table(NAME), tmp_path)
+    before = _snapshot(path)
+    with pytest.raises(UsageError, match="record index is global"):
+        _table(path, False).insert_overwrite(_moved(path, "TXN-015", "eu"))
+    assert _snapshot(path) == before
+    _check(path)
