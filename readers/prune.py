@@ -423,8 +423,9 @@ class Pruner:
     def decide(self, s: FileSlice) -> SliceDecision:
         if not self.columns and not pr.may_match(self.expr, {}, 1):
             return SliceDecision(s, False, "predicate is never TRUE")
-        known, _, _ = (self.partitions.of(s.partition) if self.partitions.prunes
-                       else ({}, set(), set()))
+        # Hudi's rule prunes by path values whatever the index (Hudi's listMatchingPartitionPaths)
+        known, _, _ = (self.partitions.of(s.partition)
+                       if self.partitions.prunes or self.rule == "hudi" else ({}, set(), set()))
         if known and not pr.may_match(self.expr, known, 1):
             return SliceDecision(s, False, "partition values")
         logs = _SliceLogs(self.table, s)

@@ -253,3 +253,18 @@ def test_insert_overwrite_refuses_a_key_living_in_a_partition_it_keeps(tmp_path:
         _table(path, False).insert_overwrite(_moved(path, "TXN-015", "eu"))
     assert _snapshot(path) == before
     _check(path)
+
+
+def test_hudis_rule_still_prunes_by_path(tmp_path: Path) -> None:
+    """The comparison rule models Hudi's reader, which prunes partitions by path values:
+    it drops the slice of a row kept in apac whose column says eu; morlog's rule keeps it."""
+    from morlog.readers.prune import prune
+
+    path = _copy(fixture_table(NAME), tmp_path)
+    _table(path, False).upsert(_moved(path, "TXN-015", "eu"))
+    table = Table(str(path))
+    fid = truth(path)["TXN-015"]
+    kept = {r: {(s.partition, s.file_id)
+                for s in prune(table, "region = 'eu'", rule=r).kept_slices}
+            for r in ("morlog", "hudi")}
+    assert fid in kept["morlog"] and fid not in kept["hudi"]
