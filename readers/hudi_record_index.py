@@ -24,7 +24,9 @@ Hudi's record index (RFC-8) maps every record key of the table to its location
    or restore rolled back; a completed MDT rollback or restore; an MDT delta commit of the
    initialisation instants (``00000000000000…``).
 
-The index is global: a key lives in one (partition, file group). The lookup is as of the
+The index is global: a key lives in one (partition, file group); morlog's writers tag every
+batch of a table listing it through it, wherever the key lives (:func:`global_record_index`,
+``morlog.writers.record_index.global_tags``, spec/rli.md §4a). The lookup is as of the
 latest instant only (time travel uses the bloom and range tagger, ``morlog.readers.lookup``).
 A Hudi 1.1 *partitioned* record index (index definition ``record_index`` with
 ``isPartitioned`` true) and file groups not named ``record-index-NNNN[-0]`` are refused with
@@ -101,6 +103,23 @@ class IndexLookup:
 def record_index_listed(table: Table) -> bool:
     """Whether the table lists ``record_index`` among its ready MDT partitions."""
     return RECORD_INDEX in listed_partitions(table.config.props)
+
+
+def global_record_index(table: Table) -> bool:
+    """Whether the table's writers tag through a global record index of Hudi's: the
+    metadata table's ``record_index`` partition is listed and is not a Hudi 1.1
+    *partitioned* record index (index option ``isPartitioned``). Hudi's record index of
+    table versions 8 and 9 is global (``SparkMetadataTableRecordIndex.isGlobal``: a key lives
+    in one file group of the whole table; spec/rli.md §4a). An index definitions file that
+    does not read counts as global: tagging then falls back to every partition's files."""
+    if not record_index_listed(table):
+        return False
+    try:
+        definition = _index_definition(table)
+    except MorlogError:
+        return True
+    options = (definition or {}).get("indexOptions") or {}
+    return str(options.get("isPartitioned", "false")).strip().lower() != "true"
 
 
 def _index_definition(table: Table) -> dict[str, Any] | None:
@@ -301,5 +320,6 @@ class HudiRecordIndex:
                                    path=where) from None
 
 
-__all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "record_index_listed",
+__all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "global_record_index",
+           "record_index_listed",
            "valid_instants"]

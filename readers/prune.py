@@ -179,6 +179,15 @@ def _exact_value(text: str, t: pa.DataType) -> tuple[bool, Any]:
     return False, None
 
 
+def _global_index(table: Table) -> bool:
+    """Whether the table has a global record index (morlog's, or Hudi's ``record_index``),
+    under which a row may live in another partition than its partition column names."""
+    from .hudi_record_index import global_record_index
+    from .record_index import enabled
+
+    return enabled(table) or global_record_index(table)
+
+
 class PartitionValues:
     """Partition column ranges of a partition path (spec/prune.md §3)."""
 
@@ -191,6 +200,11 @@ class PartitionValues:
             except UsageError:
                 self.columns = None  # paths that do not parse back: no partition pruning
         self.schema = schema
+        #: whether a partition's path values are its rows' values (spec/prune.md §3): not
+        #: under a global record index whose writers keep a record in the partition its key
+        #: lives in while its partition column takes another value (§10), unless the files
+        #: drop the partition columns (the merged rows take them from the path)
+        self.prunes = self.drop or not _global_index(table)
         self._cache: dict[str, tuple[dict[str, ColumnRange], set[str], set[str]]] = {}
 
     def of(self, partition: str) -> tuple[dict[str, ColumnRange], set[str], set[str]]:
@@ -409,7 +423,9 @@ class Pruner:
     def decide(self, s: FileSlice) -> SliceDecision:
         if not self.columns and not pr.may_match(self.expr, {}, 1):
             return SliceDecision(s, False, "predicate is never TRUE")
-        known, _, _ = self.partitions.of(s.partition)
+        # Hudi's rule prunes by path values whatever the index (Hudi's listMatchingPartitionPaths)
+        known, _, _ = (self.partitions.of(s.partition)
+                       if self.partitions.prunes or self.rule == "hudi" else ({}, set(), set()))
         if known and not pr.may_match(self.expr, known, 1):
             return SliceDecision(s, False, "partition values")
         logs = _SliceLogs(self.table, s)

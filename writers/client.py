@@ -628,7 +628,8 @@ class MorTable:
 
     def _global_tags(self, table_view: Table, keys: pa.Array, parts: pa.Array,
                      operation: str, plan: _Plan) -> Any:
-        """With morlog's record index on (a global index, spec/rli.md §4a): every key tagged
+        """With a global record index (morlog's, or Hudi's ``record_index`` the metadata
+        table lists; spec/rli.md §4a): every key tagged
         wherever it lives, inserts too. A delete removes the key where it lives; a record
         whose key lives in another partition is written there
         (``hoodie.record.index.update.partition.path`` false, Hudi's default) or moved: a

@@ -164,9 +164,10 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
 
 def _refuse_keys_elsewhere(table: MorTable, view: Table, keys: pa.Array, parts: pa.Array,
                            targets: list[str]) -> None:
-    """With morlog's record index on (a global index): a :class:`UsageError` when a record
-    of an ``insert_overwrite`` batch has a key that lives in a partition the commit does not
-    replace (it would live twice; spec/rli.md §4a). Checked before anything is written."""
+    """With a global record index (morlog's, or Hudi's ``record_index``): a
+    :class:`UsageError` when a record of an ``insert_overwrite`` batch has a key that lives
+    in a partition the commit does not replace (it would live twice; spec/rli.md §4a).
+    Checked before anything is written."""
     from .record_index import global_tags
 
     found = global_tags(view, keys, parts)
@@ -181,7 +182,7 @@ def _refuse_keys_elsewhere(table: MorTable, view: Table, keys: pa.Array, parts: 
     if outside.size:
         i = int(outside[0])
         raise UsageError(
-            "morlog's record index is global (a key lives in one partition): "
+            "the table's record index is global (a key lives in one partition): "
             f"{outside.size} record(s) of the insert_overwrite batch have keys that live in "
             f"partitions it does not replace (first {keys[i].as_py()!r}: in "
             f"{at[i].as_py()!r}, batch {parts[i].as_py()!r}); upsert them, or overwrite "

@@ -155,19 +155,32 @@ class GlobalTags:
 
 
 def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | None:
-    """The global tags of a batch (``keys`` and their ``parts``) when ``table`` enables
-    morlog's record index, else None. The index answers when it covers the table; otherwise
-    (stale, damaged: a warning) the file probes of every partition do, so the answer is
-    global either way."""
-    if not enabled(table):
+    """The global tags of a batch (``keys`` and their ``parts``) when ``table`` has a
+    global record index: morlog's (enabled), or Hudi's own, the metadata table's
+    ``record_index`` partition listed in ``hoodie.table.metadata.partitions`` (not a Hudi
+    1.1 partitioned one; spec/rli.md §4a); else None. The index answers when it covers the
+    table and reads; otherwise (stale, damaged: a warning) the file probes of every
+    partition do, so the answer is global either way."""
+    from morlog.readers.hudi_record_index import global_record_index
+
+    morlog_index = enabled(table)
+    if not morlog_index and not global_record_index(table):
         return None
-    tags = KeyTagger(table).tag(keys, None)
-    if tags.stats.morlog_index_shards and not _groups_live(table, tags.groups):
-        warnings.warn(f"morlog's record index of {table.location.uri} names file groups the "
-                      "table does not have (damaged); tagging reads the table's files "
-                      "instead: 'morlog rli verify' reports it, 'morlog rli build' rebuilds "
-                      "the index", DamagedIndexWarning, stacklevel=3)
-        tags = KeyTagger(table, use_morlog_index=False).tag(keys, None)
+    which = "morlog's record index" if morlog_index else "the metadata table's record_index"
+    try:
+        tags = KeyTagger(table).tag(keys, None)
+        damaged = ((tags.stats.morlog_index_shards or tags.stats.record_index_shards)
+                   and not _groups_live(table, tags.groups))
+        reason = "names file groups the table does not have"
+    except (FormatError, StorageError) as exc:
+        damaged, reason = True, f"does not read ({type(exc).__name__}: {exc})"
+    if damaged:
+        fix = ("'morlog rli verify' reports it, 'morlog rli build' rebuilds the index"
+               if morlog_index else "rebuild the metadata table")
+        warnings.warn(f"{which} of {table.location.uri} {reason} (damaged); tagging reads "
+                      f"the table's files instead: {fix}", DamagedIndexWarning, stacklevel=3)
+        tags = KeyTagger(table, use_morlog_index=False, use_record_index=False).tag(keys,
+                                                                                    None)
     codes = tags.codes
     where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
     at = where.take(pa.array(np.where(codes >= 0, codes, 0)))

@@ -530,8 +530,9 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
 def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,
                  location: TableLocation, data: pa.Table
                  ) -> tuple[list[tuple[str, str] | None], pa.Array, pa.Array, pa.Array] | None:
-    """With morlog's record index on (``morlog.writers.record_index.global_tags``, spec/rli.md
-    §4a): the location of every key and the partition each row is written to, as
+    """With a global record index (morlog's or Hudi's ``record_index``:
+    ``morlog.writers.record_index.global_tags``, spec/rli.md §4a): the location of every
+    key and the partition each row is written to, as
     ``MorTable`` does: a key living in another partition is written (or deleted) where it
     lives, or, with ``hoodie.record.index.update.partition.path`` true, moves: the row
     becomes an insert in its own partition and the partition and file group it leaves
