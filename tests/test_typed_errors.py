@@ -1,0 +1,127 @@
+"""Only the library's typed errors escape (issue 23): storage failures on the write path,
+damaged bytes on the read path."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from morlog.logformat.errors import MorlogError, WriteError
+from morlog.readers.table import Table
+
+from .test_prune import _SCHEMA, _rows
+from .test_table_model import _inject_failure
+
+
+def _client_table(root: Path, version: int = 6) -> Any:
+    from morlog.writers.client import MorTable, WriteConfig
+
+    cfg = WriteConfig(fsync=False, new_groups="base", route_inserts=False, carrier="avro",
+                      hoodie_options={"hoodie.log.compaction.blocks.threshold": "2"})
+    return MorTable.create(str(root), _SCHEMA, key_field="id", partition_field="p",
+                           ordering_field="ts", event_time_ordering=False, config=cfg,
+                           table_version=version)
+
+
+def test_rolling_back_a_pending_instant_on_a_full_disk_is_a_write_error(
+        tmp_path: Path) -> None:
+    """The failing example of ``test_soundness_on_write_client_tables``: a write fails and
+    so does its rollback (disk full on every log append), leaving its instant pending; the
+    next write rolls it back on entering, and the disk is still full: a WriteError naming
+    the log file, not a raw OSError(28), and the log is as it was."""
+    t = _client_table(tmp_path)
+    home: dict[str, str] = {}
+    batch = _rows([(0, 9, 3, False)], 20, home)
+    t.upsert(batch)  # a new base file (the example's first "fail" hits no log)
+    home["k00"] = "a"
+    t.upsert(_rows([(0, 0, 0, False)], 2, home))  # the group's first log file
+    mp = pytest.MonkeyPatch()
+    _inject_failure(mp, "log", persistent=True)
+    try:
+        with pytest.raises(WriteError, match="stays pending"):
+            t.upsert(batch)
+    finally:
+        mp.undo()
+    t.store.lock(str(tmp_path)).release()
+    assert Table(str(tmp_path)).timeline.pending()
+    logs = sorted(tmp_path.glob("a/.*.log.*"))
+    assert logs
+    before = {p: p.read_bytes() for p in logs}
+    _inject_failure(mp, "log", persistent=False)
+    try:
+        with pytest.raises(WriteError) as info:
+            t.upsert(batch)
+    finally:
+        mp.undo()
+    assert not isinstance(info.value, FileNotFoundError)
+    assert ".log." in str(info.value) and "No space left" in str(info.value)
+    assert {p: p.read_bytes() for p in logs} == before  # the landed bytes were cut back
+    t.store.lock(str(tmp_path)).release()
+    # the disk has room again: the next write rolls the pending instant back and lands
+    t.upsert(batch)
+    rows = Table(str(tmp_path)).read().to_pylist()
+    assert [(r["id"], r["ts"]) for r in rows] == [("k00", 9)]
+    assert not Table(str(tmp_path)).timeline.pending()
+
+
+def _enospc(*_a: Any, **_k: Any) -> Any:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("call", ["create", "replace", "append", "truncate", "delete",
+                                  "makedirs"])
+def test_local_store_writes_raise_write_errors_naming_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str) -> None:
+    from morlog.writers.store import LocalStore
+
+    st = LocalStore()
+    path = str(tmp_path / "f.log")
+    Path(path).write_bytes(b"old")
+    if call in ("create", "replace", "append"):
+        monkeypatch.setattr(os, "write", _enospc)
+    elif call == "truncate":
+        monkeypatch.setattr(os, "ftruncate", _enospc)
+    elif call == "delete":
+        monkeypatch.setattr(os, "unlink", _enospc)
+    else:
+        monkeypatch.setattr(os, "mkdir", _enospc)
+    target = str(tmp_path / "new.log") if call == "create" else path
+    with pytest.raises(WriteError) as info:
+        if call == "create":
+            st.create(target, b"data")
+        elif call == "replace":
+            st.replace(target, b"data")
+        elif call == "append":
+            st.append(target, lambda _start: b"more")
+        elif call == "truncate":
+            st.truncate(target, 1)
+        elif call == "delete":
+            st.delete(target)
+        else:
+            target = str(tmp_path / "d" / "e")
+            st.makedirs(target)
+    monkeypatch.undo()
+    assert info.value.path == target
+    assert Path(path).read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.log"]  # no temporary left
+
+
+def test_log_writer_maps_a_store_oserror_on_create(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from morlog.logformat import rollback_block
+    from morlog.writers import store as store_mod
+    from morlog.writers.logwriter import LogFileWriter
+
+    monkeypatch.setattr(store_mod.LocalStore, "create", _enospc)
+    w = LogFileWriter(str(tmp_path), "f1-0", "20250101000000000")
+    with pytest.raises(WriteError) as info:
+        w.append(rollback_block("20250101000300000", target_instant="20250101000200000"))
+    assert info.value.path is not None and ".f1-0_20250101000000000.log.1_" in info.value.path
+    assert list(tmp_path.iterdir()) == []
+    assert isinstance(info.value, MorlogError)
+
