@@ -125,3 +125,31 @@ def test_log_writer_maps_a_store_oserror_on_create(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []
     assert isinstance(info.value, MorlogError)
 
+
+
+def test_repair_scan_keeps_unknown_header_key_warnings_to_itself(tmp_path: Path) -> None:
+    """A block whose header holds a key this morlog does not know is a valid block (readers
+    warn and skip the key): repair's plan lists no finding for it and lets no
+    UnknownKeyWarning out of its scan."""
+    import warnings
+
+    from morlog.logformat import rollback_block
+    from morlog.logformat.framing import BlockFrame, MetadataMap, encode_block
+    from morlog.writers.repair import plan_repair
+
+    t = _client_table(tmp_path)
+    home: dict[str, str] = {}
+    t.upsert(_rows([(0, 9, 3, False)], 1, home))
+    home["k00"] = "a"
+    t.upsert(_rows([(0, 0, 0, False)], 2, home))
+    (log,) = tmp_path.glob("a/.*.log.*")
+    rb = rollback_block("20250101000300000", target_instant="20250101000200000")
+    odd = BlockFrame(rb.block_type, MetadataMap(rb.header.entries + ((42, b"future"),)),
+                     rb.content, rb.footer)
+    with log.open("ab") as fh:
+        fh.write(encode_block(odd))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        plan = plan_repair(str(tmp_path))
+    assert [str(w.message) for w in seen] == []
+    assert [f.kind for f in plan.findings] == []
