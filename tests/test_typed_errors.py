@@ -153,3 +153,114 @@ def test_repair_scan_keeps_unknown_header_key_warnings_to_itself(tmp_path: Path)
         plan = plan_repair(str(tmp_path))
     assert [str(w.message) for w in seen] == []
     assert [f.kind for f in plan.findings] == []
+
+
+# --- invalid UTF-8 in Hudi-style Avro blocks (no index trailer, no checksum) ---------------
+
+
+def _hudi_style_table(root: Path) -> tuple[Path, int, int]:
+    """A table version 6 whose one file group's log holds a plain Avro data block as Hudi
+    writes it (no morlog index trailer, so no checksum), and the bytes of its records
+    (absolute file offsets ``[lo, hi)``)."""
+    from morlog.logformat.blocks import avro_data_block
+    from morlog.readers.logfile import LogFileReader
+    from morlog.writers.logwriter import LogFileWriter
+
+    from .table_builder import SCHEMA, Put, TableBuilder, instant
+
+    b = TableBuilder(str(root))
+    inst = instant(1)
+    b.begin(inst)
+    fid = f"{'a' * 8}-0000-0000-0000-{'b' * 12}-0"
+    puts = [Put(f"k{i:02d}", "p1", i, i) for i in range(12)]
+    rows = b._rows(puts, inst, fid)
+    rows[3]["id"] = rows[3]["_hoodie_record_key"] = "k03\u00e9\u4e2d"  # multi-byte too
+    res = LogFileWriter(b._dir("p1"), fid, inst, write_token="0-1-1", fsync=False).append(
+        avro_data_block(rows, SCHEMA, inst))
+    b.groups[("p1", fid)] = inst
+    b._wrote(inst, "p1", fid, res.path)
+    b.complete(inst)
+    with LogFileReader(res.path) as reader:
+        (blk,) = list(reader.blocks())
+        lo = blk.content_offset + 8 + 4 * 0  # records follow version and count
+        hi = blk.content_offset + len(blk.content())
+    return Path(res.path), lo, hi
+
+
+def _only_typed(root: Path) -> str:
+    from morlog.readers.lookup import KeyTagger
+
+    warnings_mod = __import__("warnings")
+    with warnings_mod.catch_warnings():
+        warnings_mod.simplefilter("ignore")
+        out = "same"
+        for step in (lambda: Table(str(root)).read(),
+                     lambda: Table(str(root)).read(columns=["id", "v"]),
+                     lambda: pa.concat_tables(list(Table(str(root)).snapshot())),
+                     lambda: KeyTagger(Table(str(root))).tag(["k01", "k03", "zz"])):
+            try:
+                got = step()
+            except MorlogError:
+                out = "error"
+                continue
+            if isinstance(got, pa.Table):
+                got.validate(full=True)  # no invalid UTF-8 handed out
+                got.to_pylist()
+    return out
+
+
+def test_invalid_utf8_in_a_hudi_style_avro_block_is_a_content_error(tmp_path: Path) -> None:
+    log, lo, hi = _hudi_style_table(tmp_path / "t")
+    data = log.read_bytes()
+    at = data.index("\u4e2d".encode(), lo, hi)
+    bad = bytearray(data)
+    bad[at + 1] = 0x41  # a CJK lead byte followed by 'A': not UTF-8
+    log.write_bytes(bytes(bad))
+    with pytest.raises(MorlogError) as info:
+        Table(str(tmp_path / "t")).read()
+    assert info.value.path is not None and info.value.path.endswith(log.name)
+    assert info.value.offset is not None and lo - 100 <= info.value.offset < hi
+
+
+_HUDI_STYLE: dict[str, Any] = {}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fuzz_string_bytes_of_hudi_style_avro_blocks_raise_only_typed_errors(
+        tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:
+    """Bytes of the string values of a plain Avro block (the compat path: no trailer, no
+    checksum) turned into invalid UTF-8 (high bit set, a lead byte before ASCII, a lone
+    continuation, a surrogate): every read step raises a MorlogError or returns Arrow data
+    that validates and converts to Python (``to_pylist``)."""
+    import random
+    import re
+    import shutil
+
+    if "src" not in _HUDI_STYLE:
+        src = tmp_path_factory.mktemp("hudi-style") / "t"
+        _HUDI_STYLE["src"] = (src, *_hudi_style_table(src))
+    src, log, lo, hi = _HUDI_STYLE["src"]
+    rel = log.relative_to(src)
+    data = log.read_bytes()
+    spans = [(m.start(), m.end()) for m in re.finditer(rb"[ -~]{2,}", data[lo:hi])]
+    rnd = random.Random(seed)
+    outcomes = []
+    for n in range(25):
+        a, b = rnd.choice(spans)
+        i = lo + rnd.randrange(a, b)
+        bad = bytearray(data)
+        how = n % 4
+        if how == 0:
+            bad[i] |= 0x80
+        elif how == 1:
+            bad[i] = 0xC3 if rnd.random() < 0.5 else 0xE4
+        elif how == 2:
+            bad[i] = 0x80 | rnd.randrange(0x40)
+        else:
+            bad[i:i + 3] = b"\xed\xa0\x80"[: len(bad[i:i + 3])]
+        root = tmp_path_factory.mktemp("flip") / "t"
+        shutil.copytree(src, root)
+        (root / rel).write_bytes(bytes(bad))
+        outcomes.append(_only_typed(root))
+        shutil.rmtree(root)
+    assert "error" in outcomes
