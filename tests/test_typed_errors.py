@@ -264,3 +264,41 @@ def test_fuzz_string_bytes_of_hudi_style_avro_blocks_raise_only_typed_errors(
         outcomes.append(_only_typed(root))
         shutil.rmtree(root)
     assert "error" in outcomes
+
+
+# --- HFile errors carry file offsets -------------------------------------------------------
+
+
+def test_errors_of_a_damaged_mdt_hfile_block_name_the_file_offset(tmp_path: Path) -> None:
+    """A damaged HFILE_DATA block of the metadata table morlog writes: the error names the
+    log file and the offset in that file (the content's offset plus the offset inside the
+    HFile), not the offset inside the block's content."""
+    from morlog.logformat.constants import BlockType
+    from morlog.logformat.errors import FormatError
+    from morlog.readers.logfile import LogFileReader
+    from morlog.readers.mdt_read import damaged_files, partition_records
+    from morlog.readers.storage import LocalStorage
+    from morlog.writers.client import MorTable, WriteConfig
+
+    root = tmp_path / "t"
+    t = MorTable.create(str(root), _SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", config=WriteConfig(fsync=False),
+                        table_version=9)
+    t.upsert(_rows([(0, 1, 0, False), (1, 1, 1, False)], 1, {}))
+    found = []
+    for log in sorted((root / ".hoodie" / "metadata").rglob("*.log.*")):
+        with LogFileReader(str(log)) as reader:
+            found += [(log, b.content_offset) for b in reader.blocks()
+                      if b.block_type == BlockType.HFILE_DATA]
+    assert found, "the metadata table holds HFile blocks"
+    log, at = found[-1]
+    data = bytearray(log.read_bytes())
+    assert data[at:at + 8] == b"DATABLK*"
+    data[at + 3] ^= 0xFF  # the first HFile block's magic
+    log.write_bytes(bytes(data))
+    with pytest.raises(FormatError) as info:
+        partition_records(LocalStorage(), str(root), "files")
+    assert info.value.path == str(log)
+    assert info.value.offset == at
+    (why,) = [w for p, w in damaged_files(LocalStorage(), str(root)) if p == str(log)]
+    assert f"@{at}:" in why
