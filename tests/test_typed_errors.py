@@ -302,3 +302,24 @@ def test_errors_of_a_damaged_mdt_hfile_block_name_the_file_offset(tmp_path: Path
     assert info.value.offset == at
     (why,) = [w for p, w in damaged_files(LocalStorage(), str(root)) if p == str(log)]
     assert f"@{at}:" in why
+
+
+def test_a_heartbeat_that_cannot_be_removed_is_a_write_error_and_frees_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from morlog.writers import store as store_mod
+
+    t = _client_table(tmp_path)
+    real = store_mod.LocalStore.delete
+
+    def delete(self: Any, path: str) -> bool:
+        if ".heartbeat" in path:
+            raise OSError(errno.EIO, "Input/output error")
+        return real(self, path)
+
+    monkeypatch.setattr(store_mod.LocalStore, "delete", delete)
+    with pytest.raises(WriteError) as info:
+        t.upsert(_rows([(0, 1, 0, False)], 1, {}))
+    assert info.value.path is not None and ".heartbeat" in info.value.path
+    monkeypatch.undo()
+    t.store.lock(str(tmp_path)).release()  # free: a ConcurrentWriterError if still held
+    assert [r["id"] for r in Table(str(tmp_path)).read().to_pylist()] == ["k00"]

@@ -588,9 +588,15 @@ class Commit:
                     and not self._completed):
                 self._roll_back_own(exc)
         finally:
-            if self.instant:
-                self.store.delete(heartbeat_path(self.store, self.location, self.instant))
-            lock.release()
+            try:
+                if self.instant:
+                    beat = heartbeat_path(self.store, self.location, self.instant)
+                    done = "completed" if self._completed else "not completed"
+                    with write_errors(f"instant {self.instant} is {done}; removing its "
+                                      "heartbeat", beat):
+                        self.store.delete(beat)
+            finally:
+                lock.release()  # also when removing the heartbeat failed
 
     def _roll_back_own(self, exc: Exception) -> None:
         """Roll back this commit's own instant after ``exc`` (the writer is alive: the
