@@ -159,10 +159,12 @@ def test_repair_scan_keeps_unknown_header_key_warnings_to_itself(tmp_path: Path)
 
 
 def _hudi_style_table(root: Path) -> tuple[Path, int, int]:
-    """A table version 6 whose one file group's log holds a plain Avro data block as Hudi
-    writes it (no morlog index trailer, so no checksum), and the bytes of its records
-    (absolute file offsets ``[lo, hi)``)."""
-    from morlog.logformat.blocks import avro_data_block
+    """A table version 6 whose one file group's log holds a plain Avro data block and a
+    plain delete block as Hudi writes them (no morlog index trailer, so no checksum), and
+    the bytes from the first block's records to the end (absolute file offsets
+    ``[lo, hi)``)."""
+    from morlog.logformat import DeleteRecord, OrderingValue
+    from morlog.logformat.blocks import avro_data_block, delete_block
     from morlog.readers.logfile import LogFileReader
     from morlog.writers.logwriter import LogFileWriter
 
@@ -180,10 +182,17 @@ def _hudi_style_table(root: Path) -> tuple[Path, int, int]:
     b.groups[("p1", fid)] = inst
     b._wrote(inst, "p1", fid, res.path)
     b.complete(inst)
+    deleting = instant(2)
+    b.begin(deleting)
+    LogFileWriter(b._dir("p1"), fid, inst, write_token="0-1-1", fsync=False).append(
+        delete_block([DeleteRecord(k, "p1", OrderingValue.natural())
+                      for k in ("k05", "k07é", "k09")], deleting, schema=SCHEMA))
+    b._wrote(deleting, "p1", fid, res.path)
+    b.complete(deleting)
     with LogFileReader(res.path) as reader:
-        (blk,) = list(reader.blocks())
-        lo = blk.content_offset + 8 + 4 * 0  # records follow version and count
-        hi = blk.content_offset + len(blk.content())
+        first = next(iter(reader.blocks()))
+        lo = first.content_offset + 8  # records follow version and count
+        hi = reader.source.size
     return Path(res.path), lo, hi
 
 
@@ -212,7 +221,7 @@ def _only_typed(root: Path) -> str:
 def test_invalid_utf8_in_a_hudi_style_avro_block_is_a_content_error(tmp_path: Path) -> None:
     log, lo, hi = _hudi_style_table(tmp_path / "t")
     data = log.read_bytes()
-    at = data.index("\u4e2d".encode(), lo, hi)
+    at = data.index("\u4e2d".encode(), lo, hi)  # in the data block
     bad = bytearray(data)
     bad[at + 1] = 0x41  # a CJK lead byte followed by 'A': not UTF-8
     log.write_bytes(bytes(bad))
@@ -263,7 +272,7 @@ def test_fuzz_string_bytes_of_hudi_style_avro_blocks_raise_only_typed_errors(
         (root / rel).write_bytes(bytes(bad))
         outcomes.append(_only_typed(root))
         shutil.rmtree(root)
-    assert "error" in outcomes
+    assert "error" in outcomes, outcomes
 
 
 # --- HFile errors carry file offsets -------------------------------------------------------
