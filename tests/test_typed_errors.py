@@ -332,3 +332,47 @@ def test_a_heartbeat_that_cannot_be_removed_is_a_write_error_and_frees_the_lock(
     monkeypatch.undo()
     t.store.lock(str(tmp_path)).release()  # free: a ConcurrentWriterError if still held
     assert [r["id"] for r in Table(str(tmp_path)).read().to_pylist()] == ["k00"]
+
+
+class _FullFs:
+    """A ``pyarrow.fs`` filesystem whose output streams fail after writing a first byte
+    (disk full, a dropped connection), over the local file system."""
+
+    def __init__(self) -> None:
+        import pyarrow.fs as pafs
+
+        self.local = pafs.LocalFileSystem()
+
+    def get_file_info(self, path: Any) -> Any:
+        return self.local.get_file_info(path)
+
+    def delete_file(self, path: str) -> None:
+        self.local.delete_file(path)
+
+    def open_output_stream(self, path: str) -> Any:
+        inner = self.local.open_output_stream(path)
+
+        class _Stream:
+            def __enter__(self) -> Any:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                inner.close()
+
+            def write(self, data: bytes) -> None:
+                inner.write(data[:1])
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+        return _Stream()
+
+
+def test_arrow_store_create_that_fails_is_a_write_error_leaving_no_file(
+        tmp_path: Path) -> None:
+    from morlog.writers.store import ArrowStore
+
+    st = ArrowStore(_FullFs())
+    path = str(tmp_path / "x.log")
+    with pytest.raises(WriteError) as info:
+        st.create(path, b"data")
+    assert info.value.path == path
+    assert list(tmp_path.iterdir()) == []  # no half-written file
