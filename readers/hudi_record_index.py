@@ -270,11 +270,12 @@ class HudiRecordIndex:
             where = b.path or s.directory
             if b.block_type == BlockType.HFILE_DATA:
                 with decoder_errors(where, "record_index log block does not decode"):
-                    hf = decode_hfile(b.content, path=where)
+                    hf = decode_hfile(b.content, base=b.offset, path=where)
                 self._apply_hfile(hf, b.schema, keys, state, where)
             else:
                 with decoder_errors(where, "record_index delete block does not decode"):
-                    gone = pc.drop_null(decode_delete_columns(b.content, path=where).keys)
+                    gone = pc.drop_null(decode_delete_columns(b.content, base=b.offset,
+                                                                  path=where).keys)
                 if len(gone):
                     hit = pc.is_in(keys, value_set=gone.cast(pa.binary())).to_numpy(
                         zero_copy_only=False)

@@ -125,6 +125,8 @@ class MdtBlock:
     content: bytes
     schema: str
     path: str | None
+    #: where ``content`` starts in its log file (errors name the file offset)
+    offset: int = 0
 
 
 def slice_blocks(view: MdtView, s: MdtSlice, counts: Callable[[str], bool] | None = None
@@ -148,7 +150,7 @@ def slice_blocks(view: MdtView, s: MdtSlice, counts: Callable[[str], bool] | Non
                     continue
                 elif b.block_type in (BlockType.HFILE_DATA, BlockType.DELETE):
                     blocks.append(MdtBlock(inst, b.block_type, b.content(), b.schema or "",
-                                           b.path))
+                                           b.path, b.content_offset))
     return [b for b in blocks if b.instant not in rolled]
 
 
@@ -166,11 +168,13 @@ def partition_records(storage: Storage, table_path: str, partition: str
             out += decode_hfile_records(data, schema, path=s.base)
         for b in slice_blocks(view, s):
             if b.block_type == BlockType.HFILE_DATA:
-                out += decode_hfile_records(b.content, b.schema, path=b.path)
+                out += decode_hfile_records(b.content, b.schema, base=b.offset,
+                                            path=b.path)
             else:
                 # the keys column-wise; a dict per key is this function's result
                 out += [{"deleted": k} for k in
-                        decode_delete_columns(b.content, path=b.path).keys.to_pylist()]
+                        decode_delete_columns(b.content, base=b.offset,
+                                              path=b.path).keys.to_pylist()]
     return out
 
 
@@ -217,9 +221,11 @@ def damaged_files(storage: Storage, table_path: str) -> list[tuple[str, str]]:
                         torn = r.torn_tail
                         for b in blocks:  # content a reader of the MDT decodes
                             if b.block_type == BlockType.HFILE_DATA:
-                                decode_hfile_records(b.content(), b.schema or "", path=path)
+                                decode_hfile_records(b.content(), b.schema or "",
+                                                     base=b.content_offset, path=path)
                             elif b.block_type == BlockType.DELETE:
-                                decode_delete_columns(b.content(), path=path)
+                                decode_delete_columns(b.content(), base=b.content_offset,
+                                                      path=path)
                     if bad:
                         out.append((path, f"corrupt block at offset {bad[0].offset} "
                                           f"({bad[0].reason})"))

@@ -83,7 +83,7 @@ from morlog.readers.table import Table
 
 from .logwriter import LogFileWriter, Mode
 from .repair import sweep_orphan_temps
-from .store import ConcurrentWriterError, LocalStore, WriterLock, WriteStore
+from .store import ConcurrentWriterError, LocalStore, WriterLock, WriteStore, write_errors
 
 #: the write token of every file morlog writes (``taskPartitionId-stageId-taskAttemptId``)
 WRITE_TOKEN = "0-1-1"
@@ -407,6 +407,17 @@ def _rollback(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
               table: Table, failed: str, mode: Mode, fsync: bool,
               hooks: RollbackHooks | None = None, action: str = "deltacommit", *,
               instant: str | None = None) -> list[str]:
+    """:func:`_rollback_files`; a storage failure (a store's untyped ``OSError``) is a
+    :class:`WriteError` naming the instant (it stays pending for the next writer)."""
+    with write_errors(f"rolling back instant {failed}", location.uri):
+        return _rollback_files(st, location, timeline, table, failed, mode, fsync, hooks,
+                               action, instant=instant)
+
+
+def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineWriter,
+                    table: Table, failed: str, mode: Mode, fsync: bool,
+                    hooks: RollbackHooks | None = None, action: str = "deltacommit", *,
+                    instant: str | None = None) -> list[str]:
     """Roll back instant ``failed``; the file group entries skipped as unsafe, each described.
 
     Files named after ``failed`` (its new base files, and the log files it created) are
@@ -577,9 +588,15 @@ class Commit:
                     and not self._completed):
                 self._roll_back_own(exc)
         finally:
-            if self.instant:
-                self.store.delete(heartbeat_path(self.store, self.location, self.instant))
-            lock.release()
+            try:
+                if self.instant:
+                    beat = heartbeat_path(self.store, self.location, self.instant)
+                    done = "completed" if self._completed else "not completed"
+                    with write_errors(f"instant {self.instant} is {done}; removing its "
+                                      "heartbeat", beat):
+                        self.store.delete(beat)
+            finally:
+                lock.release()  # also when removing the heartbeat failed
 
     def _roll_back_own(self, exc: Exception) -> None:
         """Roll back this commit's own instant after ``exc`` (the writer is alive: the

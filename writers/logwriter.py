@@ -29,7 +29,7 @@ from morlog.logformat.framing import BlockFrame, encode_block
 from morlog.logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
 from morlog.readers.logfile import LogFileReader
 
-from .store import LocalStore, WriteStore
+from .store import LocalStore, WriteStore, write_errors
 
 Mode = Literal["append", "rollover"]
 LOCAL = LocalStore()
@@ -137,7 +137,8 @@ class LogFileWriter:
         """Like :meth:`append`, with frames built by ``build(file name, offset)`` once the
         writer knows where they land (indexed blocks record their own position)."""
         do_sync = self.fsync if sync is None else sync
-        self.store.makedirs(self.directory)
+        with write_errors("creating the log directory", self.directory):
+            self.store.makedirs(self.directory)
         if self.mode == "append":
             latest = self.existing()
             if latest:
@@ -151,12 +152,31 @@ class LogFileWriter:
     def _append_to(self, path: str, name: LogFileName, build: Builder,
                    do_sync: bool) -> WriteResult:
         encoded: list[bytes] = []
+        began: list[int] = []
 
         def produce(start: int) -> bytes:
+            began.append(start)
             encoded.extend(_encode(build(name, start)))
             return b"".join(encoded)
 
-        start = self.store.append(path, produce, sync=do_sync)
+        try:
+            start = self.store.append(path, produce, sync=do_sync)
+        except MorlogError:
+            raise
+        except OSError as exc:
+            # a store's append is all or nothing; one that failed untyped may have left
+            # some of the bytes: cut the file back to where the write began
+            restored = ""
+            if began:
+                try:
+                    if self.store.size(path) > began[0]:
+                        self.store.truncate(path, began[0])
+                    restored = ", file restored"
+                except (MorlogError, OSError) as undo:
+                    restored = f", and restoring the file failed too ({undo})"
+            raise WriteError(f"appending to the log file failed ({type(exc).__name__}: "
+                             f"{exc.strerror or exc}){restored}", path=path,
+                             offset=began[0] if began else None) from exc
         return WriteResult(path, name, _layout(start, encoded), False)
 
     def _create_new(self, build: Builder, do_sync: bool, version: int | None) -> WriteResult:
@@ -165,7 +185,9 @@ class LogFileWriter:
             name = self._proto.with_version(v)
             encoded = _encode(build(name, 0))
             path = self.store.join(self.directory, str(name))
-            if self.store.create(path, b"".join(encoded), sync=do_sync):
+            with write_errors("creating the log file", path):
+                created = self.store.create(path, b"".join(encoded), sync=do_sync)
+            if created:
                 return WriteResult(path, name, _layout(0, encoded), True)
             if self.mode == "append" and version is None:
                 raise LogFileExistsError("log file was created by another writer meanwhile",
@@ -214,11 +236,13 @@ def discard_uncommitted(directory: str, file_id: str, base_instant: str, instant
             continue
         if len(ours) == len(blocks):
             removed += size
-            st.delete(path)
+            with write_errors("deleting the log file", path):
+                st.delete(path)
             continue
         first = min(b.offset for b in ours)
         if all(b.offset >= first for b in blocks if b.instant == instant) and all(
                 b.instant == instant or b.is_corrupt for b in blocks if b.offset >= first):
             removed += size - first
-            st.truncate(path, first)
+            with write_errors(f"truncating the log file to {first} bytes", path):
+                st.truncate(path, first)
     return removed

@@ -57,6 +57,7 @@ from morlog.logformat.constants import BLOCK_PREFIX_LEN, MAGIC, MAGIC_LEN, TRAIL
 from morlog.logformat.errors import (
     FormatError,
     MorlogError,
+    MorlogWarning,
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
     UnsupportedVersionError,
@@ -312,8 +313,12 @@ def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
                   ) -> list[Finding]:
     try:
         size = store.size(path)
-        with LogFileReader(table.storage.source(path)) as reader:
-            blocks = list(reader.blocks())
+        # the scan is about framing: what the blocks' headers hold (an unknown key, an
+        # index a reader cannot use) is not repair's output
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MorlogWarning)
+            with LogFileReader(table.storage.source(path)) as reader:
+                blocks = list(reader.blocks())
     except MorlogError:
         return []  # a scan that stops: DAMAGED_BLOCK (_block_findings)
     good_end = 0

@@ -32,11 +32,29 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from morlog.logformat.errors import ConcurrentWriterError, UsageError, WriteError
+from morlog.logformat.errors import ConcurrentWriterError, MorlogError, UsageError, WriteError
 from morlog.readers.storage import ArrowStorage, LocalStorage, Storage, TableLocation
+
+
+@contextmanager
+def write_errors(what: str, path: str) -> Iterator[None]:
+    """Re-raise an ``OSError`` of the storage (disk full, I/O error, permission) inside the
+    block as a :class:`WriteError` naming ``path`` and ``what`` failed; the library's own
+    errors (a :class:`StorageError` is an ``OSError`` too) pass as they are."""
+    try:
+        yield
+    except MorlogError:
+        raise
+    except OSError as exc:
+        raise WriteError(f"{what} failed: {_oserror(exc)}", path=path) from exc
+
+
+def _oserror(exc: OSError) -> str:
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
 class WriterLock:
@@ -178,9 +196,14 @@ class LocalStore(WriteStore):
             return None
 
     def makedirs(self, directory: str) -> None:
-        os.makedirs(directory, exist_ok=True)
+        with write_errors("creating the directory", directory):
+            os.makedirs(directory, exist_ok=True)
 
     def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
+        with write_errors("creating the file", path):
+            return self._create(path, data, sync=sync)
+
+    def _create(self, path: str, data: bytes, *, sync: bool) -> bool:
         if os.path.exists(path):
             return False
         directory = os.path.dirname(path) or "."
@@ -210,6 +233,10 @@ class LocalStore(WriteStore):
     can_replace = True
 
     def replace(self, path: str, data: bytes, *, sync: bool = True) -> None:
+        with write_errors("replacing the file", path):
+            self._replace(path, data, sync=sync)
+
+    def _replace(self, path: str, data: bytes, *, sync: bool) -> None:
         # a synced temporary file renamed over the name: rename(2) is atomic
         directory = os.path.dirname(path) or "."
         tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
@@ -239,8 +266,14 @@ class LocalStore(WriteStore):
             return True
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise WriteError(f"deleting the file failed: {_oserror(exc)}", path=path) from exc
 
     def append(self, path: str, produce: Callable[[int], bytes], *, sync: bool = True) -> int:
+        with write_errors("appending to the file", path):
+            return self._append(path, produce, sync=sync)
+
+    def _append(self, path: str, produce: Callable[[int], bytes], *, sync: bool) -> int:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
             try:
@@ -267,16 +300,18 @@ class LocalStore(WriteStore):
             os.close(fd)
 
     def truncate(self, path: str, size: int) -> None:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.ftruncate(fd, size)
-        finally:
-            os.close(fd)
+        with write_errors(f"truncating the file to {size} bytes", path):
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
 
     def lock(self, table_path: str) -> WriterLock:
         path = os.path.join(table_path, ".hoodie", "morlog.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        with write_errors("opening the writer lock file", path):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -284,7 +319,8 @@ class LocalStore(WriteStore):
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 raise ConcurrentWriterError("another writer is committing to this table",
                                             path=table_path) from None
-            raise
+            raise WriteError(f"taking the writer lock failed: {_oserror(exc)}",
+                             path=path) from exc
         return _FlockLock(fd)
 
 
@@ -302,8 +338,15 @@ class ArrowStore(WriteStore):
     def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
         if self.exists(path):
             return False
-        with self.fs.open_output_stream(path) as out:
-            out.write(data)
+        try:
+            with self.fs.open_output_stream(path) as out:
+                out.write(data)
+        except OSError as exc:
+            try:  # no half-written object left behind
+                self.fs.delete_file(path)
+            except OSError:
+                pass
+            raise WriteError(f"writing the file failed: {_oserror(exc)}", path=path) from exc
         return True
 
     def mtime(self, path: str) -> float | None:
@@ -317,7 +360,8 @@ class ArrowStore(WriteStore):
     def delete(self, path: str) -> bool:
         if not self.exists(path):
             return False
-        self.fs.delete_file(path)
+        with write_errors("deleting the file", path):
+            self.fs.delete_file(path)
         return True
 
     def lock(self, table_path: str) -> WriterLock:
