@@ -294,3 +294,8 @@ class DamagedIndexWarning(MorlogWarning):
 
 class IndexServiceWarning(MorlogWarning):
     """An inline service of the record index failed after a data commit."""
+
+
+class HeartbeatWarning(MorlogWarning):
+    """A completed instant's heartbeat file could not be removed (harmless: a heartbeat
+    beside a completed instant is ignored)."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -47,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.logformat.blocks import rollback_block
-from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.errors import HeartbeatWarning, MorlogError, UsageError, WriteError
 from morlog.logformat.naming import (
     COMPLETED,
     INFLIGHT,
@@ -590,13 +591,26 @@ class Commit:
         finally:
             try:
                 if self.instant:
-                    beat = heartbeat_path(self.store, self.location, self.instant)
-                    done = "completed" if self._completed else "not completed"
-                    with write_errors(f"instant {self.instant} is {done}; removing its "
-                                      "heartbeat", beat):
-                        self.store.delete(beat)
+                    self._remove_heartbeat()
             finally:
                 lock.release()  # also when removing the heartbeat failed
+
+    def _remove_heartbeat(self) -> None:
+        """Delete this instant's heartbeat. Once the instant completed, a failure is a
+        warning: the write is done (an error would invite a retry that writes the rows
+        again), and a heartbeat left beside a completed instant is ignored by every reader
+        and writer (spec/table.md §9.1)."""
+        beat = heartbeat_path(self.store, self.location, self.instant)
+        try:
+            with write_errors(f"instant {self.instant} is not completed; removing its "
+                              "heartbeat", beat):
+                self.store.delete(beat)
+        except WriteError as exc:
+            if not self._completed:
+                raise
+            warnings.warn(f"{beat}: instant {self.instant} completed, but its heartbeat "
+                          f"could not be removed ({exc.message})", HeartbeatWarning,
+                          stacklevel=3)
 
     def _roll_back_own(self, exc: Exception) -> None:
         """Roll back this commit's own instant after ``exc`` (the writer is alive: the
