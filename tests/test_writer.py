@@ -132,7 +132,7 @@ def test_failed_rollover_write_leaves_no_file(tmp_path: Path,
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "write", failing_write)
-    with pytest.raises(OSError):
+    with pytest.raises(WriteError, match="Input/output error"):  # typed, naming the file
         w.append(_frame("20250101000000002"))
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path)) == before

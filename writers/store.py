@@ -208,6 +208,22 @@ class LocalStore(WriteStore):
             return False
         directory = os.path.dirname(path) or "."
         os.makedirs(directory, exist_ok=True)
+
+        def publish(tmp: str) -> bool:
+            try:
+                os.link(tmp, path)  # fails if the name exists: never overwrite
+            except FileExistsError:
+                return False
+            return True
+
+        return self._staged(directory, data, sync, publish)
+
+    @staticmethod
+    def _staged(directory: str, data: bytes, sync: bool, publish: Callable[[str], bool]
+                ) -> bool:
+        """``data`` written (and synced) to a temporary file of ``directory``, then
+        ``publish(tmp)`` puts it under its name (False: it did not); the temporary name
+        never stays."""
         tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -217,13 +233,10 @@ class LocalStore(WriteStore):
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            try:
-                os.link(tmp, path)  # fails if the name exists: never overwrite
-            except FileExistsError:
-                return False
-            if sync:
+            done = publish(tmp)
+            if done and sync:
                 _fsync_dir(directory)
-            return True
+            return done
         finally:
             try:
                 os.unlink(tmp)
@@ -238,24 +251,11 @@ class LocalStore(WriteStore):
 
     def _replace(self, path: str, data: bytes, *, sync: bool) -> None:
         # a synced temporary file renamed over the name: rename(2) is atomic
-        directory = os.path.dirname(path) or "."
-        tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            try:
-                _write_all(fd, data)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+        def publish(tmp: str) -> bool:
             os.replace(tmp, path)
-            if sync:
-                _fsync_dir(directory)
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            return True
+
+        self._staged(os.path.dirname(path) or ".", data, sync, publish)
 
     def remove_tree(self, directory: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)
