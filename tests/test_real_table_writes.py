@@ -64,8 +64,13 @@ def _data(path: Path) -> pa.Table:
 
 
 def _new_key(t: pa.Table, key: str) -> pa.Scalar:
+    """A key ``t`` (the table's rows) does not hold: an insert of it is an insert, also
+    under a global index, which tags inserts (spec/rli.md §4a)."""
     typ = t.schema.field(key).type
-    return pa.scalar("morlog-new-key" if pa.types.is_string(typ) else 10**6, typ)
+    held = set(t.column(key).to_pylist())
+    text = pa.types.is_string(typ)
+    candidates = (f"morlog-new-key-{n}" if text else 10**6 + n for n in range(len(held) + 1))
+    return pa.scalar(next(c for c in candidates if c not in held), typ)
 
 
 def _later(batch: pa.Table, ordering: str | None) -> pa.Table:
