@@ -6,10 +6,7 @@ Scenarios live in :mod:`.probe`, :mod:`.lookup`, :mod:`.append`, :mod:`.tag` and
 pyspark, matplotlib) is the ``bench`` extra, ``pip install 'morlog[bench]'``; those modules
 are imported only inside the scenario that needs them (:func:`.common.require`), so that the
 command and its help work without the extra.
+
+The package itself imports nothing (the command comes from :mod:`.cli`), so that importing a
+scenario never runs the package's imports back into it (``tests/test_layering.py``).
 """
-
-from __future__ import annotations
-
-from .cli import add_bench_command, run_bench
-
-__all__ = ["add_bench_command", "run_bench"]

@@ -26,6 +26,8 @@ PROPERTIES_FILE = "hoodie.properties"
 PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
 #: the file that marks a directory as a partition of the table
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
+#: ``hoodie.properties`` key saying morlog's writers keep morlog's record index (spec/rli.md)
+RECORD_INDEX_ENABLE_PROPERTY = "morlog.record.index.enable"
 #: record payloads: latest commit wins, or greatest ordering value wins
 PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"

@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 import numpy as np
@@ -69,8 +69,10 @@ from morlog.logformat.mdt_records import record_index_file_id
 
 from .mdt_read import MdtSlice, MdtView, listed_partitions, open_mdt, partition_slices, slice_blocks
 from .storage import decoder_errors
-from .table import Table
 from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from .table import Table
 
 #: ``HoodieTableMetadataUtil.PARTITION_NAME_RECORD_INDEX``
 RECORD_INDEX = "record_index"

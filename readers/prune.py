@@ -32,12 +32,13 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.table_files import RECORD_INDEX_ENABLE_PROPERTY
 
 from . import predicate as pr
 from .block_stats import base_file_ranges, block_ranges, mdt_ranges
@@ -45,8 +46,11 @@ from .column_stats import ColumnRange
 from .logfile import LogBlock, LogFileReader
 from .mdt_read import column_stats_index
 from .merge import COMMIT_TIME, EVENT_TIME
+from .partition_columns import PartitionColumns
 from .slice_blocks import effective_blocks, instant_counts
-from .table import FileSlice, PartitionColumns, Table
+
+if TYPE_CHECKING:
+    from .table import FileSlice, Table
 
 #: the pruning rules :func:`prune` knows
 RULES = ("morlog", "hudi")
@@ -183,9 +187,9 @@ def _global_index(table: Table) -> bool:
     """Whether the table has a global record index (morlog's, or Hudi's ``record_index``),
     under which a row may live in another partition than its partition column names."""
     from .hudi_record_index import global_record_index
-    from .record_index import enabled
 
-    return enabled(table) or global_record_index(table)
+    morlog_index = table.config.get(RECORD_INDEX_ENABLE_PROPERTY) or ""
+    return morlog_index.strip().lower() == "true" or global_record_index(table)
 
 
 class PartitionValues:

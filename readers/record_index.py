@@ -43,6 +43,7 @@ from morlog.logformat.errors import (
 )
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.naming import INFLIGHT
+from morlog.logformat.table_files import RECORD_INDEX_ENABLE_PROPERTY
 from morlog.logformat.virtual_keys import VirtualKeys, key_array
 from morlog.logformat.xxh64 import xxh64_batch
 
@@ -57,7 +58,7 @@ from .timeline import Timeline
 #: where the index lives, under the data table's ``.hoodie``
 INDEX_DIR = ("morlog", "record_index")
 #: data table property: every morlog writer maintains the index (``true``)
-ENABLE_PROPERTY = "morlog.record.index.enable"
+ENABLE_PROPERTY = RECORD_INDEX_ENABLE_PROPERTY
 #: index table properties: the shard count, the shard hash, the data instant it was built as of
 SHARDS_PROPERTY = "morlog.record.index.shards"
 HASH_PROPERTY = "morlog.record.index.hash"

@@ -212,7 +212,7 @@ def _check_drop_partition_columns(cfg: Any, refuse: Any) -> None:
     """Partition columns dropped from the data files: their values must parse back from the
     partition path, and no key or ordering field may be one of them (readers derive keys and
     compare ordering values from the files)."""
-    from morlog.readers.table import check_partition_columns_parse
+    from morlog.readers.partition_columns import check_partition_columns_parse
 
     spec = _keygen(cfg)
     check_partition_columns_parse(spec, cfg.path)
