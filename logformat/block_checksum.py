@@ -32,7 +32,6 @@ import zlib
 
 from .constants import BlockType
 from .errors import ChecksumError, MorlogError
-from .framing import MetadataMap, encode_map
 from .index_trailer import (
     CHECKSUM_CRC32,
     PARQUET_KEY,
@@ -43,17 +42,6 @@ from .index_trailer import (
     section_bytes,
 )
 from .parquet_content import parquet_key_value_metadata
-
-_II = struct.Struct(">ii")
-_I64 = struct.Struct(">q")
-
-
-def block_head(block_type: int, header: MetadataMap, content_length: int,
-               format_version: int = 1) -> bytes:
-    """The head bytes the checksum starts with: format version, block type, header map and
-    content length, as ``encode_block`` writes them."""
-    return _II.pack(format_version, block_type) + encode_map(header) + _I64.pack(
-        content_length)
 
 
 def avro_checksum(head: bytes, prefix: bytes | memoryview) -> BlockChecksum:
@@ -148,9 +136,10 @@ def verify_block(block_type: int, head: bytes, content: bytes | memoryview, *,
     """Check a data block's records against its stored CHECKSUM.
 
     ``head``: the block's bytes from its format version field through its content length
-    (:func:`block_head`); ``base``: the file offset of ``content[0]``. True when the block
-    carries a checksum and it matches, False when it carries none (unverified); a mismatch
-    raises :class:`ChecksumError` at the content's first byte.
+    (:func:`~morlog.logformat.framing.block_head`); ``base``: the file offset of
+    ``content[0]``. True when the block carries a checksum and it matches, False when it
+    carries none (unverified); a mismatch raises :class:`ChecksumError` at the content's
+    first byte.
     """
     if block_type == BlockType.AVRO_DATA:
         if not has_trailer(content):

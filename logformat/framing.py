@@ -216,23 +216,23 @@ def block_length_of(frame: BlockFrame) -> int:
     ) + TRAILER_LEN
 
 
+def block_head(block_type: int, header: MetadataMap, content_length: int,
+               format_version: int = 1) -> bytes:
+    """A block's head as written: format version, block type, header map, content length
+    (what the block CHECKSUM starts with, spec/index.md §4.12)."""
+    return _II.pack(format_version, block_type) + encode_map(header) + _I64.pack(
+        content_length)
+
+
 def encode_block(frame: BlockFrame) -> bytes:
     """The exact bytes of ``frame`` on disk."""
     if frame.format_version != 1:
         raise UsageError("morlog writes log format version 1 only", actual=frame.format_version)
     if frame.block_type == BlockType.CORRUPT:
         raise UsageError("CORRUPT blocks are synthesized by readers and never written")
-    header = encode_map(frame.header)
-    footer = encode_map(frame.footer)
-    body = b"".join(
-        (
-            _II.pack(frame.format_version, frame.block_type),
-            header,
-            _I64.pack(len(frame.content)),
-            frame.content,
-            footer,
-        )
-    )
+    body = b"".join((block_head(frame.block_type, frame.header, len(frame.content),
+                                frame.format_version),
+                     frame.content, encode_map(frame.footer)))
     block_length = len(body) + TRAILER_LEN
     if block_length > MAX_BLOCK_LENGTH:
         raise UsageError(

@@ -26,12 +26,12 @@ import pyarrow.compute as pc
 from .avro_columnar import encode_arrow_to_records
 from .avro_content import encode_avro_content, encode_records
 from .avroschema import arrow_to_avro_schema, avro_to_arrow_schema
-from .block_checksum import avro_checksum, block_head, parquet_checksum
+from .block_checksum import avro_checksum, parquet_checksum
 from .blocks import FAST_PATH_MISSES, arrow_to_records, make_header, records_to_arrow
 from .column_stats_section import StatsColumns, compute_column_stats
 from .constants import BLOCK_PREFIX_LEN, CURRENT_CONTENT_VERSION, BlockType, HeaderKey
 from .errors import MorlogError, UsageError
-from .framing import BlockFrame, encode_map
+from .framing import BlockFrame, block_head, encode_map
 from .index_trailer import (
     BLOCK_CHECKSUM,
     CHECKSUM_CRC32,
