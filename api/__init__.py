@@ -35,11 +35,11 @@ _PUBLIC = {
     "probe_log_file": "morlog.readers.probe",
     "FileSlice": "morlog.readers.table",
     "Table": "morlog.readers.table",
-    "CommitResult": "morlog.writers.client",
+    "CommitResult": "morlog.writers.core.commit",
     "MorTable": "morlog.writers.client",
-    "WriteConfig": "morlog.writers.client",
-    "IndexedLogWriter": "morlog.writers.indexed",
-    "LogFileWriter": "morlog.writers.logwriter",
+    "WriteConfig": "morlog.writers.options",
+    "IndexedLogWriter": "morlog.writers.core.indexed",
+    "LogFileWriter": "morlog.writers.core.logwriter",
 }
 
 if TYPE_CHECKING:
@@ -53,9 +53,11 @@ if TYPE_CHECKING:
     from morlog.readers.lookup import KeyTagger, TagResult, tag_keys
     from morlog.readers.probe import SliceProbe, probe_log_file
     from morlog.readers.table import FileSlice, Table
-    from morlog.writers.client import CommitResult, MorTable, WriteConfig
-    from morlog.writers.indexed import IndexedLogWriter
-    from morlog.writers.logwriter import LogFileWriter
+    from morlog.writers.client import MorTable
+    from morlog.writers.core.commit import CommitResult
+    from morlog.writers.core.indexed import IndexedLogWriter
+    from morlog.writers.core.logwriter import LogFileWriter
+    from morlog.writers.options import WriteConfig
 
 try:
     __version__ = version("morlog")

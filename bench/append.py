@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from morlog.readers.probe import ProbeResult, SliceProbe
-from morlog.writers.indexed import DEFAULT_CHECKPOINT_EVERY, DEFAULT_DELTA_MAX_KEYS
-from morlog.writers.logwriter import WriteResult
+from morlog.writers.core.indexed import DEFAULT_CHECKPOINT_EVERY, DEFAULT_DELTA_MAX_KEYS
+from morlog.writers.core.logwriter import WriteResult
 
 from .common import (
     SliceData,

@@ -38,8 +38,8 @@ from morlog.logformat.index_trailer import CumulativeKind
 from morlog.logformat.naming import UNKNOWN_WRITE_TOKEN
 from morlog.readers.index import read_stored_index
 from morlog.readers.logfile import LogFileReader
-from morlog.writers.indexed import DEFAULT_CHECKPOINT_EVERY, IndexedLogWriter
-from morlog.writers.logwriter import LogFileWriter, WriteResult
+from morlog.writers.core.indexed import DEFAULT_CHECKPOINT_EVERY, IndexedLogWriter
+from morlog.writers.core.logwriter import LogFileWriter, WriteResult
 
 T = TypeVar("T")
 

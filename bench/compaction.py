@@ -61,9 +61,10 @@ from morlog.readers.lookup import KeyTagger
 from morlog.readers.probe import RangeTester, SliceProbe
 from morlog.readers.slice_index import read_slice_index
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.compaction import compact
-from morlog.writers.logcompaction import log_compact
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.compaction import compact
+from morlog.writers.services.logcompaction import log_compact
 
 from .common import (
     BenchError,

@@ -99,7 +99,8 @@ from morlog.readers import predicate as pr
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.prune import PruneResult, bind_where, prune
 from morlog.readers.table import FileSlice, Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 from .common import BenchError, best_of, goal, make_report, num, progress, require
 from .common import ratio as div

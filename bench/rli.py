@@ -8,7 +8,7 @@ blocks of 200 records (150 updates, 50 inserts): 200 x (4,500 + 500) keys. Quick
 
 Measured, on that one table:
 
-- ``bootstrap``: :func:`morlog.writers.record_index.build` (``build(mt, 16)``) of the whole
+- ``bootstrap``: :func:`morlog.writers.services.record_index.build` (``build(mt, 16)``) of the whole
   table, once (keys/s); ``bytes_per_mapping``: the index's files / its entries right after.
 - ``lookup``: 100,000 random keys, half present, ``RecordIndex(Table(path)).lookup(keys,
   threads=1)``: a new table and index object every time (timeline, listing, shard reads
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from morlog import readers
+import morlog.readers as readers
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.record_index import IndexLookup, RecordIndex, index_location
@@ -216,8 +216,9 @@ def upsert_batch(mt: Any, where: dict[str, Location], partitions: Sequence[str],
 
 
 def run(*, quick: bool = False, repeats: int = 3) -> dict[str, Any]:
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.record_index import build
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.record_index import build
 
     s = QUICK if quick else FULL
     t = s.table

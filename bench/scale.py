@@ -249,7 +249,7 @@ def _tag_summary(locations: Sequence[tuple[str, str] | None]) -> dict[str, Any]:
 
 
 def _morlog_config(carrier: str) -> Any:
-    from morlog.writers.client import WriteConfig
+    from morlog.writers.options import WriteConfig
 
     return WriteConfig(carrier="parquet" if carrier == "parquet" else "avro", fsync=False)
 
@@ -468,7 +468,7 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
         fresh(tables["morlog"] + ".rli")
         shutil.copytree(tables["morlog"], tables["morlog"] + ".rli")
         from morlog.writers.client import MorTable
-        from morlog.writers.record_index import build
+        from morlog.writers.services.record_index import build
         build(MorTable(tables["morlog"] + ".rli"))
     tables_rli = {"morlog_rli": tables["morlog"] + ".rli"}
     upserted_ok["morlog_rli"] = upserted_ok["morlog"]

@@ -228,7 +228,7 @@ def client_save(batch: pa.Table, path: str, options: dict[str, str]) -> float:
     if os.path.exists(os.path.join(path, ".hoodie", "hoodie.properties")):
         table = MorTable(path, opts.config)
     else:
-        table = opts.create_table(path, batch.schema)
+        table = MorTable.create_from_options(path, batch.schema, opts)
     table.upsert(batch)
     return time.perf_counter() - t0
 

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from morlog import readers
+import morlog.readers as readers
 from morlog.compat.base_footer import encode_base_footer
 from morlog.compat.recompute import block_keys
 from morlog.logformat.avroschema import avro_to_arrow_schema
@@ -67,8 +67,8 @@ from morlog.readers.lookup import KeyTagger, PreparedKeys, TagResult, base_file_
 from morlog.readers.probe import SliceProbe
 from morlog.readers.storage import LocalFileSource
 from morlog.readers.table import FileSlice, Table
-from morlog.writers.commit import WRITE_TOKEN
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
+from morlog.writers.core.timeline import WRITE_TOKEN
 
 from .common import (
     BASE_INSTANT,

@@ -26,7 +26,7 @@ Hudi's record index (RFC-8) maps every record key of the table to its location
 
 The index is global: a key lives in one (partition, file group); morlog's writers tag every
 batch of a table listing it through it, wherever the key lives (:func:`global_record_index`,
-``morlog.writers.record_index.global_tags``, spec/rli.md §4a). The lookup is as of the
+``morlog.writers.core.tagging.global_tags``, spec/rli.md §4a). The lookup is as of the
 latest instant only (time travel uses the bloom and range tagger, ``morlog.readers.lookup``).
 A Hudi 1.1 *partitioned* record index (index definition ``record_index`` with
 ``isPartitioned`` true) and file groups not named ``record-index-NNNN[-0]`` are refused with

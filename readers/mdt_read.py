@@ -14,7 +14,7 @@ readers merge them (``morlog.readers.column_stats.merge_records``:
 
 Every failure to read the MDT (absent, damaged, a layout morlog does not know) makes the
 pruner fall back to the base files' own footers: statistics are an optimisation, never a
-reason to fail a read. Writers keep the MDT true with ``morlog.writers.mdt_writer``.
+reason to fail a read. Writers keep the MDT true with ``morlog.writers.mdt.writer``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ then, for a delta, the checkpoint it points at (a second read), and returns a
 :class:`SliceIndex` holding both cumulatives and both directories.
 
 Used by ``morlog.readers.probe.SliceProbe`` (which keys may be in which block) and by
-``morlog.writers.indexed`` (rebuilding a writer's state from two reads instead of a scan).
+``morlog.writers.core.indexed`` (rebuilding a writer's state from two reads instead of a scan).
 :func:`read_checkpoint` and :func:`checkpoint_location` are the two directions of a
 checkpoint reference: following one, and making one for a block that holds a checkpoint.
 """

@@ -37,7 +37,7 @@ from morlog.logformat.table_files import (
 )
 from morlog.readers.base_keys import BASE_KEYS_DIR
 from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
 
 SCHEMA: dict[str, Any] = {
     "type": "record", "name": "model_record", "namespace": "hoodie.model",

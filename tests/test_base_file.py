@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from morlog.logformat.errors import UsageError
-from morlog.writers.base_file import (
+from morlog.writers.core.base_file import (
     BLOCK_SIZE,
     COMPRESSION_CODEC,
     DICTIONARY_ENABLED,
@@ -108,7 +108,8 @@ def test_parquet_log_blocks_follow_the_compression_codec(tmp_path: Any, codec: s
     """Parquet-carrier log blocks use the writer's ``hoodie.parquet.compression.codec``
     (Hudi's ``HoodieParquetDataBlock`` does; default snappy), like the base files."""
     from morlog.readers.logfile import LogFileReader
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
     opts = {} if codec is None else {"hoodie.parquet.compression.codec": codec}

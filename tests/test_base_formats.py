@@ -36,8 +36,9 @@ from morlog.readers.base_files import (
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.storage import LocalStorage
 from morlog.readers.table import Table
-from morlog.writers.base_file import encode_base_file
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.core.base_file import encode_base_file
+from morlog.writers.options import WriteConfig
 
 lance = pytest.importorskip("lance", reason="pylance is not installed (pip install .[lance])")
 

@@ -47,7 +47,8 @@ from morlog.logformat.xxh64 import xxh64_batch
 from morlog.readers.base_keys import BaseKeysWarning, base_keys_dir, base_keys_path
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 #: ``HYPOTHESIS_PROFILE=slow`` runs 20 times the examples
 SCALE = {"slow": 20, "hunt": 5}.get(os.environ.get("HYPOTHESIS_PROFILE", ""), 1)
@@ -373,7 +374,7 @@ def test_inserts_write_one_index_per_base_file(tmp_path: Path) -> None:
 
 
 def test_compaction_writes_an_index_for_its_base_file(tmp_path: Path) -> None:
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path / "t"
     t = _create(root)
@@ -402,7 +403,7 @@ def test_compaction_writes_an_index_for_its_base_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("how", ["config", "option"])
 def test_the_option_turns_indexes_off(tmp_path: Path, how: str) -> None:
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path / "t"
     cfg = (WriteConfig(fsync=False, base_key_index=False) if how == "config" else
@@ -422,8 +423,8 @@ def test_the_option_turns_indexes_off(tmp_path: Path, how: str) -> None:
 
 
 def test_the_cleaner_deletes_the_indexes_of_the_base_files_it_deletes(tmp_path: Path) -> None:
-    from morlog.writers.cleaning import clean
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.cleaning import clean
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path / "t"
     t = _create(root)
@@ -457,9 +458,9 @@ def test_a_write_whose_index_fails_fails(tmp_path: Path, monkeypatch: pytest.Mon
     (rolled back: no base file, no index); a compaction so failed leaves its plan requested,
     and the next run replaces what the failed attempt left."""
     from morlog.logformat.errors import WriteError
-    from morlog.writers import store as store_mod
-    from morlog.writers.commit import TimelineWriter
-    from morlog.writers.compaction import compact
+    from morlog.writers.core import store as store_mod
+    from morlog.writers.core.timeline import TimelineWriter
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path / "t"
     t = _create(root)
@@ -547,7 +548,7 @@ HISTORY = st.lists(st.one_of(
 def test_tags_through_indexes_equal_tags_through_footers(
         tmp_path_factory: pytest.TempPathFactory, history: list[tuple[Any, ...]],
         new_groups: str, small: bool) -> None:
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path_factory.mktemp("hist") / "t"
     t = _create(root, new_groups=new_groups, **(SMALL if small else {}))
@@ -654,7 +655,7 @@ def test_a_damaged_index_warns_and_the_footer_answers(indexed: tuple[Path, list[
 def test_indexes_of_a_table_without_meta_fields_hold_the_derived_keys(tmp_path: Path) -> None:
     """``hoodie.populate.meta.fields=false``: the base files hold no record key; the index
     holds the key generator's keys (``id:<id>,sub:<sub>``) and tags them."""
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     schema = pa.schema([("id", pa.string()), ("sub", pa.int64()), ("p", pa.string()),
                         ("ts", pa.int64())])
@@ -712,7 +713,7 @@ def test_hudi_rs_reads_a_table_with_indexes(tmp_path: Path, version: int,
     """hudi-rs lists partitions through the metadata table or the file system: the
     indexes under ``.hoodie`` are in neither."""
     hudi = pytest.importorskip("hudi", reason="the hudi package (hudi-rs) is not installed")
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     from .hudi_rs import rows
 
@@ -744,8 +745,8 @@ def test_indexes_on_s3(s3: str) -> None:
 
     import pyarrow.fs as pafs
 
-    from morlog.writers.cleaning import clean
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.cleaning import clean
+    from morlog.writers.services.compaction import compact
 
     bucket = f"t{uuid.uuid4().hex[:12]}"
     uri = f"s3://test:test@{bucket}/tbl?{s3}"

@@ -47,7 +47,7 @@ from morlog.readers.block_stats import (
 from morlog.readers.column_stats import ColumnRange, merge_records
 from morlog.readers.storage import LocalStorage
 from morlog.readers.table import Table
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
 
 from .hudi_fixtures import MDT_TABLES, fixture_id, fixture_table, log_files, requires_fixtures
 from .hudi_fixtures import tables as fixture_tables
@@ -471,7 +471,8 @@ def test_non_data_blocks_have_no_ranges(tmp_path: Path) -> None:
 
 
 def test_client_writes_carry_the_configured_columns(tmp_path: Path) -> None:
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     schema = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                         ("amount", pa.float64()), ("note", pa.string())])
@@ -664,8 +665,9 @@ def test_mdt_decimals_are_exact_at_any_precision() -> None:
 def test_fixture_mdt_ranges_are_sound(name: str) -> None:
     """Every bound converted from Hudi's ``column_stats`` of a file still on disk contains
     that file's values in filter order."""
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.mdt_writer import MetadataTable
+    from morlog.writers.client import MorTable
+    from morlog.writers.mdt.writer import MetadataTable
+    from morlog.writers.options import WriteConfig
 
     path = fixture_table(name)
     t = MorTable(str(path), WriteConfig(hoodie_options={

@@ -47,8 +47,12 @@ from morlog.logformat.timeline_meta import (
 )
 from morlog.readers import column_stats as cs
 from morlog.readers.table import Table
-from morlog.writers import cleaning
-from morlog.writers.cleaning import (
+from morlog.writers.client import MorTable
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.mdt.writer import MetadataTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services import cleaning
+from morlog.writers.services.cleaning import (
     CleanPlanError,
     CleanSettings,
     clean,
@@ -56,10 +60,12 @@ from morlog.writers.cleaning import (
     plan_clean,
     settings_of,
 )
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.commit import TimelineWriter
-from morlog.writers.compaction import compact, read_plan, run_compaction, schedule_compaction
-from morlog.writers.mdt_writer import MetadataTable
+from morlog.writers.services.compaction import (
+    compact,
+    read_plan,
+    run_compaction,
+    schedule_compaction,
+)
 
 from .hudi_fixtures import SKIP_REASON, tables
 
@@ -605,7 +611,7 @@ def _rows_by(t: pa.Table, key: str) -> dict[Any, dict[str, Any]]:
 @pytest.mark.parametrize("where", ["delete", "completed"])
 def test_a_failure_in_the_middle_leaves_a_clean_the_next_one_finishes(
         tmp_path: Path, version: int, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from morlog.writers import store as store_mod
+    from morlog.writers.core import store as store_mod
 
     root = tmp_path / "t"
     t = build(root, version)

@@ -14,8 +14,9 @@ import pytest
 
 from morlog.logformat import UsageError
 from morlog.readers.table import Table
-from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig
-from morlog.writers.commit import TimelineWriter
+from morlog.writers.client import ConcurrentWriterError, MorTable
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])
@@ -145,7 +146,7 @@ def test_bad_batches_change_nothing(tmp_path: Path, bad: pa.Table, match: str) -
 
 
 def test_batches_take_hudis_type_promotions_only(tmp_path: Path) -> None:
-    from morlog.writers.promotion import promotes
+    from morlog.writers.core.promotion import promotes
 
     schema = pa.schema([("id", pa.string()), ("i", pa.int32()), ("l", pa.int64()),
                         ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),

@@ -25,7 +25,7 @@ from morlog.readers.command import (
     run_guarded,
 )
 from morlog.readers.index_report import IndexReport, index_report
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
 
 from .samples import sample_file
 

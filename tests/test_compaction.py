@@ -21,8 +21,9 @@ from morlog.logformat.timeline_meta import (
     decode_avro_as,
 )
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.compaction import (
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.compaction import (
     CompactionSettings,
     compact,
     delta_commits_since_compaction,
@@ -336,7 +337,7 @@ def test_cli_dry_run_changes_nothing_and_json_reports(tmp_path: Path,
 def test_a_hostile_plan_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     """A plan naming a file outside its partition: typed error, nothing written."""
     from morlog.logformat.timeline_meta import compaction_operation, compaction_plan
-    from morlog.writers.commit import TimelineWriter, new_instant
+    from morlog.writers.core.timeline import TimelineWriter, new_instant
 
     path = tmp_path / "t"
     t = _history(path, 9)
@@ -372,7 +373,7 @@ def test_compaction_on_spark_one_task_per_slice(tmp_path: Path, spark: Any) -> N
 def test_a_retried_task_replaces_its_failed_attempts_file(tmp_path: Path) -> None:
     """A task's retry finds the file its failed attempt left under the operation's own name
     and replaces it: one base file per group, the rows right."""
-    from morlog.writers.compaction import compact_operation
+    from morlog.writers.services.compaction import compact_operation
 
     path = tmp_path / "t"
     t = _history(path, 6)

@@ -15,7 +15,8 @@ from morlog.logformat.constants import MAGIC, TRAILER_LEN, BlockType
 from morlog.logformat.errors import CorruptBlockWarning, InvalidMagicError
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 from morlog.writers.repair import DAMAGED_BLOCK, repair
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())])

@@ -556,7 +556,7 @@ def test_column_records_encode_as_the_records(records: list[DeleteRecord]) -> No
 def _slice_with_deletes(directory: Path, kind: str) -> list[LogBlock]:
     from morlog.logformat.blocks import delete_block, parquet_data_block
     from morlog.logformat.delete_content import encode_delete_columns
-    from morlog.writers.logwriter import LogFileWriter
+    from morlog.writers.core.logwriter import LogFileWriter
 
     n = 200
     keys = [f"key-{i:04d}" for i in range(n)]
@@ -584,7 +584,7 @@ def test_merge_and_log_compaction_build_no_object_per_delete(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, mode: str) -> None:
     from morlog.logformat import delete_content
     from morlog.readers.merge import MergeSpec, merge_slice
-    from morlog.writers.logcompaction import merge_log_records
+    from morlog.writers.services.logcompaction import merge_log_records
 
     blocks = _slice_with_deletes(tmp_path, kind)
     spec = MergeSpec(ordering_field="ts", merge_mode=mode)
@@ -606,7 +606,7 @@ def test_merge_and_log_compaction_build_no_object_per_delete(
     assert logs.records.equals(logs_with_objects.records)
     assert logs.deletes.keys.equals(logs_with_objects.deletes.keys)
     assert logs.barriers.keys.equals(logs_with_objects.barriers.keys)
-    from morlog.writers.logcompaction import _by_ordering_kind
+    from morlog.writers.services.logcompaction import _by_ordering_kind
 
     for part in _by_ordering_kind(logs.deletes):
         delete_content.encode_delete_column_records(part)

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from morlog.logformat.errors import MorlogError
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 from tests.hudi_fixtures import ROOT, SKIP_REASON
 
 SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow"

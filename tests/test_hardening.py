@@ -34,7 +34,8 @@ from morlog.logformat.errors import CorruptBlockWarning, MorlogError, MorlogWarn
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("amount", pa.float64())])
@@ -174,7 +175,7 @@ def test_bad_partition_value_fails_typed_before_writing(tmp_path: Path, value: s
 
 def test_failure_after_the_first_byte_is_rolled_back_by_the_same_call(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from morlog.writers import store as store_mod
+    from morlog.writers.core import store as store_mod
 
     root = tmp_path / "t"
     t = _create(root)
@@ -530,7 +531,7 @@ def test_missing_s3_log_is_a_typed_error(s3: str) -> None:
 def test_unreadable_s3_lock_is_taken_over_after_the_lease(s3: str, body: bytes) -> None:
     import pyarrow.fs as pafs
 
-    from morlog.writers.store import S3Store
+    from morlog.writers.core.store import S3Store
 
     bucket = f"b{uuid.uuid4().hex[:12]}"
     uri = f"s3://test:test@{bucket}/t?{s3}"

@@ -26,7 +26,8 @@ from morlog.logformat.partition_path import (
 from morlog.readers.containment import check_file_name, is_under, resolve_under
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 from morlog.writers.repair import (
     ORPHAN_TEMP,
     PENDING_INSTANT,

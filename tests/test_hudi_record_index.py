@@ -27,7 +27,8 @@ from morlog.readers.lookup import KeyTagger
 from morlog.readers.mdt_read import open_mdt, partition_slices
 from morlog.readers.storage import LocalStorage
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _later, write_three

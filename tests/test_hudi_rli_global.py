@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from morlog.logformat.errors import DamagedIndexWarning
 from morlog.readers.hudi_record_index import HudiRecordIndex, global_record_index
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _rows
@@ -201,7 +202,7 @@ def test_history_keeps_record_index_true(tmp_path_factory: pytest.TempPathFactor
 def test_partition_filter_under_morlogs_own_index(tmp_path: Path) -> None:
     """The same rule under morlog's record index: a row kept in its key's partition with
     another partition-column value is found by a filter on that value."""
-    from morlog.writers.record_index import build
+    from morlog.writers.services.record_index import build
 
     schema = pa.schema([("id", pa.string()), ("v", pa.int64()), ("p", pa.string())])
     t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", partition_field="p",

@@ -22,8 +22,8 @@ from morlog.readers import LocalFileSource, LogFileReader
 from morlog.readers.index import find_tail_index, read_stored_index
 from morlog.readers.probe import SliceProbe, probe_log_file
 from morlog.writers import LogFileWriter
-from morlog.writers.indexed import IndexedLogWriter
-from morlog.writers.logwriter import list_log_files
+from morlog.writers.core.indexed import IndexedLogWriter
+from morlog.writers.core.logwriter import list_log_files
 
 from .samples import SCHEMA, arrow_schema, record
 
@@ -462,7 +462,7 @@ def test_state_from_the_tail_writes_the_same_bytes_as_a_full_scan(
     import dataclasses
     import shutil
 
-    import morlog.writers.indexed as indexed_mod
+    import morlog.writers.core.indexed as indexed_mod
 
     d = tmp_path_factory.mktemp("slice")
     kw: dict[str, Any] = dict(write_token="0-1-1", mode=mode, checkpoint_every=every,

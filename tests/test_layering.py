@@ -1,4 +1,7 @@
-"""Layering: bench -> writers -> readers -> compat -> logformat; pyspark only in Spark modules.
+"""Layering: no import cycle between modules, and each module imports only its own layer or
+the layers below it (:data:`LAYER_ORDER`: logformat -> compat -> readers -> writers.core ->
+writers.mdt -> writers.services -> writers.client -> spark -> bench -> cli -> api), over the
+import graph of the code, function-local imports included; pyspark only in Spark modules.
 
 Every folder is imported as ``morlog.<folder>``; a bare ``import readers`` would only work from
 a source checkout (and collide with other projects' top-level packages), so it is rejected.
@@ -16,8 +19,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ["logformat", "compat", "readers", "writers", "bench"]  # each imports only those before
-FOLDERS = [*LAYERS, "api"]  # api/ is the package root ``morlog``: it may import every layer
+#: the folders of code; api/ is the package root ``morlog``, the others ``morlog.<folder>``
+FOLDERS = ["logformat", "compat", "readers", "writers", "bench", "api"]
 FOREIGN_HEAVY = {"pyspark"}
 
 
@@ -51,15 +54,18 @@ def test_no_bare_imports_of_project_folders(folder: str) -> None:
         assert not bare, f"{py.relative_to(REPO)} imports {sorted(bare)} without 'morlog.'"
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layers_import_only_lower_layers(layer: str) -> None:
-    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
-    forbidden = set(LAYERS) - allowed
-    for py in sorted((REPO / layer).rglob("*.py")):
-        bad = _imports(py) & forbidden
-        assert not bad, f"{py.relative_to(REPO)} imports {sorted(bad)}"
-        if "spark" not in py.stem:
-            assert not _imports(py) & FOREIGN_HEAVY, f"{py.relative_to(REPO)} imports pyspark"
+def test_pyspark_only_in_spark_modules() -> None:
+    """pyspark is imported (anywhere in a file) only by the Spark layer and by the Spark
+    commands and benchmarks of the layers above it (``spark_*`` modules of cli and bench)."""
+    spark = next(i for i, (name, _) in enumerate(LAYER_ORDER) if name == "spark")
+    for folder in FOLDERS:
+        for py in sorted((REPO / folder).rglob("*.py")):
+            if not _imports(py) & FOREIGN_HEAVY:
+                continue
+            module = _module_name(folder, py)
+            layer = layer_of(module)
+            assert layer == spark or (layer > spark and py.stem.startswith("spark")), (
+                f"{py.relative_to(REPO)} imports pyspark")
 
 
 #: what the extras bring (pyproject.toml): imported only inside the functions that need them,
@@ -362,19 +368,58 @@ def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return out
 
 
-#: the one cycle left (issue 24: the write client, its services and the metadata table's
-#: writers import each other); it may only shrink, and no other cycle may appear
-KNOWN_CYCLE = {f"morlog.writers.{m}" for m in (
-    "cleaning", "client", "commit", "compaction", "logcompaction", "mdt_colstats",
-    "mdt_secondary", "mdt_writer", "metadata", "options", "overwrite", "record_index",
-    "repair", "services")}
+#: the layers, lowest first. A module imports only modules of its own layer or of layers
+#: before it, function-local imports included (``TYPE_CHECKING`` imports are left out: they
+#: never run). A module belongs to the layer of the longest prefix naming it.
+LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
+    ("logformat", ("morlog.logformat",)),
+    ("compat", ("morlog.compat",)),
+    ("readers", ("morlog.readers",)),
+    ("writers.core", ("morlog.writers", "morlog.writers.core")),
+    ("writers.mdt", ("morlog.writers.mdt",)),
+    ("writers.services", ("morlog.writers.services",)),
+    ("writers.client", ("morlog.writers.client", "morlog.writers.options",
+                        "morlog.writers.repair")),
+    ("spark", ("morlog.spark", "morlog.writers.spark", "morlog.writers.pyspark_morlog",
+               "morlog.readers.spark_source")),
+    ("bench", ("morlog.bench",)),
+    ("cli", ("morlog.cli", "morlog.readers.cli", "morlog.readers.table_cli",
+             "morlog.readers.command", "morlog.writers.demo", "morlog.writers.spark_demo",
+             "morlog.writers.services_cli", "morlog.writers.rli_cli", "morlog.writers.repair_cli",
+             "morlog.bench.cli")),
+    ("api", ("morlog",)),
+]
 
 
-def test_import_cycles_only_shrink() -> None:
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYER_ORDER` of ``module``'s layer."""
+    best: tuple[int, int] | None = None
+    for i, (_, prefixes) in enumerate(LAYER_ORDER):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None
+                                                                or len(p) > best[1]):
+                best = (i, len(p))
+    assert best is not None, f"{module} is in no layer: place it in LAYER_ORDER"
+    return best[0]
+
+
+def test_there_is_no_import_cycle() -> None:
     cycles = import_cycles(import_graph())
-    for c in cycles:
-        assert c <= KNOWN_CYCLE, f"a new import cycle: {sorted(c)}"
-    assert len(cycles) <= 1
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_modules_import_only_their_layer_or_lower_ones() -> None:
+    upward = [f"{m} ({LAYER_ORDER[layer_of(m)][0]}) imports {d} ({LAYER_ORDER[layer_of(d)][0]})"
+              for m, deps in sorted(import_graph().items()) for d in sorted(deps)
+              if layer_of(d) > layer_of(m)]
+    assert not upward, "imports of a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_layer_rule_flags_an_upward_import() -> None:
+    assert layer_of("morlog.writers.core.commit") < layer_of("morlog.writers.services.compaction")
+    assert layer_of("morlog.writers.client") > layer_of("morlog.writers.services.base")
+    assert layer_of("morlog.logformat.errors") == 0
+    assert layer_of("morlog") == len(LAYER_ORDER) - 1
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

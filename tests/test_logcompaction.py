@@ -34,9 +34,10 @@ from morlog.readers.probe import SliceProbe
 from morlog.readers.slice_index import read_slice_index
 from morlog.readers.storage import LocalFileSource
 from morlog.readers.table import FileSlice, Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.compaction import compact, schedule_compaction
-from morlog.writers.logcompaction import (
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.compaction import compact, schedule_compaction
+from morlog.writers.services.logcompaction import (
     LogCompactionSettings,
     choose_run,
     inline_log_compaction,
@@ -279,7 +280,7 @@ def test_the_new_index_is_exact(tmp_path: Path, version: int,
     t = _create(path, version)
     _history(t)
     # a write that fails after its block landed: rolled back by the same call
-    from morlog.writers import store as store_mod
+    from morlog.writers.core import store as store_mod
 
     real = store_mod.LocalStore.append if version == 6 else store_mod.LocalStore.create
 
@@ -382,7 +383,7 @@ def test_a_failed_log_compaction_is_undone_and_runs_again(tmp_path: Path, versio
                    if p.is_file() and ".hoodie" not in p.parts)
     L = schedule_log_compaction(t)
     assert L is not None
-    from morlog.writers.indexed import IndexedLogWriter
+    from morlog.writers.core.indexed import IndexedLogWriter
 
     real = IndexedLogWriter.append_delete
     calls = {"n": 0}
@@ -424,7 +425,7 @@ def test_a_killed_log_compaction_is_undone_by_the_next_writer(
     class Killed(BaseException):
         pass
 
-    from morlog.writers.indexed import IndexedLogWriter
+    from morlog.writers.core.indexed import IndexedLogWriter
 
     def dying(real: Any) -> Any:
         def append(self: IndexedLogWriter, *a: Any, **k: Any) -> Any:
@@ -774,8 +775,8 @@ def test_a_retried_log_compaction_task_leaves_no_duplicate(
     """A task's first attempt wrote its slice's blocks (all of them, or died after the
     first) and was lost; the retry removes them before writing: the blocks of the instant
     are those of a clean run, the rows and tags those of before."""
-    from morlog.writers.indexed import IndexedLogWriter
-    from morlog.writers.logcompaction import log_compact_operation
+    from morlog.writers.core.indexed import IndexedLogWriter
+    from morlog.writers.services.logcompaction import log_compact_operation
 
     clean_path, path = tmp_path / "clean", tmp_path / "t"
     for p in (clean_path, path):

@@ -40,11 +40,12 @@ from morlog.logformat.table_files import (
 from morlog.readers import column_stats as cs
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.table import Table
-from morlog.writers import mdt_writer
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.commit import TimelineWriter
-from morlog.writers.logwriter import LogFileWriter
-from morlog.writers.mdt_colstats import (
+from morlog.writers.client import MorTable
+from morlog.writers.core.logwriter import LogFileWriter
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.mdt import writer as mdt_writer
+from morlog.writers.mdt.colstats import (
     BLOOM_FILTERS,
     COLUMN_STATS,
     PARTITION_STATS,
@@ -53,13 +54,9 @@ from morlog.writers.mdt_colstats import (
     PartitionStatsKeeper,
     column_stats,
 )
-from morlog.writers.mdt_writer import (
-    CommitContext,
-    MetadataTable,
-    key_to_file_group_index,
-    metadata_location,
-)
-from morlog.writers.metadata import update_properties
+from morlog.writers.mdt.keeper import CommitContext, key_to_file_group_index
+from morlog.writers.mdt.writer import MetadataTable, metadata_location
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows, write_three
@@ -224,7 +221,7 @@ def test_fixture_partition_stats_merge_the_latest_slices(name: str) -> None:
 
 def _slice_files(table: Table, part: str, written: dict[str, int], as_of: str | None
                  ) -> set[str]:
-    from morlog.writers.mdt_colstats import _latest_slice_files
+    from morlog.writers.mdt.colstats import _latest_slice_files
 
     if as_of is None:
         slices: list[Any] = []

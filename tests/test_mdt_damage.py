@@ -14,11 +14,11 @@ from morlog.logformat.errors import MorlogError
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.mdt_read import damaged_files
 from morlog.readers.table import Table
-from morlog.writers import cleaning, compaction
 from morlog.writers.client import MorTable
-from morlog.writers.mdt_writer import MetadataTable
-from morlog.writers.metadata import live_data_files
+from morlog.writers.mdt.plan import live_data_files
+from morlog.writers.mdt.writer import MetadataTable
 from morlog.writers.repair import MDT_DAMAGED, repair
+from morlog.writers.services import cleaning, compaction
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("v", pa.int64())])
 

@@ -31,10 +31,13 @@ from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileNa
 from morlog.logformat.table_files import PARTITION_METADATA_FILE, format_partition_metadata
 from morlog.logformat.timeline_meta import write_stat
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.commit import TimelineWriter
-from morlog.writers.logwriter import LogFileWriter
-from morlog.writers.mdt_secondary import (
+from morlog.writers.client import MorTable
+from morlog.writers.core.logwriter import LogFileWriter
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.mdt.keeper import key_to_file_group_index
+from morlog.writers.mdt.plan import PARTITIONS_PROPERTY
+from morlog.writers.mdt.secondary import (
     SecondaryIndexKeeper,
     decode_keys,
     file_group_indexes,
@@ -43,8 +46,8 @@ from morlog.writers.mdt_secondary import (
     java_string_hashes,
     secondary_index,
 )
-from morlog.writers.mdt_writer import MetadataTable, key_to_file_group_index, metadata_location
-from morlog.writers.metadata import PARTITIONS_PROPERTY, update_properties
+from morlog.writers.mdt.writer import MetadataTable, metadata_location
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows
@@ -280,7 +283,7 @@ def test_failed_commit_leaves_index_as_before(tmp_path: Path, name: str,
     before = {n: stored(path, n) for n in indexes}
     rows_before = _rows(_data(path), t.key_field)
     upd = _later(_with(_data(path).slice(0, 1), column, ["crash-value"]), t.ordering_field)
-    from morlog.writers import mdt_writer
+    from morlog.writers.mdt import writer as mdt_writer
 
     real = mdt_writer.MetadataTable.write_commit
 

@@ -19,14 +19,11 @@ from morlog.logformat.hfile import decode_hfile
 from morlog.logformat.table_files import parse_properties
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
-from morlog.writers import mdt_writer
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.mdt_writer import (
-    MetadataTable,
-    bootstrap_base_file,
-    key_to_file_group_index,
-    metadata_table_properties,
-)
+from morlog.writers.client import MorTable
+from morlog.writers.mdt import writer as mdt_writer
+from morlog.writers.mdt.keeper import key_to_file_group_index
+from morlog.writers.mdt.writer import MetadataTable, bootstrap_base_file, metadata_table_properties
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows, write_three

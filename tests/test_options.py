@@ -10,10 +10,11 @@ import pytest
 
 from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
-from morlog.writers.client import WriteConfig
+from morlog.writers.client import MorTable
 from morlog.writers.options import (
     IGNORED_HOODIE_OPTIONS,
     SPARK_ALIASES,
+    WriteConfig,
     parse_write_options,
 )
 
@@ -129,7 +130,7 @@ def test_options_create_the_table_they_describe(tmp_path: Path) -> None:
         "hoodie.datasource.write.hive_style_partitioning": "true",
         "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING"})
     batch = pa.table({"uuid": ["a"], "city": ["paris"], "ts": [1]})
-    t = o.create_table(str(tmp_path / "t"), batch.schema)
+    t = MorTable.create_from_options(str(tmp_path / "t"), batch.schema, o)
     t.upsert(batch)
     assert (tmp_path / "t" / "city=paris").is_dir()
     props = Table(str(tmp_path / "t")).config.props
@@ -143,4 +144,5 @@ def test_options_create_the_table_they_describe(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match="differs from the table's"):
             parse_write_options({opt: value}).check_table(t)
     with pytest.raises(UsageError, match="needs hoodie.datasource.write.recordkey.field"):
-        parse_write_options({}).create_table(str(tmp_path / "u"), batch.schema)
+        MorTable.create_from_options(str(tmp_path / "u"), batch.schema,
+                                     parse_write_options({}))

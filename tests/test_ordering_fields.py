@@ -25,7 +25,8 @@ from morlog.logformat.errors import UnsupportedSettingError
 from morlog.readers import LogFileReader
 from morlog.readers.merge import KEY, SEQ, MergeSpec, _pick_winners
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
                     ("seq", pa.int32()), ("v", pa.string())])

@@ -23,8 +23,9 @@ import pytest
 
 from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.store import ConcurrentWriterError
+from morlog.writers.client import MorTable
+from morlog.writers.core.store import ConcurrentWriterError
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64())])
 
@@ -188,8 +189,8 @@ def test_repair_rolls_back_a_dead_writers_instant_and_its_metadata_table_commit(
     --apply``, which rolls back both; hudi-rs (which lists files through the metadata table)
     and morlog read the table as before."""
     from morlog.cli import main
-    from morlog.writers.commit import TimelineWriter
-    from morlog.writers.mdt_writer import MetadataTable
+    from morlog.writers.core.timeline import TimelineWriter
+    from morlog.writers.mdt.writer import MetadataTable
 
     path = tmp_path / "t"
     t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="part",

@@ -1,5 +1,5 @@
 """Hudi's replace operations in the Python API: ``MorTable.insert_overwrite``,
-``insert_overwrite_table``, ``delete_partitions`` (``morlog.writers.overwrite``).
+``insert_overwrite_table``, ``delete_partitions`` (``morlog.writers.services.overwrite``).
 
 After each operation morlog's reader and hudi-rs (the reference reader) read exactly the
 expected rows; the replace commit's timeline files have Hudi's shape; a failed replace commit
@@ -21,7 +21,8 @@ import pytest
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.timeline_meta import decode_avro
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 
 def _batch(ids: list[int], region: str | list[str], ts: int = 1) -> pa.Table:

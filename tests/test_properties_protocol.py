@@ -19,9 +19,10 @@ from morlog.cli import main
 from morlog.logformat.errors import UsageError
 from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.metadata import update_properties
-from morlog.writers.store import ConcurrentWriterError, LocalStore
+from morlog.writers.client import MorTable
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.store import ConcurrentWriterError, LocalStore
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.int64()), ("p", pa.string())])
 
@@ -168,7 +169,7 @@ def test_a_rewrite_killed_at_any_store_operation_leaves_a_readable_table(
 _KILL_BEFORE_INFLIGHT = textwrap.dedent("""
     import os, signal, sys
     import pyarrow as pa
-    from morlog.writers import commit
+    from morlog.writers.core import commit
     from morlog.writers.client import MorTable, WriteConfig
 
     orig = commit.TimelineWriter.write
@@ -224,9 +225,9 @@ def test_another_writers_pending_instant_with_a_live_heartbeat_still_blocks(
 def test_repair_apply_executes_a_pending_service_again(tmp_path: Path, service: str) -> None:
     """A compaction, log compaction or clean left pending by a dead process: repair
     --apply executes its plan again, as Hudi (and the service's own command) does."""
-    from morlog.writers.cleaning import schedule_clean
-    from morlog.writers.compaction import schedule_compaction
-    from morlog.writers.logcompaction import schedule_log_compaction
+    from morlog.writers.services.cleaning import schedule_clean
+    from morlog.writers.services.compaction import schedule_compaction
+    from morlog.writers.services.logcompaction import schedule_log_compaction
 
     root = tmp_path / "t"
     opts = {"hoodie.clean.automatic": "false", "hoodie.clean.commits.retained": "1",
@@ -237,7 +238,7 @@ def test_repair_apply_executes_a_pending_service_again(tmp_path: Path, service: 
     for v in range(1, 5):
         t.upsert(_batch(range(6), v))
     if service == "clean":
-        from morlog.writers.compaction import compact
+        from morlog.writers.services.compaction import compact
 
         compact(t)
         t.upsert(_batch(range(6), 5))
@@ -267,7 +268,7 @@ def test_repair_apply_executes_a_pending_service_again(tmp_path: Path, service: 
 def test_reads_while_rli_build_runs_never_fail(tmp_path: Path) -> None:
     """The issue's check: `rli build` (which rewrites hoodie.properties twice) in a loop
     while readers read: every read succeeds and sees every row."""
-    from morlog.writers.record_index import build
+    from morlog.writers.services.record_index import build
 
     root = tmp_path / "t"
     t = _table(root)

@@ -450,8 +450,9 @@ def _fare_table(root: Path) -> Any:
     """10 partitions of 20 trips each, fares up to 99.99 with NaN and -0.0 among them,
     compacted into base files morlog wrote; then one partition gets fares >= 5000 in its
     logs."""
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.compaction import compact
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.compaction import compact
 
     t = MorTable.create(str(root), _FARES, key_field="id", partition_field="city",
                         ordering_field="ts", config=WriteConfig(fsync=False))
@@ -497,8 +498,9 @@ def test_base_files_record_their_nan_counts(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from morlog.readers.block_stats import NAN_COUNTS_KEY, footer_nan_counts
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.compaction import compact
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.compaction import compact
 
     root = tmp_path / "t"
     t = MorTable.create(str(root), _FARES, key_field="id", partition_field="city",
@@ -543,7 +545,7 @@ def test_nan_counts_vector(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from morlog.readers.block_stats import NAN_COUNTS_KEY, parquet_footer_ranges
-    from morlog.writers.base_file import nan_counts_entry
+    from morlog.writers.core.base_file import nan_counts_entry
 
     case = json.loads((_VECTORS / "nan-counts" / "case.json").read_text(encoding="utf-8"))
     types = {"double": pa.float64(), "float": pa.float32(), "string": pa.string()}
@@ -710,10 +712,11 @@ def test_soundness_on_write_client_tables(tmp_path_factory: pytest.TempPathFacto
                                           history: list[tuple[Any, ...]], version: int,
                                           event_time: bool, new_groups: str, route: bool,
                                           carrier: str, exprs: list[pr.Expr]) -> None:
-    from morlog.writers.cleaning import clean
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.compaction import compact
-    from morlog.writers.logcompaction import log_compact
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.cleaning import clean
+    from morlog.writers.services.compaction import compact
+    from morlog.writers.services.logcompaction import log_compact
 
     root = tmp_path_factory.mktemp("ptable")
     cfg = WriteConfig(fsync=False, new_groups=new_groups,  # type: ignore[arg-type]
@@ -912,8 +915,9 @@ def test_soundness_on_a_hudi_table_with_mdt_column_stats(
         exprs: list[pr.Expr]) -> None:
     """Hudi's v8 trips table (its MDT lists ``column_stats``: base files are decided from
     it) written on by morlog's client: upserts, deletes, failed writes, compaction."""
-    from morlog.writers.client import MorTable, WriteConfig
-    from morlog.writers.compaction import compact
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.compaction import compact
 
     src = next(p for p in tables() if p.name.startswith("v8_trips"))
     root = tmp_path_factory.mktemp("trips") / "t"

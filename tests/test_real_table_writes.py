@@ -23,8 +23,9 @@ from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UnsupportedSettingError
 from morlog.logformat.timeline_meta import decode_avro
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.metadata import listed_partitions
+from morlog.writers.client import MorTable
+from morlog.writers.mdt.plan import listed_partitions
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import SKIP_REASON, tables
 

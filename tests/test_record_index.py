@@ -1,10 +1,10 @@
-"""morlog's record-level index (``morlog.readers.record_index``, ``morlog.writers.record_index``,
-spec/rli.md): build, lookup, maintenance by every write, crash windows, staleness, the CLI,
-and real Hudi tables; keys given other partitions (§4a, both values of
-``hoodie.record.index.update.partition.path``), damaged shard files, and the oracle of every
-operation with the index on (``test_every_operation_keeps_the_index_exact``). The table
-oracle with the index on: ``tests/test_table_model.py``
-(``test_refused_and_failed_batches_leave_the_table_as_before``)."""
+"""morlog's record-level index (``morlog.readers.record_index``,
+``morlog.writers.services.record_index``, spec/rli.md): build, lookup, maintenance by every
+write, crash windows, staleness, the CLI, and real Hudi tables; keys given other partitions
+(§4a, both values of ``hoodie.record.index.update.partition.path``), damaged shard files, and
+the oracle of every operation with the index on
+(``test_every_operation_keeps_the_index_exact``). The table oracle with the index on:
+``tests/test_table_model.py`` (``test_refused_and_failed_batches_leave_the_table_as_before``)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ from morlog.readers.record_index import (
     shards_of,
 )
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.record_index import build, table_entries, verify
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.record_index import build, table_entries, verify
 
 from .hudi_fixtures import requires_fixtures, tables
 from .test_table_model import _inject_failure
@@ -111,9 +112,9 @@ def test_every_write_keeps_it_true(tmp_path: Path) -> None:
 
 
 def test_services_on_the_data_table_leave_it_true(tmp_path: Path) -> None:
-    from morlog.writers.cleaning import clean
-    from morlog.writers.compaction import compact
-    from morlog.writers.logcompaction import log_compact
+    from morlog.writers.services.cleaning import clean
+    from morlog.writers.services.compaction import compact
+    from morlog.writers.services.logcompaction import log_compact
 
     root = tmp_path / "t"
     t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
@@ -156,7 +157,7 @@ def test_a_failed_write_leaves_it_equal_to_the_table(tmp_path: Path, where: str)
 def test_index_ahead_of_the_data_is_hidden_until_the_rollback(tmp_path: Path) -> None:
     """A writer dies after the index instant completed and before the data instant did:
     readers must not see the index entries; the next writer rolls both back."""
-    from morlog.writers import commit as commit_mod
+    from morlog.writers.core import commit as commit_mod
 
     root = tmp_path / "t"
     t = _table(root)
@@ -191,7 +192,7 @@ def test_index_ahead_of_the_data_is_hidden_until_the_rollback(tmp_path: Path) ->
 
 
 def test_a_writer_that_does_not_maintain_it_makes_it_stale(tmp_path: Path) -> None:
-    from morlog.writers.metadata import update_properties
+    from morlog.writers.core.properties import update_properties
 
     root = tmp_path / "t"
     t = _table(root)
@@ -436,9 +437,9 @@ def test_services_on_the_index_shards(tmp_path: Path) -> None:
     """After enough commits the index's shards are log-compacted, compacted and cleaned
     inline (the index's own instants, which count once completed), and it stays exact;
     then the data table's own services (log compaction, compaction, clean) keep it so."""
-    from morlog.writers.cleaning import clean
-    from morlog.writers.compaction import compact
-    from morlog.writers.logcompaction import log_compact
+    from morlog.writers.services.cleaning import clean
+    from morlog.writers.services.compaction import compact
+    from morlog.writers.services.logcompaction import log_compact
 
     root = tmp_path / "t"
     t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="p",
@@ -592,16 +593,16 @@ def test_direct_probe_of_log_only_shards(tmp_path: Path, monkeypatch: pytest.Mon
                                          ) -> None:
     """Shards that are logs only (no base file): the index written with new groups as
     logs (the writer makes base files today; the reader must not depend on it)."""
-    import morlog.writers.record_index as wri
+    import morlog.writers.client as client
 
-    made = wri.index_table
+    made = client.record_index_client
 
     def logs_only(*args: Any, **kwargs: Any) -> Any:
         mt = made(*args, **kwargs)
         mt.config.new_groups = "log"
         return mt
 
-    monkeypatch.setattr(wri, "index_table", logs_only)
+    monkeypatch.setattr(client, "record_index_client", logs_only)
     root = tmp_path / "t"
     t = _table(root)
     build(t, 3)  # an empty table: no shard has a slice yet
@@ -980,13 +981,13 @@ def test_an_entry_naming_no_file_group_of_the_table_is_not_trusted(tmp_path: Pat
     ValueError from the file system before) names a file group the table does not have:
     writers warn and tag through the table's files."""
     from morlog.readers.record_index import DamagedIndexWarning
-    from morlog.writers.record_index import index_table
+    from morlog.writers.client import record_index_client
 
     root = tmp_path / "t"
     t = _table(root, route_inserts=False)
     t.upsert(_batch(range(6), 1))
     build(t, 2)
-    idx = index_table(t.location, False)
+    idx = record_index_client(t.location, False)
     idx.upsert(pa.table({"key": ["k00001", "k00002"], "partition": ["p1", "p2\x00"],
                          "file_id": ["nope\x00-0", "x-0"], "instant": ["1", "1"]},
                         schema=idx.data_schema))

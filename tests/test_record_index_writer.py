@@ -25,9 +25,11 @@ from morlog.logformat.mdt_records import (
 )
 from morlog.logformat.naming import LogFileName
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
-from morlog.writers.commit import RecordChanges
-from morlog.writers.mdt_writer import RECORD_INDEX, MetadataTable, key_to_file_group_index
+from morlog.writers.client import MorTable
+from morlog.writers.core.commit import RecordChanges
+from morlog.writers.mdt.keeper import RECORD_INDEX, key_to_file_group_index
+from morlog.writers.mdt.writer import MetadataTable
+from morlog.writers.options import WriteConfig
 
 from .hudi_fixtures import MDT_TABLES, fixture_table
 from .test_real_table_writes import _copy, _data, _hudi_rs, _later, _rows, write_three
@@ -117,7 +119,7 @@ def test_failed_commit_leaves_index_as_before(tmp_path: Path, name: str,
                          pa.array(["rli-fail"], new.schema.field(key).type)
                          if pa.types.is_string(new.schema.field(key).type)
                          else pa.array([7_000_009], new.schema.field(key).type))
-    from morlog.writers import mdt_writer
+    from morlog.writers.mdt import writer as mdt_writer
 
     real = mdt_writer.MetadataTable.write_commit
 

@@ -73,7 +73,8 @@ def test_log_files_on_s3_through_the_cli(s3: str, capsys: pytest.CaptureFixture[
 def test_client_written_table_read_from_s3(s3: str, tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     schema = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())])
     t = MorTable.create(str(tmp_path / "t"), schema, key_field="id", partition_field="p",

@@ -16,8 +16,9 @@ pytest.importorskip("boto3", reason="boto3 is not installed (pip install .[test]
 
 from morlog.logformat.errors import UsageError  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.writers.client import ConcurrentWriterError, MorTable, WriteConfig  # noqa: E402
-from morlog.writers.store import S3Store, store_for  # noqa: E402
+from morlog.writers.client import ConcurrentWriterError, MorTable
+from morlog.writers.core.store import S3Store, store_for  # noqa: E402
+from morlog.writers.options import WriteConfig  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
                     ("v", pa.float64())])
@@ -295,7 +296,7 @@ def test_properties_are_replaced_in_one_put_and_the_backup_is_read(s3: str) -> N
     """spec/table.md §1.1 on S3: one conditional PUT replaces hoodie.properties (no moment
     without it); a table left with only the backup reads, writes and is restored."""
     from morlog.logformat.table_files import PROPERTIES_BACKUP_FILE, PROPERTIES_FILE
-    from morlog.writers.metadata import update_properties
+    from morlog.writers.core.properties import update_properties
 
     uri = _uri(s3)
     t = MorTable.create(uri, SCHEMA, key_field="id", partition_field="p",

@@ -30,7 +30,7 @@ from morlog.logformat.blocks import (
 )
 from morlog.logformat.errors import ContentError, MorlogError
 from morlog.logformat.indexed_block import PreparedBlock, prepare_avro, prepare_avro_arrow
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
 
 from . import hudi_fixtures as hf
 from .test_avro_columnar import _Names, _trips, records

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import morlog.readers.probe as probe_mod
-import morlog.writers.indexed as indexed_mod
+import morlog.writers.core.indexed as indexed_mod
 from morlog.logformat import errors
 from morlog.logformat.index_trailer import (
     Carrier,
@@ -28,7 +28,7 @@ from morlog.readers.index import find_tail_index, read_stored_index
 from morlog.readers.probe import SliceProbe, probe_log_file
 from morlog.readers.slice_index import SliceIndex, read_checkpoint, read_slice_index
 from morlog.readers.storage import RangedSource
-from morlog.writers.indexed import IndexedLogWriter
+from morlog.writers.core.indexed import IndexedLogWriter
 
 from .test_indexed import BASE, _inst, _slice_files, _write
 

@@ -105,7 +105,7 @@ def _df(spark: Any, ids: range, ts: int) -> Any:
 
 
 def test_distributed_upsert(spark: Any, tmp_path: Path) -> None:
-    from morlog.writers.client import WriteConfig
+    from morlog.writers.options import WriteConfig
     from morlog.writers.spark import upsert
 
     path = str(tmp_path / "d")
@@ -155,7 +155,7 @@ def _fail_first_attempt() -> Any:
 
 
 def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: Path) -> None:
-    from morlog.writers.client import WriteConfig
+    from morlog.writers.options import WriteConfig
     from morlog.writers.spark import upsert
 
     path = str(tmp_path / "r")
@@ -192,7 +192,7 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
 
     import pyarrow.fs as pafs
 
-    from morlog.writers.client import WriteConfig
+    from morlog.writers.options import WriteConfig
     from morlog.writers.spark import upsert
 
     bucket = f"s{uuid.uuid4().hex[:12]}"
@@ -256,7 +256,7 @@ def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_ta
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import morlog.writers.spark as spark_mod
     from morlog.readers.storage import TableLocation
-    from morlog.writers.client import WriteConfig
+    from morlog.writers.options import WriteConfig
 
     path = str(tmp_path / "c")
     cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,

@@ -23,7 +23,8 @@ from morlog.readers import predicate as pr  # noqa: E402
 from morlog.readers.prune import prune  # noqa: E402
 from morlog.readers.spark_source import MorlogFilteringReader, filter_expr  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
-from morlog.writers.client import MorTable, WriteConfig  # noqa: E402
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig  # noqa: E402
 from morlog.writers.spark import PUSHDOWN_CONF  # noqa: E402
 
 SCHEMA = pa.schema([
@@ -167,7 +168,7 @@ def test_pushed_float_filters_prune_in_sparks_nan_order(tmp_path: Any) -> None:
     rows[0]["fare"] = float("nan")
     rows[1]["region"] = rows[2]["region"] = rows[3]["region"] = "south"
     t.insert(pa.Table.from_pylist(rows, schema=SCHEMA))
-    from morlog.writers.compaction import compact
+    from morlog.writers.services.compaction import compact
 
     compact(t)
     r = _reader(root)

@@ -49,7 +49,7 @@ def _pending(view: Table) -> list[Any]:
 def _schedule_step(t: Any, root: Path) -> None:
     """A compaction is planned and left pending (Hudi's async compaction): later writes go
     to the slice it starts, the rows do not change, and a later compaction step runs it."""
-    from morlog.writers.compaction import pending_compactions, schedule_compaction
+    from morlog.writers.services.compaction import pending_compactions, schedule_compaction
 
     before = sorted(Table(str(root)).read().to_pylist(), key=lambda r: r["id"])
     c = schedule_compaction(t, force=True)
@@ -67,8 +67,8 @@ def _service_faults(mp: pytest.MonkeyPatch, persistent: bool, *,
     """Make a service fail (once, or on every try): creating a file whose path ``create``
     picks, deleting one ``delete`` picks, or writing a completed instant of an action (and
     metadata) ``completed`` picks."""
-    from morlog.writers import store as store_mod
-    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.core import store as store_mod
+    from morlog.writers.core.timeline import TimelineWriter
 
     shots = {"left": 10**9 if persistent else 1}
 
@@ -110,7 +110,7 @@ def _compact_step(t: Any, root: Path, where: str, persistent: bool) -> None:
     base file or its completed commit: a failure leaves the rows as before and the plan
     requested, and the next compaction finishes it; afterwards no latest slice has logs."""
     from morlog.logformat.errors import MorlogError
-    from morlog.writers.compaction import compact, pending_compactions
+    from morlog.writers.services.compaction import compact, pending_compactions
 
     def rows(view: Table) -> list[dict[str, Any]]:
         # a compacted record names its new base file in _hoodie_file_name; the rest stays
@@ -150,7 +150,7 @@ def _clean_step(t: Any, root: Path, where: str, persistent: bool, policy: str) -
     completed instant: the rows never change, a failure leaves the clean pending, and the
     next clean finishes it."""
     from morlog.logformat.errors import MorlogError
-    from morlog.writers.cleaning import clean, pending_cleans
+    from morlog.writers.services.cleaning import clean, pending_cleans
 
     retain = ({"hoodie.clean.commits.retained": "1"} if policy == "commits"
               else {"hoodie.clean.fileversions.retained": "1"})
@@ -193,7 +193,7 @@ def _log_compact_step(root: Path, cfg: Any, where: str, persistent: bool) -> Non
 
     from morlog.logformat.errors import MorlogError
     from morlog.writers.client import MorTable
-    from morlog.writers.logcompaction import log_compact, pending_log_compactions
+    from morlog.writers.services.logcompaction import log_compact, pending_log_compactions
 
     t = MorTable(str(root), replace(cfg, hoodie_options={
         **cfg.hoodie_options, "hoodie.log.compaction.blocks.threshold": "2"}))
@@ -451,7 +451,7 @@ def test_v6_pending_compaction_slice_is_merged_with_the_previous_one(tmp_path: P
     instant; readers merge that base-less slice with the previous slice."""
     import os
 
-    from morlog.writers.indexed import IndexedLogWriter
+    from morlog.writers.core.indexed import IndexedLogWriter
 
     from .table_builder import SCHEMA, TableBuilder
 
@@ -534,8 +534,8 @@ def _props_step(t: Any, root: Path, kill_at: int, backup_protocol: bool, n: int)
     """A ``hoodie.properties`` rewrite (as ``rli build`` does) killed at its ``kill_at``-th
     store operation, atomically or by Hudi's backup protocol: the table reads (old or new
     properties, never none) and the next write finishes the rewrite (spec/table.md §1.1)."""
-    from morlog.writers.metadata import update_properties
-    from morlog.writers.store import LocalStore
+    from morlog.writers.core.properties import update_properties
+    from morlog.writers.core.store import LocalStore
 
     old = dict(Table(str(root)).config.props)
     new = {**old, "morlog.model.step": str(n)}
@@ -565,7 +565,7 @@ def _props_step(t: Any, root: Path, kill_at: int, backup_protocol: bool, n: int)
 def _killed_before_inflight_step(t: Any, root: Path) -> None:
     """A writer killed after its ``.requested`` and heartbeat, before its ``.inflight``: the
     next writer (holding the lock) rolls it back at once (spec/table.md §9.1)."""
-    from morlog.writers.commit import MORLOG_HEARTBEAT, TimelineWriter, heartbeat_path
+    from morlog.writers.core.timeline import MORLOG_HEARTBEAT, TimelineWriter, heartbeat_path
 
     mp = pytest.MonkeyPatch()
     real_w = TimelineWriter.write
@@ -597,8 +597,8 @@ def _inject_failure(mp: pytest.MonkeyPatch, where: str, persistent: bool) -> Non
     """Make the next write fail after its first byte: after the inflight file, on creating a
     base file, or after a log append landed; once (a transient fault), or on every such
     call (the rollback fails too)."""
-    from morlog.writers import store as store_mod
-    from morlog.writers.commit import TimelineWriter
+    from morlog.writers.core import store as store_mod
+    from morlog.writers.core.timeline import TimelineWriter
 
     shots = {"left": 10**9 if persistent else 1}
 
@@ -653,7 +653,8 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
     included) the index equals the table (``verify``) and tagging through it places every
     live key in its partition and says "new" for the others."""
     from morlog.logformat.errors import MorlogError
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     root = tmp_path_factory.mktemp("wtable")
     cfg = WriteConfig(fsync=False, new_groups=new_groups)  # type: ignore[arg-type]
@@ -661,7 +662,7 @@ def test_refused_and_failed_batches_leave_the_table_as_before(
                         ordering_field="ts", config=cfg)
     model: dict[str, tuple[str, int, int]] = {}
     if record_index:
-        from morlog.writers.record_index import build
+        from morlog.writers.services.record_index import build
 
         build(t, 3)
     for n, op in enumerate(history):
@@ -748,7 +749,7 @@ def _check_base_key_indexes(root: str, live: dict[str, str]) -> None:
 def _check_record_index(root: str, live: dict[str, str]) -> None:
     """The index equals the table, and tags through it (no data file) agree with ``live``
     (key -> partition)."""
-    from morlog.writers.record_index import verify
+    from morlog.writers.services.record_index import verify
 
     v = verify(Table(root))
     assert v.ok, v.as_dict(5)

@@ -18,8 +18,9 @@ from morlog.logformat.table_files import parse_properties
 from morlog.logformat.timeline_meta import decode_avro
 from morlog.readers import LogFileReader
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig, new_instant
-from morlog.writers.commit import TimelineWriter
+from morlog.writers.client import MorTable, new_instant
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.options import WriteConfig
 
 SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
                     ("note", pa.string())])

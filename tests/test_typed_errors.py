@@ -19,7 +19,8 @@ from .test_table_model import _inject_failure
 
 
 def _client_table(root: Path, version: int = 6) -> Any:
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     cfg = WriteConfig(fsync=False, new_groups="base", route_inserts=False, carrier="avro",
                       hoodie_options={"hoodie.log.compaction.blocks.threshold": "2"})
@@ -77,7 +78,7 @@ def _enospc(*_a: Any, **_k: Any) -> Any:
                                   "makedirs"])
 def test_local_store_writes_raise_write_errors_naming_the_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str) -> None:
-    from morlog.writers.store import LocalStore
+    from morlog.writers.core.store import LocalStore
 
     st = LocalStore()
     path = str(tmp_path / "f.log")
@@ -114,8 +115,8 @@ def test_local_store_writes_raise_write_errors_naming_the_file(
 def test_log_writer_maps_a_store_oserror_on_create(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from morlog.logformat import rollback_block
-    from morlog.writers import store as store_mod
-    from morlog.writers.logwriter import LogFileWriter
+    from morlog.writers.core import store as store_mod
+    from morlog.writers.core.logwriter import LogFileWriter
 
     monkeypatch.setattr(store_mod.LocalStore, "create", _enospc)
     w = LogFileWriter(str(tmp_path), "f1-0", "20250101000000000")
@@ -166,7 +167,7 @@ def _hudi_style_table(root: Path) -> tuple[Path, int, int]:
     from morlog.logformat import DeleteRecord, OrderingValue
     from morlog.logformat.blocks import avro_data_block, delete_block
     from morlog.readers.logfile import LogFileReader
-    from morlog.writers.logwriter import LogFileWriter
+    from morlog.writers.core.logwriter import LogFileWriter
 
     from .table_builder import SCHEMA, Put, TableBuilder, instant
 
@@ -287,7 +288,8 @@ def test_errors_of_a_damaged_mdt_hfile_block_name_the_file_offset(tmp_path: Path
     from morlog.readers.logfile import LogFileReader
     from morlog.readers.mdt_read import damaged_files, partition_records
     from morlog.readers.storage import LocalStorage
-    from morlog.writers.client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     root = tmp_path / "t"
     t = MorTable.create(str(root), _SCHEMA, key_field="id", partition_field="p",
@@ -317,7 +319,7 @@ def test_a_heartbeat_that_cannot_be_removed_after_the_commit_warns_and_frees_the
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The instant completed: the write succeeded, so no error (a caller retrying it would
     write the rows again); a HeartbeatWarning names the file, and the lock is free."""
-    from morlog.writers import store as store_mod
+    from morlog.writers.core import store as store_mod
 
     t = _client_table(tmp_path)
     real = store_mod.LocalStore.delete
@@ -369,7 +371,7 @@ class _FullFs:
 
 def test_arrow_store_create_that_fails_is_a_write_error_leaving_no_file(
         tmp_path: Path) -> None:
-    from morlog.writers.store import ArrowStore
+    from morlog.writers.core.store import ArrowStore
 
     st = ArrowStore(_FullFs())
     path = str(tmp_path / "x.log")

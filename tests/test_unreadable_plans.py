@@ -13,9 +13,10 @@ import pytest
 
 from morlog.logformat.errors import ContentError, MorlogWarning
 from morlog.readers.table import Table
-from morlog.writers import cleaning, compaction, logcompaction
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 from morlog.writers.repair import UNREADABLE_PLAN, repair
+from morlog.writers.services import cleaning, compaction, logcompaction
 
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("v", pa.int64())])
 

@@ -22,7 +22,8 @@ from morlog.logformat.table_files import format_properties, parse_properties
 from morlog.logformat.virtual_keys import VirtualKeys
 from morlog.readers import LogFileReader
 from morlog.readers.table import Table
-from morlog.writers.client import MorTable, WriteConfig
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
 
 from . import hudi_fixtures as hf
 

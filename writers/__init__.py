@@ -1,5 +1,5 @@
 """Writing Hudi log files (and, in later layers, tables) with morlog."""
 
-from .logwriter import LogFileWriter, WriteResult, WrittenBlock, list_log_files
+from morlog.writers.core.logwriter import LogFileWriter, WriteResult, WrittenBlock, list_log_files
 
 __all__ = ["LogFileWriter", "WriteResult", "WrittenBlock", "list_log_files"]

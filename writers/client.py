@@ -1,12 +1,12 @@
 """The write client: upserts, inserts and deletes into a merge-on-read table (table version 6).
 
 One commit, step by step (each step leaves a table that reads exactly as before it; steps 2,
-3 and 7 are the commit protocol of ``morlog.writers.commit``, shared with Spark):
+3 and 7 are the commit protocol of ``morlog.writers.core.commit``, shared with Spark):
 
 1. Validate the batch before anything is written: key field present and non-null, schema
    compatible with the table's, duplicate keys combined by the ordering field.
 2. Take the table's writer lock (``.hoodie/morlog.lock``: an exclusive ``flock`` locally, a
-   lock object created by a conditional PUT on S3, see ``morlog.writers.store``): a second
+   lock object created by a conditional PUT on S3, see ``morlog.writers.core.store``): a second
    concurrent writer gets :class:`ConcurrentWriterError` and writes nothing.
 3. Roll back instants that a dead writer left pending: a ROLLBACK command block in every log
    it wrote to, its new base files deleted, a completed rollback instant, its timeline files
@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -70,127 +70,59 @@ from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.parallel import run_all
 from morlog.readers.properties import has_properties
+from morlog.readers.record_index import index_location
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, TableConfig
-
-from .base_file import encode_base_file, parquet_write_options
-from .commit import (
-    WRITE_TOKEN,
+from morlog.writers.core.base_file import encode_base_file, parquet_write_options
+from morlog.writers.core.commit import (
     Commit,
+    CommitHooks,
+    CommitResult,
     RecordChanges,
-    base_file_name,
-    ensure_partition,
-    new_instant,
     rollback_pending,
 )
-from .indexed import IndexedLogWriter
-from .logwriter import Mode
-from .mdt_writer import FILES, create_metadata_table
-from .metadata import (
-    ENABLE,
-    PARTITIONS_PROPERTY,
-    apply_drops,
-    metadata_hooks,
-    plan_metadata,
-    update_properties,
-)
-from .profile import WRITE_VERSIONS, check_config, write_profile
-from .store import (
-    DEFAULT_LEASE_SECONDS,
+from morlog.writers.core.indexed import IndexedLogWriter
+from morlog.writers.core.logwriter import Mode
+from morlog.writers.core.profile import WRITE_VERSIONS, check_config, write_profile
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.store import (
     ConcurrentWriterError,
     WriterLock,
     WriteStore,
     store_at,
 )
-
-
-@dataclass
-class WriteConfig:
-    """Knobs of the write path; Hudi's names where Hudi has the same knob.
-
-    >>> WriteConfig.from_hoodie_options({"hoodie.parquet.max.file.size": "1048576"}
-    ...                                 ).max_file_size
-    1048576
-    """
-
-    #: hoodie.parquet.max.file.size
-    max_file_size: int = 120 * 1024 * 1024
-    #: hoodie.parquet.small.file.limit
-    small_file_limit: int = 100 * 1024 * 1024
-    #: hoodie.logfile.to.parquet.compression.ratio
-    log_to_parquet_ratio: float = 0.35
-    #: where inserts that fit nowhere go: new file groups with a base file, or log-only groups
-    new_groups: Literal["base", "log"] = "base"
-    #: carrier of indexed blocks
-    carrier: Literal["avro", "parquet"] = "avro"
-    #: log writes: append to the newest log file, or a new log version per write (None:
-    #: append where the storage can, rollover on object stores)
-    mode: Mode | None = None
-    fsync: bool = True
-    #: estimated bytes per record in a Parquet base file (None: from the batch)
-    record_size: int | None = None
-    #: route inserts into existing small file groups (False: every batch's inserts go to new
-    #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
-    route_inserts: bool = True
-    #: on a file system without atomic exclusive create (other than local and S3): the
-    #: caller guarantees that no other writer writes the table
-    single_writer: bool = False
-    #: S3: how long the writer lock object holds (a commit must finish within it; a writer
-    #: that died leaves a lock that the next writer takes over after this time)
-    lock_lease_seconds: float = DEFAULT_LEASE_SECONDS
-    #: hoodie.write.set.null.for.missing.columns: a batch without a nullable data column
-    #: is refused (False, Hudi's default) or written with NULL in that column (True: the
-    #: stored value of an updated record is replaced by NULL, as in Hudi)
-    set_null_for_missing_columns: bool = False
-    #: Hudi write settings that are not table properties, by Hudi's keys; today the base
-    #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
-    #: ``.dictionary.enabled`` (``morlog.writers.base_file``; Hudi's defaults otherwise)
-    hoodie_options: dict[str, str] = field(default_factory=dict)
-    #: file groups of a commit written at once (threads: Parquet and Avro encoding release
-    #: the GIL); None: the machine's cores, at most 4; 1: one after the other
-    write_threads: int | None = None
-    #: a base-key index beside every base file written (``morlog.readers.base_keys``):
-    #: tagging reads it instead of the file's footer filter and key column
-    base_key_index: bool = True
-
-    @classmethod
-    def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
-        """The config that Hudi's write options (``hoodie.*`` keys, and ``morlog.*``)
-        describe; the keys and what they map to: ``morlog.writers.options``. An option
-        morlog does not know is a :class:`UsageError` naming it; table-level options
-        (key, partition, ordering fields...) are accepted and left to table creation."""
-        from .options import parse_write_options
-
-        return parse_write_options(options).config
-
-
-@dataclass
-class CommitResult:
-    instant: str
-    operation: str
-    inserts: int = 0
-    updates: int = 0
-    deletes: int = 0
-    #: (partition, file id) -> records written
-    groups_touched: dict[tuple[str, str], int] = field(default_factory=dict)
-    new_groups: list[tuple[str, str]] = field(default_factory=list)
-    inserts_routed_to_existing: int = 0
-    files_created: list[str] = field(default_factory=list)
-    rolled_back: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-    #: replace operations: partition -> file ids the commit replaced
-    replaced: dict[str, list[str]] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, str]:
-        """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
-        (Hudi keeps such string entries; Spark jobs read them back from the timeline)."""
-        return {"morlog.inserts": str(self.inserts), "morlog.updates": str(self.updates),
-                "morlog.deletes": str(self.deletes),
-                "morlog.inserts.routed": str(self.inserts_routed_to_existing),
-                "morlog.groups.touched": str(len(self.groups_touched)),
-                "morlog.groups.new": str(len(self.new_groups)),
-                "morlog.files.created": str(len(self.files_created)),
-                "morlog.seconds": f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}
+from morlog.writers.core.tagging import global_tags, stored_wins, update_partition_path
+from morlog.writers.core.timeline import WRITE_TOKEN, base_file_name, ensure_partition, new_instant
+from morlog.writers.mdt.keeper import FILES
+from morlog.writers.mdt.plan import (
+    ENABLE,
+    PARTITIONS_PROPERTY,
+    apply_drops,
+    metadata_hooks,
+    plan_metadata,
+    record_index_enabled,
+)
+from morlog.writers.mdt.writer import create_metadata_table
+from morlog.writers.options import RECORDKEY_FIELD, WRITE_TABLE_VERSION, WriteConfig, WriteOptions
+from morlog.writers.services import cleaning, compaction, logcompaction
+from morlog.writers.services.cleaning import CleanReport, inline_clean
+from morlog.writers.services.compaction import (
+    CompactReport,
+    check_unreadable_plans,
+    inline_compaction,
+)
+from morlog.writers.services.logcompaction import LogCompactReport, inline_log_compaction
+from morlog.writers.services.overwrite import (
+    delete_partitions,
+    insert_overwrite,
+    insert_overwrite_table,
+)
+from morlog.writers.services.record_index import (
+    INDEX_OPTIONS,
+    BuildResult,
+    RecordIndexWriter,
+    build,
+)
 
 
 class MorTable:
@@ -341,17 +273,30 @@ class MorTable:
 
     # --- the lock and the commit protocol ----------------------------------------------
 
+    @classmethod
+    def create_from_options(cls, path: str | TableLocation, schema: pa.Schema,
+                            options: WriteOptions) -> MorTable:
+        """Create the table Hudi's write options describe (:func:`parse_write_options`),
+        for a batch of ``schema``."""
+        if not options.key:
+            raise UsageError(f"creating a table needs {RECORDKEY_FIELD}",
+                             path=str(getattr(path, "uri", path)))
+        return cls.create(path, schema, key_field=options.key,
+                          partition_field=options.partition or None,
+                          ordering_field=options.ordering or None, name=options.table_name,
+                          event_time_ordering=options.event_time_ordering,
+                          config=options.config, table_properties=options.table_properties)
+
     def writer_lock(self) -> WriterLock:
         return self.store.lock(self.path)
 
     def commit(self, operation: str, action: str = "deltacommit") -> Commit:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
-        instant; see ``morlog.writers.commit``); ``action``: ``replacecommit`` for the
+        instant; see ``morlog.writers.core.commit``); ``action``: ``replacecommit`` for the
         replace operations."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
                       schema=self.commit_schema(), fsync=self.config.fsync, action=action,
-                      hooks=metadata_hooks(self.store, self.location, self.metadata_plan,
-                                           fsync=self.config.fsync))
+                      hooks=self.commit_hooks())
 
     def commit_schema(self) -> dict[str, Any]:
         """The schema a commit records (``extraMetadata.schema``): the data fields, without
@@ -395,15 +340,13 @@ class MorTable:
 
     def insert_overwrite(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Replace the data of the partitions the batch touches with the batch (Hudi's
-        ``insert_overwrite``: a replace commit; see ``morlog.writers.overwrite``).
+        ``insert_overwrite``: a replace commit; see ``morlog.writers.services.overwrite``).
 
         >>> r = MorTable("rides").insert_overwrite(pa.table({"uuid": ["x"], "ts": [1],
         ...                                                   "fare": [1.0], "city": ["sf"]}))
         >>> sorted(r.replaced), sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
         (['sf'], ['c', 'x'])
         """
-        from .overwrite import insert_overwrite
-
         return insert_overwrite(self, batch)
 
     def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
@@ -414,8 +357,6 @@ class MorTable:
         >>> Table("rides").read(columns=["uuid", "city"]).to_pylist()
         [{'uuid': 'x', 'city': 'la'}]
         """
-        from .overwrite import insert_overwrite_table
-
         return insert_overwrite_table(self, batch)
 
     def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
@@ -426,8 +367,6 @@ class MorTable:
         >>> sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
         ['a', 'b']
         """
-        from .overwrite import delete_partitions
-
         return delete_partitions(self, partitions)
 
     # --- the commit ---------------------------------------------------------------------
@@ -459,14 +398,11 @@ class MorTable:
     def table_services(self) -> None:
         """What Hudi runs inline after a write: compaction when configured
         (``hoodie.compact.inline`` / ``hoodie.compact.schedule.inline``,
-        ``morlog.writers.compaction``), log compaction when configured
-        (``hoodie.log.compaction.inline``, ``morlog.writers.logcompaction``), then the
+        ``morlog.writers.services.compaction``), log compaction when configured
+        (``hoodie.log.compaction.inline``, ``morlog.writers.services.logcompaction``), then the
         automatic clean (``hoodie.clean.automatic``,
         on by default as in Hudi: ``BaseHoodieWriteClient.autoCleanOnCommit``;
-        ``morlog.writers.cleaning``), each under the writer lock."""
-        from .cleaning import inline_clean
-        from .compaction import inline_compaction
-        from .logcompaction import inline_log_compaction
+        ``morlog.writers.services.cleaning``), each under the writer lock."""
 
         inline_compaction(self)
         inline_log_compaction(self)
@@ -482,7 +418,7 @@ class MorTable:
         unless ``set_null_for_missing_columns``; every partition value makes a safe
         relative partition path (:meth:`partition_paths`); a column's type is the table's
         or one of Hudi's type promotions to it (``int -> long -> float -> double``,
-        ``string <-> bytes``, wider decimals: :mod:`morlog.writers.promotion`), any other
+        ``string <-> bytes``, wider decimals: :mod:`morlog.writers.core.promotion`), any other
         type a :class:`UsageError` naming the column and both types."""
         names = table.column_names
         missing_keys = [c for c in self.keygen.required_columns if c not in names]
@@ -515,10 +451,10 @@ class MorTable:
                              "hoodie.write.set.null.for.missing.columns: set "
                              "WriteConfig.set_null_for_missing_columns to write NULL there)",
                              path=self.path, expected=self.data_schema.names, actual=names)
-        from .promotion import check_promotion, promote_column
+        from morlog.writers.core.promotion import check_promotion, promote_column
 
         # every column's type checked before any value is converted: only Hudi's type
-        # promotions (morlog.writers.promotion), a string column never parsed into numbers
+        # promotions (morlog.writers.core.promotion), a string column never parsed into numbers
         for f in self.data_schema:
             if f.name in names:
                 check_promotion(f.name, table.schema.field(f.name).type, f.type, self.path)
@@ -600,8 +536,6 @@ class MorTable:
                   if (s.partition, s.file_id) not in pending.compaction
                   and (s.partition, s.file_id) not in pending.clustering}
         if pending.unreadable:  # requested plans that do not decode (spec/services.md §4.6)
-            from .compaction import check_unreadable_plans
-
             check_unreadable_plans(pending.unreadable, self.version, slices.values())
         inserts_by_part: dict[str, list[int]] = {}
         new_rows = np.flatnonzero(codes < 0)
@@ -635,8 +569,6 @@ class MorTable:
         (``hoodie.record.index.update.partition.path`` false, Hudi's default) or moved: a
         delete where it lives, an insert in its own partition (true). None without the
         index."""
-        from .record_index import global_tags, stored_wins, update_partition_path
-
         move = update_partition_path(self.config.hoodie_options)
         found = global_tags(table_view, keys, parts)
         if found is None:
@@ -877,7 +809,7 @@ class MorTable:
 
     def write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
-        bloom filter, min/max key (``morlog.writers.base_file.encode_base_file``)."""
+        bloom filter, min/max key (``morlog.writers.core.base_file.encode_base_file``)."""
         # no bloom filter or min/max key without meta fields (HoodieAvroParquetWriter adds
         # keys to its write support only when it populates them)
         md = (encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
@@ -910,6 +842,42 @@ class MorTable:
                              "writer", path=path)
         return path
 
+    def commit_hooks(self, mode: Mode | None = None) -> CommitHooks | None:
+        """What keeps this table's indexes true in each of its commits and rollbacks: the
+        metadata table's kept partitions, and morlog's record index when the table enables
+        it (``morlog.writers.services.record_index``). None: nothing to keep."""
+        also: list[CommitHooks] = []
+        if record_index_enabled(self.store, self.location):
+            also.append(RecordIndexWriter(self.store, self.location, self.record_index_client,
+                                          fsync=self.config.fsync, mode=mode))
+        return metadata_hooks(self.store, self.location, self.metadata_plan,
+                              fsync=self.config.fsync, mode=mode, also=also)
+
+    def record_index_client(self) -> MorTable:
+        """The write client of morlog's record index table of this table (its settings:
+        ``INDEX_OPTIONS``, spec/rli.md)."""
+        return record_index_client(self.location, self.config.fsync)
+
+    # --- table services (``morlog.writers.services``) -----------------------------------
+
+    def compact(self, **kwargs: Any) -> CompactReport:
+        """Compaction: plan one (when none is pending) and run the pending plans
+        (:func:`morlog.writers.services.compaction.compact`, which names the arguments)."""
+        return compaction.compact(self, **kwargs)
+
+    def log_compact(self, **kwargs: Any) -> LogCompactReport:
+        """Log compaction (RFC-48: :func:`morlog.writers.services.logcompaction.log_compact`)."""
+        return logcompaction.log_compact(self, **kwargs)
+
+    def clean(self, **kwargs: Any) -> CleanReport:
+        """Cleaning (:func:`morlog.writers.services.cleaning.clean`)."""
+        return cleaning.clean(self, **kwargs)
+
+    def build_record_index(self, **kwargs: Any) -> BuildResult:
+        """Build (or rebuild) morlog's record index and enable it
+        (:func:`morlog.writers.services.record_index.build`)."""
+        return build(self, **kwargs)
+
     # --- rollback ---------------------------------------------------------------------
 
     def rollback_pending(self) -> list[str]:
@@ -917,18 +885,15 @@ class MorTable:
         holds the writer lock; a :class:`Commit` does this on entering)."""
         return rollback_pending(self.store, self.location, mode=self.mode,
                                 fsync=self.config.fsync,
-                                hooks=metadata_hooks(self.store, self.location,
-                                                     self.metadata_plan,
-                                                     fsync=self.config.fsync))
+                                hooks=self.commit_hooks())
 
 
-#: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
-#: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
-URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
-
-
-#: Hudi's write option choosing the table version of a new table
-WRITE_TABLE_VERSION = "hoodie.write.table.version"
+def record_index_client(data: TableLocation, fsync: bool = True) -> MorTable:
+    """The write client of morlog's record index table of the data table at ``data``, with
+    the index's settings (spec/rli.md)."""
+    return MorTable(index_location(data), WriteConfig(
+        fsync=fsync, carrier="parquet", new_groups="base", route_inserts=False,
+        hoodie_options=dict(INDEX_OPTIONS)))
 
 
 def _create_version(version: int | None, config: WriteConfig | None) -> int:
@@ -1042,6 +1007,5 @@ class _Plan:
                                        pa.concat_tables(dels) if dels else None)
 
 
-__all__ = ["PAYLOAD_COMMIT_TIME", "PAYLOAD_EVENT_TIME", "URLENCODE_PROPERTY", "WRITE_TOKEN",
-           "CommitResult", "ConcurrentWriterError", "MorTable", "WriteConfig",
-           "new_instant"]
+__all__ = ["ConcurrentWriterError", "GroupWrite", "MorTable", "PAYLOAD_COMMIT_TIME",
+           "PAYLOAD_EVENT_TIME", "WRITE_TOKEN", "new_instant"]

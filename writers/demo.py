@@ -29,9 +29,8 @@ from morlog.logformat.blocks import (
 )
 from morlog.logformat.naming import LogFileName
 from morlog.readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
-
-from .indexed import IndexedLogWriter
-from .logwriter import LogFileWriter
+from morlog.writers.core.indexed import IndexedLogWriter
+from morlog.writers.core.logwriter import LogFileWriter
 
 FILE_ID = "2f6b1c3e-4d5a-4b6c-9d7e-8f9a0b1c2d3e-0"
 BASE_INSTANT = "20260101000000000"
@@ -154,8 +153,8 @@ def table_pipeline(path: str, out: TextIO, batches: int = 4, rows: int = 2000) -
     import shutil
 
     from morlog.readers.table import Table
-
-    from .client import MorTable, WriteConfig
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
 
     if os.path.isdir(path):
         shutil.rmtree(path)

@@ -2,7 +2,7 @@
 
 Hudi users configure a write with string options (``hoodie.*`` keys, as in
 ``df.write.format("hudi").options(**hudi_options)``). :func:`parse_write_options` reads such
-a dict into :class:`WriteOptions`: the :class:`~morlog.writers.client.WriteConfig` of the
+a dict into :class:`WriteOptions`: the :class:`~morlog.writers.options.WriteConfig` of the
 write, the table-level settings used when the write creates the table, and the operation.
 ``WriteConfig.from_hoodie_options`` and the Spark data source (``morlog.writers.spark``)
 both use it.
@@ -37,22 +37,22 @@ hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
 hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
 hoodie.parquet.compression.codec, .block.size,  ``hoodie_options`` (base files)
 .page.size, .dictionary.enabled
-hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.writers.metadata``)
+hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.writers.mdt.plan``)
 each metadata-table partition
 hoodie.write.table.version                      ``hoodie_options``: a new table's version
 hoodie.orc.compression.codec                    ``hoodie_options`` (ORC base files)
 hoodie.metadata.index.column.stats.column.list  ``hoodie_options``: the columns of every
 and ...max.columns.to.index                     block's COLUMN_STATS (spec/index.md §4.11.5)
 hoodie.compact.*, hoodie.compaction.strategy,   ``hoodie_options``: compaction
-.logfile.size.threshold, .target.io             (``morlog.writers.compaction``)
+.logfile.size.threshold, .target.io             (``morlog.writers.services.compaction``)
 hoodie.log.compaction.*, hoodie.logfile.data    ``hoodie_options``: log compaction
-.block.max.size                                 (``morlog.writers.logcompaction``)
+.block.max.size                                 (``morlog.writers.services.logcompaction``)
 hoodie.record.index.update.partition.path       ``hoodie_options``: with morlog's record
                                                 index, a key given another partition moves
                                                 there (true) or is written where it lives
                                                 (false, Hudi's default; spec/rli.md §4a)
 hoodie.clean.* / hoodie.cleaner.* (policy,      ``hoodie_options``: the cleaner
-retained commits/versions/hours, automatic,     (``morlog.writers.cleaning``)
+retained commits/versions/hours, automatic,     (``morlog.writers.services.cleaning``)
 trigger, incremental mode)
 morlog.new.groups                               ``new_groups``: base, log
 morlog.route.inserts                            ``route_inserts``: true, false
@@ -75,34 +75,100 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from morlog.logformat.column_stats_section import COLUMN_LIST_KEY, MAX_COLUMNS_KEY
 from morlog.logformat.errors import UsageError
-
-from .base_file import (
+from morlog.writers.core.base_file import (
     BLOCK_SIZE,
     COMPRESSION_CODEC,
     DICTIONARY_ENABLED,
     PAGE_SIZE,
     positive_int,
 )
-from .cleaning import BOOLEAN_KEYS as CLEAN_BOOLEANS
-from .cleaning import OPTION_KEYS as CLEAN_OPTIONS
-from .client import URLENCODE_PROPERTY, WRITE_TABLE_VERSION, WriteConfig
-from .compaction import BOOLEAN_KEYS as COMPACTION_BOOLEANS
-from .compaction import OPTION_KEYS as COMPACTION_OPTIONS
-from .logcompaction import INLINE as LOG_COMPACTION_INLINE
-from .logcompaction import SETTINGS as LOG_COMPACTION_OPTIONS
-from .metadata import METADATA_SWITCHES
-from .record_index import UPDATE_PARTITION_PATH
+from morlog.writers.core.logwriter import Mode
+from morlog.writers.core.store import (
+    DEFAULT_LEASE_SECONDS,
+)
+from morlog.writers.core.tagging import UPDATE_PARTITION_PATH
+from morlog.writers.mdt.plan import METADATA_SWITCHES
+from morlog.writers.services.cleaning import BOOLEAN_KEYS as CLEAN_BOOLEANS
+from morlog.writers.services.cleaning import OPTION_KEYS as CLEAN_OPTIONS
+from morlog.writers.services.compaction import BOOLEAN_KEYS as COMPACTION_BOOLEANS
+from morlog.writers.services.compaction import OPTION_KEYS as COMPACTION_OPTIONS
+from morlog.writers.services.logcompaction import INLINE as LOG_COMPACTION_INLINE
+from morlog.writers.services.logcompaction import SETTINGS as LOG_COMPACTION_OPTIONS
 
 if TYPE_CHECKING:
-    import pyarrow as pa
 
-    from morlog.readers.storage import TableLocation
+    from morlog.writers.client import MorTable
 
-    from .client import MorTable
+@dataclass
+class WriteConfig:
+    """Knobs of the write path; Hudi's names where Hudi has the same knob.
+
+    >>> WriteConfig.from_hoodie_options({"hoodie.parquet.max.file.size": "1048576"}
+    ...                                 ).max_file_size
+    1048576
+    """
+
+    #: hoodie.parquet.max.file.size
+    max_file_size: int = 120 * 1024 * 1024
+    #: hoodie.parquet.small.file.limit
+    small_file_limit: int = 100 * 1024 * 1024
+    #: hoodie.logfile.to.parquet.compression.ratio
+    log_to_parquet_ratio: float = 0.35
+    #: where inserts that fit nowhere go: new file groups with a base file, or log-only groups
+    new_groups: Literal["base", "log"] = "base"
+    #: carrier of indexed blocks
+    carrier: Literal["avro", "parquet"] = "avro"
+    #: log writes: append to the newest log file, or a new log version per write (None:
+    #: append where the storage can, rollover on object stores)
+    mode: Mode | None = None
+    fsync: bool = True
+    #: estimated bytes per record in a Parquet base file (None: from the batch)
+    record_size: int | None = None
+    #: route inserts into existing small file groups (False: every batch's inserts go to new
+    #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
+    route_inserts: bool = True
+    #: on a file system without atomic exclusive create (other than local and S3): the
+    #: caller guarantees that no other writer writes the table
+    single_writer: bool = False
+    #: S3: how long the writer lock object holds (a commit must finish within it; a writer
+    #: that died leaves a lock that the next writer takes over after this time)
+    lock_lease_seconds: float = DEFAULT_LEASE_SECONDS
+    #: hoodie.write.set.null.for.missing.columns: a batch without a nullable data column
+    #: is refused (False, Hudi's default) or written with NULL in that column (True: the
+    #: stored value of an updated record is replaced by NULL, as in Hudi)
+    set_null_for_missing_columns: bool = False
+    #: Hudi write settings that are not table properties, by Hudi's keys; today the base
+    #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
+    #: ``.dictionary.enabled`` (``morlog.writers.core.base_file``; Hudi's defaults otherwise)
+    hoodie_options: dict[str, str] = field(default_factory=dict)
+    #: file groups of a commit written at once (threads: Parquet and Avro encoding release
+    #: the GIL); None: the machine's cores, at most 4; 1: one after the other
+    write_threads: int | None = None
+    #: a base-key index beside every base file written (``morlog.readers.base_keys``):
+    #: tagging reads it instead of the file's footer filter and key column
+    base_key_index: bool = True
+
+    @classmethod
+    def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:
+        """The config that Hudi's write options (``hoodie.*`` keys, and ``morlog.*``)
+        describe; the keys and what they map to: ``morlog.writers.options``. An option
+        morlog does not know is a :class:`UsageError` naming it; table-level options
+        (key, partition, ordering fields...) are accepted and left to table creation."""
+        return parse_write_options(options).config
+
+
+#: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
+#: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
+URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
+
+
+#: Hudi's write option choosing the table version of a new table
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+
 
 TABLE_NAME = "hoodie.table.name"
 RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
@@ -203,19 +269,6 @@ class WriteOptions:
     table_properties: dict[str, str] = field(default_factory=dict)
     #: the Spark source's ``path`` option
     path: str | None = None
-
-    def create_table(self, location: str | TableLocation, schema: pa.Schema) -> MorTable:
-        """Create the table these options describe, for a batch of ``schema``."""
-        from .client import MorTable
-
-        if not self.key:
-            raise UsageError(f"creating a table needs {RECORDKEY_FIELD}",
-                             path=str(getattr(location, "uri", location)))
-        return MorTable.create(location, schema, key_field=self.key,
-                               partition_field=self.partition or None,
-                               ordering_field=self.ordering or None, name=self.table_name,
-                               event_time_ordering=self.event_time_ordering,
-                               config=self.config, table_properties=self.table_properties)
 
     def check_table(self, table: MorTable) -> None:
         """A :class:`UsageError` when an option contradicts the existing table's settings
@@ -334,5 +387,9 @@ def _bool(key: str, value: str) -> bool:
     return v == "true"
 
 
-__all__ = ["IGNORED_HOODIE_OPTIONS", "OPERATIONS", "SPARK_ALIASES",
-           "WriteOptions", "parse_write_options"]
+__all__ = ["BLOCK_FORMAT", "HIVE_STYLE", "IGNORED_HOODIE_OPTIONS", "KEYGEN_CLASS", "KEYGEN_TYPE",
+           "MERGE_MODE", "METADATA_ENABLE", "OPERATION", "OPERATIONS", "ORDERING_FIELDS",
+           "PARTITIONPATH_FIELD", "PARTITIONS_TO_DELETE", "PRECOMBINE_FIELD", "RECORDKEY_FIELD",
+           "SPARK_ALIASES", "STATS_COLUMN_LIST", "STATS_MAX_COLUMNS", "TABLE_NAME", "TABLE_TYPE",
+           "URLENCODE", "URLENCODE_PROPERTY", "WRITE_TABLE_VERSION", "WriteConfig", "WriteOptions",
+           "parse_write_options"]

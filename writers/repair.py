@@ -18,7 +18,7 @@ holding the table's writer lock. What it finds:
 - ``MDT_DAMAGED``: a file of the metadata table that is damaged (a corrupt block, a torn
   tail, a base file or timeline that does not read: ``morlog.readers.mdt_read
   .damaged_files``). Applied by rebuilding the metadata table from the data table, as
-  Hudi's re-bootstrap does (``morlog.writers.metadata.rebuild_metadata_table``).
+  Hudi's re-bootstrap does (``morlog.writers.mdt.plan.rebuild_metadata_table``).
 - ``UNREADABLE_PLAN``: a compaction or log compaction left requested whose plan does not
   decode (``PendingServices.unreadable``). It wrote nothing and can never run; applied by
   deleting its requested file, when no inflight file and no data file carries its instant
@@ -70,10 +70,11 @@ from morlog.logformat.virtual_keys import KeyField, key_columns
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.storage import BytesSource
 from morlog.readers.table import Table
-
-from .profile import WRITE_VERSIONS
-from .store import (
+from morlog.writers.core.profile import WRITE_VERSIONS
+from morlog.writers.core.store import (
     DEFAULT_LEASE_SECONDS,
+    DEFAULT_MIN_TEMP_AGE_SECONDS,
+    TEMP_PREFIX,
     ArrowStore,
     ConcurrentWriterError,
     LocalStore,
@@ -100,9 +101,6 @@ PROPERTIES_BACKUP = "PROPERTIES_BACKUP"
 PENDING_SERVICE = "PENDING_SERVICE"
 #: the table services morlog re-executes from their plans, and the command that does too
 SERVICE_COMMANDS = {"compaction": "compact", "logcompaction": "logcompact", "clean": "clean"}
-TEMP_PREFIX = ".morlog-tmp-"
-#: a temp file younger than this may belong to a writer that is publishing it right now
-DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -236,10 +234,15 @@ def _rerun_services(plan: RepairPlan, lease_seconds: float, result: RepairResult
                      key=lambda f: f.instant or "")
     if not pending:
         return
-    from .cleaning import run_clean
-    from .client import MorTable, WriteConfig
-    from .compaction import run_compaction
-    from .logcompaction import discard_log_compaction, refusal, run_log_compaction
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+    from morlog.writers.services.cleaning import run_clean
+    from morlog.writers.services.compaction import run_compaction
+    from morlog.writers.services.logcompaction import (
+        discard_log_compaction,
+        refusal,
+        run_log_compaction,
+    )
 
     mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
     for f in pending:
@@ -275,38 +278,11 @@ def _properties_findings(store: WriteStore, inner: str, fixable: bool) -> list[F
 
 def _apply_properties_backup(store: WriteStore, f: Finding) -> None:
     """Restore ``hoodie.properties`` from the backup if missing, then delete the backup."""
-    from .metadata import restore_properties
+    from morlog.writers.core.properties import restore_properties
 
     inner = f.path.rsplit("/.hoodie/", 1)[0] if "/.hoodie/" in f.path else f.path
     restore_properties(store, inner)
     store.delete(f.path)
-
-
-def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
-                       min_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS,
-                       now: float | None = None) -> list[str]:
-    """Delete the ``.morlog-tmp-*`` files older than ``min_age_seconds`` directly in each
-    of ``directories`` (local stores only: other stores publish without temporary files);
-    the paths deleted. The caller holds the table's writer lock."""
-    if not isinstance(store, LocalStore):
-        return []
-    now = time.time() if now is None else now
-    out = []
-    for d in directories:
-        try:
-            entries = list(os.scandir(d))
-        except OSError:
-            continue
-        for e in entries:
-            if not e.name.startswith(TEMP_PREFIX):
-                continue
-            try:
-                st = e.stat(follow_symlinks=False)
-                if now - st.st_mtime >= min_age_seconds and store.delete(e.path):
-                    out.append(e.path)
-            except OSError:
-                continue
-    return out
 
 
 def _log_findings(store: WriteStore, path: str, table: Table, fixable: bool
@@ -468,7 +444,8 @@ def apply_repair(plan: RepairPlan, *, lease_seconds: float = DEFAULT_LEASE_SECON
         _apply_plans(store, plan, result)
         pending = [f for f in plan.findings if f.kind == PENDING_INSTANT and f.fixable]
         if pending:
-            from .client import MorTable, WriteConfig
+            from morlog.writers.client import MorTable
+            from morlog.writers.options import WriteConfig
 
             rolled = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds)
                               ).rollback_pending()
@@ -522,8 +499,9 @@ def _apply_mdt(store: WriteStore, plan: RepairPlan, result: RepairResult,
     found = [f for f in plan.findings if f.kind == MDT_DAMAGED and f.fixable]
     if not found:
         return
-    from .client import MorTable, WriteConfig
-    from .metadata import rebuild_metadata_table
+    from morlog.writers.client import MorTable
+    from morlog.writers.mdt.plan import rebuild_metadata_table
+    from morlog.writers.options import WriteConfig
 
     mt = MorTable(plan.table, WriteConfig(lock_lease_seconds=lease_seconds))
     try:
@@ -554,7 +532,7 @@ def _plan_findings(store: WriteStore, table: Table, fixable: bool) -> list[Findi
                     inflight.add(pending.requested)
     if not unreadable:
         return []
-    from .metadata import data_files
+    from morlog.writers.mdt.plan import data_files
 
     named: dict[str, str] = {}
     for _part, directory, name, at in data_files(store, table):
@@ -738,8 +716,8 @@ def repair(table_path: str, *, apply: bool = False,
     return apply_repair(plan, lease_seconds=lease_seconds)
 
 
-__all__ = ["CORRUPT_BLOCK", "DAMAGED_BLOCK", "LIVE_WRITER", "MDT_DAMAGED", "ORPHAN_TEMP",
+__all__ = ["CORRUPT_BLOCK", "DAMAGED_BLOCK", "DEFAULT_MIN_TEMP_AGE_SECONDS", "LIVE_WRITER",
+           "MDT_DAMAGED", "ORPHAN_TEMP",
            "PENDING_INSTANT", "PENDING_SERVICE", "PROPERTIES_BACKUP", "SERVICE_COMMANDS",
            "SPARK_STAGING", "STALE_LOCK", "TORN_TAIL", "UNREADABLE_PLAN", "Finding",
-           "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair",
-           "sweep_orphan_temps"]
+           "RepairPlan", "RepairResult", "apply_repair", "plan_repair", "repair"]

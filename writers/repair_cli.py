@@ -13,15 +13,14 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
-
-from .repair import (
+from morlog.writers.core.store import DEFAULT_LEASE_SECONDS
+from morlog.writers.repair import (
     DEFAULT_MIN_TEMP_AGE_SECONDS,
     Finding,
     RepairResult,
     plan_repair,
     repair,
 )
-from .store import DEFAULT_LEASE_SECONDS
 
 
 def _line(f: Finding) -> str:

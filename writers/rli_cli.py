@@ -12,9 +12,14 @@ from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, e
 from morlog.readers.hudi_record_index import HudiRecordIndex, record_index_listed
 from morlog.readers.record_index import RecordIndex
 from morlog.readers.table import Table
-
-from .record_index import DEFAULT_SHARDS, BuildResult, VerifyResult, build, verify
-from .services_cli import progress_bar, table_of
+from morlog.writers.services.record_index import (
+    DEFAULT_SHARDS,
+    BuildResult,
+    VerifyResult,
+    build,
+    verify,
+)
+from morlog.writers.services_cli import progress_bar, table_of
 
 
 def _build_text(r: BuildResult, out: TextIO) -> None:

@@ -15,11 +15,11 @@ from typing import Any, TextIO
 
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, add_output_options, emit_for
-
-from .cleaning import CleanReport, clean
-from .client import MorTable, WriteConfig
-from .compaction import CompactReport, compact
-from .logcompaction import LogCompactReport, log_compact
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.cleaning import CleanReport, clean
+from morlog.writers.services.compaction import CompactReport, compact
+from morlog.writers.services.logcompaction import LogCompactReport, log_compact
 
 
 def _options(pairs: list[str] | None) -> dict[str, str]:

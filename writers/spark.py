@@ -24,7 +24,7 @@ Save modes, as Hudi's data source has them (``HoodieSparkSqlWriter``):
 
 Writing stages each task attempt's rows as an Arrow file under ``.hoodie/.temp/``; the driver
 then commits the batch once through the write client (tagging, insert routing, indexed blocks,
-the commit protocol of ``morlog.writers.commit``). A retried task stages under a new attempt
+the commit protocol of ``morlog.writers.core.commit``). A retried task stages under a new attempt
 id and only the attempts Spark reports as successful are committed, so retries never
 duplicate records.
 
@@ -78,14 +78,14 @@ from morlog.readers.spark_source import (
 )
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
-
-from .client import MorTable, WriteConfig
-from .commit import RecordChanges, base_file_name
-from .metadata import apply_drops
-from .options import WriteOptions, parse_write_options
-from .overwrite import partitions_of
-from .record_index import update_partition_path
-from .store import WriteStore, store_at
+from morlog.writers.client import MorTable
+from morlog.writers.core.commit import RecordChanges
+from morlog.writers.core.store import WriteStore, store_at
+from morlog.writers.core.tagging import update_partition_path
+from morlog.writers.core.timeline import base_file_name
+from morlog.writers.mdt.plan import apply_drops
+from morlog.writers.options import WriteConfig, WriteOptions, parse_write_options
+from morlog.writers.services.overwrite import partitions_of
 
 #: save modes (Spark's names, any case) -> Hudi's meaning; see the module's docstring
 SAVE_MODES = ("append", "overwrite", "errorifexists", "error", "default", "ignore")
@@ -194,7 +194,7 @@ def _commit(location: TableLocation, options: WriteOptions, batch: pa.Table,
         if operation in ("delete", "delete_partition"):
             raise UsageError(f"nothing to {options.operation_name}: no table here",
                              path=location.uri)
-        table = options.create_table(location, batch.schema)
+        table = MorTable.create_from_options(location, batch.schema, options)
     if operation == "delete_partition":
         names = options.partitions_to_delete
         if names is None:
@@ -531,14 +531,14 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
                  location: TableLocation, data: pa.Table
                  ) -> tuple[list[tuple[str, str] | None], pa.Array, pa.Array, pa.Array] | None:
     """With a global record index (morlog's or Hudi's ``record_index``:
-    ``morlog.writers.record_index.global_tags``, spec/rli.md §4a): the location of every
+    ``morlog.writers.core.tagging.global_tags``, spec/rli.md §4a): the location of every
     key and the partition each row is written to, as
     ``MorTable`` does: a key living in another partition is written (or deleted) where it
     lives, or, with ``hoodie.record.index.update.partition.path`` true, moves: the row
     becomes an insert in its own partition and the partition and file group it leaves
     (the last two arrays, null for the other rows) get a delete of it, unless the stored
     record wins the merge (``stored_wins``). None without the index."""
-    from .record_index import global_tags, stored_wins
+    from morlog.writers.core.tagging import global_tags, stored_wins
 
     found = global_tags(table, keys, parts)
     if found is None:
@@ -596,7 +596,7 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
 def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, operation: str,
                   hook: Callable[[str], None] | None) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from .logwriter import discard_uncommitted
+        from morlog.writers.core.logwriter import discard_uncommitted
 
         table = MorTable(location, cfg)
         parts = [b for b in batches if b.num_rows]
@@ -656,10 +656,10 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
 def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
             dry_run: bool = False) -> Any:
     """``morlog compact`` distributed: the driver plans and commits under the table's
-    writer lock (``morlog.writers.compaction``), one Spark task per planned file slice
+    writer lock (``morlog.writers.services.compaction``), one Spark task per planned file slice
     writes its new base file. A retried task replaces the file its failed attempt left
     (the name is the operation's own), so a retry leaves no duplicate."""
-    from .compaction import compact as compact_table
+    from morlog.writers.services.compaction import compact as compact_table
 
     opts = dict(options or {})
     table = MorTable(path, WriteConfig.from_hoodie_options(opts))
@@ -678,11 +678,11 @@ def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
 def log_compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
                 dry_run: bool = False) -> Any:
     """``morlog logcompact`` distributed: the driver plans, takes the table's writer lock,
-    marks the instant inflight and commits (``morlog.writers.logcompaction``); one Spark
+    marks the instant inflight and commits (``morlog.writers.services.logcompaction``); one Spark
     task per planned file slice merges its run into new blocks. A retried task first
     removes what its failed attempt wrote in that file group (``undo_slice``: blocks of the
     inflight instant, which no reader counts), so a retry leaves no duplicate."""
-    from .logcompaction import log_compact as log_compact_table
+    from morlog.writers.services.logcompaction import log_compact as log_compact_table
 
     opts = dict(options or {})
     table = MorTable(path, WriteConfig.from_hoodie_options(opts))
@@ -699,7 +699,7 @@ def log_compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
 
 def _log_compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
     def run(item: tuple[int, dict[str, Any]]) -> Any:
-        from .logcompaction import log_compact_operation
+        from morlog.writers.services.logcompaction import log_compact_operation
 
         _, op = item
         return log_compact_operation(MorTable(location, cfg), instant, op, retry=True)
@@ -709,10 +709,10 @@ def _log_compaction_task(location: TableLocation, cfg: WriteConfig, instant: str
 def clean(spark: Any, path: str, options: dict[str, str] | None = None, *,
           dry_run: bool = False) -> Any:
     """``morlog clean`` distributed: the driver plans, checks the plan and commits under
-    the table's writer lock (``morlog.writers.cleaning``); Spark tasks delete the planned
+    the table's writer lock (``morlog.writers.services.cleaning``); Spark tasks delete the planned
     files, one task per partition directory. A retried task finds its files gone and
     reports them as failed deletes, as Hudi counts them."""
-    from .cleaning import clean as clean_table
+    from morlog.writers.services.cleaning import clean as clean_table
 
     opts = dict(options or {})
     table = MorTable(path, WriteConfig.from_hoodie_options(opts))
@@ -743,7 +743,7 @@ def _delete_task(location: TableLocation, cfg: WriteConfig) -> Any:
 def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
     def run(item: tuple[int, dict[str, Any]]
             ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
-        from .compaction import compact_operation
+        from morlog.writers.services.compaction import compact_operation
 
         _, op = item
         return compact_operation(MorTable(location, cfg), instant, op, retry=True)
@@ -753,13 +753,13 @@ def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) ->
 def build_record_index(spark: Any, path: str, shards: int = 16,
                        options: dict[str, str] | None = None, *,
                        task_hook: Callable[[int], None] | None = None) -> Any:
-    """``morlog rli build`` distributed (``morlog.writers.record_index.build``): the driver
+    """``morlog rli build`` distributed (``morlog.writers.services.record_index.build``): the driver
     takes the table's writer lock, creates the index table and commits; one Spark task per
     data file slice reads its live keys and splits them by shard, one task per shard sorts
     its entries into a base file (a retried task first removes its failed attempt's file).
-    Returns the :class:`~morlog.writers.record_index.BuildResult`. ``task_hook(shard)``
+    Returns the :class:`~morlog.writers.services.record_index.BuildResult`. ``task_hook(shard)``
     runs in a shard task after its file is written (tests inject failures with it)."""
-    from .record_index import build
+    from morlog.writers.services.record_index import build
 
     table = MorTable(path, WriteConfig.from_hoodie_options(dict(options or {})))
     location, cfg = table.location, table.config
@@ -781,7 +781,7 @@ def build_record_index(spark: Any, path: str, shards: int = 16,
 
 def _entries_task(location: TableLocation, as_of: str | None, shards: int) -> Any:
     def run(s: Any) -> list[tuple[int, pa.Table]]:
-        from .record_index import shard_pieces, slice_entries
+        from morlog.writers.services.record_index import shard_pieces, slice_entries
 
         return shard_pieces(slice_entries(Table(location), s, as_of), shards)
     return run
@@ -790,12 +790,13 @@ def _entries_task(location: TableLocation, as_of: str | None, shards: int) -> An
 def _shard_task(location: TableLocation, cfg: WriteConfig, instant: str,
                 hook: Callable[[int], None] | None) -> Any:
     def run(shard: int, items: Any) -> list[tuple[list[dict[str, Any]], int]]:
-        from .record_index import index_table, write_shard
+        from morlog.writers.client import record_index_client
+        from morlog.writers.services.record_index import write_shard
 
         pieces = [t for _, t in items]
         if not pieces:
             return []
-        out = write_shard(index_table(location, cfg.fsync), instant, shard, pieces,
+        out = write_shard(record_index_client(location, cfg.fsync), instant, shard, pieces,
                           retry=True)
         if hook is not None:
             hook(shard)

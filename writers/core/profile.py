@@ -28,7 +28,7 @@ Settings and what morlog does with them (``spec/table.md`` §"Writing into Hudi'
 ``hoodie.bootstrap.base.path``                             absent; bootstrap tables refused
 ``hoodie.table.format`` (version 9)                        native; others refused
 ``hoodie.table.base.file.format``                          PARQUET (others: the base-file module)
-``hoodie.table.metadata.partitions``                       ``morlog.writers.metadata``
+``hoodie.table.metadata.partitions``                       ``morlog.writers.mdt.plan``
 ========================================================  =====================================
 """
 

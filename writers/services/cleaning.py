@@ -39,7 +39,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from morlog.logformat.errors import (
     CleanPlanError,
@@ -72,12 +72,13 @@ from morlog.readers.base_keys import base_keys_path
 from morlog.readers.containment import check_file_name, is_under, resolve_under
 from morlog.readers.table import Table
 from morlog.readers.timeline import Instant
+from morlog.writers.core.timeline import TimelineWriter, latest_time, new_instant, timeline_utc
+from morlog.writers.mdt.plan import apply_drops
+from morlog.writers.mdt.writer import MetadataTable
+from morlog.writers.services.base import service_lock
 
-from .client import MorTable
-from .commit import TimelineWriter, latest_time, new_instant, timeline_utc
-from .mdt_writer import MetadataTable
-from .metadata import apply_drops, metadata_hooks
-from .services import service_lock
+if TYPE_CHECKING:
+    from morlog.writers.client import MorTable
 
 CLEAN = "clean"
 
@@ -219,7 +220,7 @@ class _View:
         self.compaction_at: dict[tuple[str, str], str] = {}
         unreadable = tl.pending_services().unreadable
         if unreadable:
-            from .compaction import check_unreadable_plans
+            from morlog.writers.services.compaction import check_unreadable_plans
 
             check_unreadable_plans(unreadable, 8, ())  # a warning naming each plan file
         for i in tl.pending():
@@ -704,7 +705,7 @@ def _run_locked(mt: MorTable, table: Table, instant: str,
     writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                             fsync=mt.config.fsync, utc=utc)
     apply_drops(mt.store, mt.location, table, mt.metadata_plan, fsync=mt.config.fsync)
-    hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
+    hooks = mt.commit_hooks()
     t0 = time.perf_counter()
     if inst.state != INFLIGHT:
         writer.write(instant, "inflight", plan, CLEAN)

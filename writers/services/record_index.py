@@ -4,9 +4,9 @@
   every live record (one file slice at a time, in threads), writes the index table afresh
   (one base file per shard, keys sorted) and enables it in the data table's
   ``hoodie.properties`` (``morlog.record.index.enable=true``).
-- :class:`RecordIndexWriter` (a :class:`~morlog.writers.commit.CommitHooks`): in every commit
+- :class:`RecordIndexWriter` (a :class:`~morlog.writers.core.commit.CommitHooks`): in every commit
   of a morlog writer (write client, Spark, replace operations), the commit's key changes
-  (:class:`~morlog.writers.commit.RecordChanges`) go into the index in a delta commit of the
+  (:class:`~morlog.writers.core.commit.RecordChanges`) go into the index in a delta commit of the
   same instant, completed before the data instant: inserts add entries (one indexed Parquet
   block per touched shard), deletes remove them (a delete block), updates in place write
   nothing. Compaction and log compaction change no key: they leave an empty index instant,
@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,9 +37,7 @@ from morlog.logformat.errors import (
     UsageError,
 )
 from morlog.logformat.naming import LogFileName
-from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.virtual_keys import key_array, key_columns
-from morlog.readers.lookup import KeyTagger, TagResult
 from morlog.readers.parallel import run_all
 from morlog.readers.record_index import (
     BUILT_AS_OF_PROPERTY,
@@ -53,7 +50,6 @@ from morlog.readers.record_index import (
     DamagedIndexWarning,
     RecordIndex,
     check_shard_blocks,
-    enabled,
     index_location,
     shard_count,
     shard_file_id,
@@ -62,19 +58,18 @@ from morlog.readers.record_index import (
 )
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
+from morlog.writers.core.commit import Commit, CommitHooks, RecordChanges, rollback_instant
+from morlog.writers.core.indexed import load_slice_state
+from morlog.writers.core.logwriter import Mode
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.store import WriteStore
+from morlog.writers.core.timeline import TimelineWriter
+from morlog.writers.services.base import service_lock
 
-from .commit import Commit, CommitHooks, RecordChanges, TimelineWriter, rollback_instant
-from .indexed import load_slice_state
-from .logwriter import Mode
-from .store import WriteStore
+if TYPE_CHECKING:
+    from morlog.writers.client import MorTable
 
 DEFAULT_SHARDS = 16
-#: Hudi's write option for a global record index (``HoodieIndexConfig.
-#: RECORD_INDEX_UPDATE_PARTITION_PATH_ENABLE``, default ``false``): a record whose key lives in
-#: another partition than the batch gives it is moved there (``true``: a delete in the old
-#: partition and an insert in the new) or written where the key lives (``false``)
-UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
-UPDATE_PARTITION_PATH_DEFAULT = "false"
 #: the index table's write settings: no metadata table of its own; its services run inline
 #: after every data commit (:meth:`RecordIndexWriter.committed`): log compaction of a shard
 #: with 5 log blocks or more, compaction of every shard with logs after 10 delta commits,
@@ -95,16 +90,6 @@ INDEX_OPTIONS = {
 INDEX_VERSION = 6
 
 Progress = Callable[[int, int], None]
-
-
-def index_table(data: TableLocation, fsync: bool = True) -> Any:
-    """The index table of the data table at ``data``, as a write client
-    (:class:`~morlog.writers.client.MorTable`) with the index's settings."""
-    from .client import MorTable, WriteConfig
-
-    return MorTable(index_location(data), WriteConfig(
-        fsync=fsync, carrier="parquet", new_groups="base", route_inserts=False,
-        hoodie_options=dict(INDEX_OPTIONS)))
 
 
 def _entries(keys: Any, parts: Any, fids: Any, instants: Any) -> pa.Table:
@@ -134,67 +119,14 @@ def _by_shard(t: pa.Table, shards: int) -> dict[int, pa.Table]:
     return {int(s[a]): t.slice(int(a), int(b - a)) for a, b in zip(starts, ends, strict=True)}
 
 
-def update_partition_path(options: Mapping[str, str]) -> bool:
-    """``hoodie.record.index.update.partition.path`` of a write's Hudi options (Hudi's
-    default ``false``); another value than true or false is a :class:`UsageError`."""
-    raw = str(options.get(UPDATE_PARTITION_PATH, UPDATE_PARTITION_PATH_DEFAULT)).strip()
-    if raw.lower() not in ("true", "false"):
-        raise UsageError(f"{UPDATE_PARTITION_PATH} must be true or false", actual=raw)
-    return raw.lower() == "true"
-
-
-@dataclass
-class GlobalTags:
-    """Where each key of a batch lives in a table whose writers keep morlog's record index
-    (a global index: a key lives in one file group of the whole table). ``tags``: the file
-    group of every key, wherever it is; ``moved[i]``: key ``i`` lives in another partition
-    than the batch gives it."""
-
-    tags: TagResult
-    moved: npt.NDArray[np.bool_]
-
-
-def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | None:
-    """The global tags of a batch (``keys`` and their ``parts``) when ``table`` has a
-    global record index: morlog's (enabled), or Hudi's own, the metadata table's
-    ``record_index`` partition listed in ``hoodie.table.metadata.partitions`` (not a Hudi
-    1.1 partitioned one; spec/rli.md §4a); else None. The index answers when it covers the
-    table and reads; otherwise (stale, damaged: a warning) the file probes of every
-    partition do, so the answer is global either way."""
-    from morlog.readers.hudi_record_index import global_record_index
-
-    morlog_index = enabled(table)
-    if not morlog_index and not global_record_index(table):
-        return None
-    which = "morlog's record index" if morlog_index else "the metadata table's record_index"
-    try:
-        tags = KeyTagger(table).tag(keys, None)
-        damaged = ((tags.stats.morlog_index_shards or tags.stats.record_index_shards)
-                   and not _groups_live(table, tags.groups))
-        reason = "names file groups the table does not have"
-    except (FormatError, StorageError) as exc:
-        damaged, reason = True, f"does not read ({type(exc).__name__}: {exc})"
-    if damaged:
-        fix = ("'morlog rli verify' reports it, 'morlog rli build' rebuilds the index"
-               if morlog_index else "rebuild the metadata table")
-        warnings.warn(f"{which} of {table.location.uri} {reason} (damaged); tagging reads "
-                      f"the table's files instead: {fix}", DamagedIndexWarning, stacklevel=3)
-        tags = KeyTagger(table, use_morlog_index=False, use_record_index=False).tag(keys,
-                                                                                    None)
-    codes = tags.codes
-    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
-    at = where.take(pa.array(np.where(codes >= 0, codes, 0)))
-    same = np.asarray(pc.equal(at, parts.cast(pa.string())).fill_null(False)
-                      .to_numpy(zero_copy_only=False))
-    moved = (codes >= 0) & ~same
-    return GlobalTags(tags, moved)
-
-
 class RecordIndexWriter(CommitHooks):
     """Keeps the record index true in every commit and rollback (module docstring)."""
 
-    def __init__(self, store: WriteStore, location: TableLocation, *, fsync: bool = True,
+    def __init__(self, store: WriteStore, location: TableLocation,
+                 index_client: Callable[[], MorTable], *, fsync: bool = True,
                  mode: Mode | None = None) -> None:
+        #: the write client of the index table (``MorTable.record_index_client``)
+        self.index_client = index_client
         self.store = store
         self.data_location = location
         self.location = index_location(location)
@@ -215,7 +147,7 @@ class RecordIndexWriter(CommitHooks):
                              f"disable the index ({ENABLE_PROPERTY}=false) to write this way",
                              path=self.data_location.uri)
         ins_t, del_t = changes().tables()
-        mt = index_table(self.data_location, self.fsync)
+        mt = self.index_client()
         shards = shard_count(mt.props, mt.location.uri)
         n = ins_t.num_rows
         ins = _entries(ins_t.column("key"), ins_t.column("partition"), ins_t.column("file_id"),
@@ -286,13 +218,13 @@ class RecordIndexWriter(CommitHooks):
         ahead of the data): the index's inline services (:data:`INDEX_OPTIONS`). A failure
         is a warning: the data commit stands and the next commit tries again."""
         try:
-            index_table(self.data_location, self.fsync).table_services()
+            self.index_client().table_services()
         except MorlogError as exc:
             warnings.warn(f"record index services after {instant} failed: {exc.message}",
                           IndexServiceWarning, stacklevel=2)
 
     def latest_instant(self) -> str | None:
-        from .commit import latest_time
+        from morlog.writers.core.timeline import latest_time
 
         try:
             return latest_time(Table(self.location))
@@ -327,71 +259,6 @@ class RecordIndexWriter(CommitHooks):
             t = Table(self.location)
         rollback_instant(self.store, self.location, self._timeline(), t, failed, self.mode,
                          self.fsync)
-
-
-def _groups_live(table: Table, groups: list[tuple[str, str]]) -> bool:
-    """Whether every (partition, file id) the index answered is a file group of the table
-    (a damaged entry may name another, or no safe path at all); lists only the partitions
-    named."""
-    live: set[tuple[str, str]] = set()
-    for p in sorted({g[0] for g in groups}):
-        try:
-            if p:
-                check_relative_partition_path(p)
-            live |= {(s.partition, s.file_id) for s in table.file_slices(partition=p)}
-        except MorlogError:
-            return False
-    return all(g in live for g in groups)
-
-
-def stored_wins(table: Table, found: GlobalTags, batch: pa.Table,
-                keys: pa.Array) -> npt.NDArray[np.bool_]:
-    """Per record of ``batch``: whether a key that would move (``found.moved``) stays
-    where it lives because the stored record wins the merge with it (event-time ordering:
-    its ordering values, compared as a tuple, are greater; on ties the incoming record
-    wins). Hudi merges the two before it moves a record
-    (``HoodieIndexUtils.mergeForPartitionUpdatesAndDeletionsIfNeeded``): the merged record
-    is the stored one then, and stays in its partition. Only the slices holding moving keys
-    are read, only their key and ordering columns."""
-    from morlog.readers.merge import EVENT_TIME
-
-    out = np.zeros(len(keys), dtype=bool)
-    spec = table.merge_spec(None)
-    fields = list(spec.orderings)
-    if (spec.merge_mode != EVENT_TIME or not fields or not found.moved.any()
-            or any(f not in batch.column_names for f in fields)):
-        return out
-    tags = found.tags
-    slices = {(s.partition, s.file_id): s for s in table.file_slices()}
-    moving = np.flatnonzero(found.moved)
-    for code in np.unique(tags.codes[moving]).tolist():
-        rows = moving[tags.codes[moving] == code]
-        s = slices.get(tags.groups[code])
-        if s is None:
-            continue
-        stored = table.read_slice(s, None, [*key_columns(table.key_field), *fields])
-        if stored.num_rows == 0:
-            continue
-        skeys = key_array(stored, table.key_field, path=table.path)
-        at = pc.index_in(keys.take(pa.array(rows)), value_set=skeys)
-        hit = np.asarray(at.is_valid().to_numpy(zero_copy_only=False))
-        if not hit.any():
-            continue
-        pos = pa.array(np.asarray(at.fill_null(0).to_numpy(zero_copy_only=False))[hit])
-        mine = rows[hit]
-        greater = np.zeros(mine.size, dtype=bool)
-        equal = np.ones(mine.size, dtype=bool)
-        for f in fields:
-            old = stored.column(f).take(pos)
-            new = batch.column(f).take(pa.array(mine)).cast(old.type)
-            gt = np.asarray(pc.greater(old, new).fill_null(False)
-                            .to_numpy(zero_copy_only=False))
-            eq = np.asarray(pc.equal(old, new).fill_null(False)
-                            .to_numpy(zero_copy_only=False))
-            greater |= equal & gt
-            equal &= eq
-        out[mine] = greater
-    return out
 
 
 @dataclass
@@ -470,7 +337,7 @@ def write_shard(idx: Any, instant: str, shard: int, pieces: list[pa.Table], *,
                          "file group", path=idx.location.uri)
     fid = shard_file_id(shard)
     if retry:
-        from .commit import instant_files
+        from morlog.writers.core.timeline import instant_files
 
         d = idx.location.path
         for name in instant_files(idx.store, d, instant):
@@ -491,16 +358,12 @@ def _local_runner(threads: int | None, progress: Progress | None) -> BuildRunner
     return run
 
 
-def build(mt: Any, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
+def build(mt: MorTable, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
           progress: Progress | None = None, runner: BuildRunner | None = None) -> BuildResult:
     """Build (or rebuild) the record index of the table ``mt`` (a
     :class:`~morlog.writers.client.MorTable`) and enable it (module docstring).
     ``runner``: who reads the data slices and writes the shards (default: this process,
     ``threads`` threads, ``progress(done, total)`` per data file slice)."""
-    from .client import MorTable, WriteConfig
-    from .metadata import update_properties
-    from .services import service_lock
-
     if not isinstance(shards, int) or not 0 < shards <= MAX_SHARDS:
         raise UsageError("the record index's shard count", expected=f"1..{MAX_SHARDS}",
                          actual=shards)
@@ -517,14 +380,14 @@ def build(mt: Any, shards: int = DEFAULT_SHARDS, *, threads: int | None = None,
         table = Table(loc)
         done = table.timeline.completed()
         as_of = done[-1].requested if done else ""
-        MorTable.create(root, SCHEMA, key_field="key", name="morlog_record_index",
-                        config=WriteConfig(fsync=mt.config.fsync,
+        type(mt).create(root, SCHEMA, key_field="key", name="morlog_record_index",
+                        config=type(mt.config)(fsync=mt.config.fsync,
                                            hoodie_options=dict(INDEX_OPTIONS)),
                         table_version=INDEX_VERSION,
                         table_properties={"hoodie.populate.meta.fields": "false",
                                           SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
                                           BUILT_AS_OF_PROPERTY: as_of})
-        idx = index_table(loc, mt.config.fsync)
+        idx = mt.record_index_client()
         with idx.commit("bulk_insert") as c:
             c.start([("", shard_file_id(k)) for k in range(shards)])
             writes, entries, nslices = run(table, as_of or None, shards, idx, c.instant)
@@ -609,8 +472,7 @@ def verify(table: Table, *, threads: int | None = None) -> VerifyResult:
         damaged)
 
 
-__all__ = ["DEFAULT_SHARDS", "INDEX_OPTIONS", "UPDATE_PARTITION_PATH", "BuildResult",
-           "BuildRunner", "GlobalTags", "IndexServiceWarning", "global_tags", "stored_wins",
-           "update_partition_path", "RecordIndexWriter", "VerifyResult", "build", "index_table",
-           "shard_pieces", "slice_entries",
-           "table_entries", "verify", "write_shard"]
+__all__ = ["BuildResult", "BuildRunner", "DEFAULT_SHARDS", "INDEX_OPTIONS", "INDEX_VERSION",
+           "IndexServiceWarning", "Progress", "RecordIndexWriter", "VerifyResult", "build",
+           "shard_pieces", "slice_entries", "table_entries", "verify",
+           "write_shard"]

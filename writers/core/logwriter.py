@@ -28,8 +28,7 @@ from morlog.logformat.errors import LogFileExistsError, MorlogError, UsageError,
 from morlog.logformat.framing import BlockFrame, encode_block
 from morlog.logformat.naming import LOGFILE_BASE_VERSION, UNKNOWN_WRITE_TOKEN, LogFileName
 from morlog.readers.logfile import LogFileReader
-
-from .store import LocalStore, WriteStore, write_errors
+from morlog.writers.core.store import LocalStore, WriteStore, write_errors
 
 Mode = Literal["append", "rollover"]
 LOCAL = LocalStore()

@@ -1,20 +1,18 @@
-"""What the table services share (``morlog.writers.compaction``, ``.logcompaction``,
+"""What the table services share (``morlog.writers.services.compaction``, ``.logcompaction``,
 ``.cleaning``): the writer lock they hold, and the operations of a compaction or log
 compaction plan read back from the timeline (spec/services.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from morlog.logformat.errors import UsageError
-from morlog.readers.containment import check_file_name
 from morlog.readers.table import Table
+from morlog.writers.core.commit import rollback_pending
 
-from .client import MorTable
-from .commit import rollback_pending
-from .metadata import metadata_hooks
+if TYPE_CHECKING:
+    from morlog.writers.client import MorTable
 
 
 def option_flag(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -55,8 +53,7 @@ class ServiceLock:
         self.lock = mt.writer_lock()
         try:
             rollback_pending(mt.store, mt.location, mode=mt.mode, fsync=mt.config.fsync,
-                             hooks=metadata_hooks(mt.store, mt.location, mt.metadata_plan,
-                                                  fsync=mt.config.fsync))
+                             hooks=mt.commit_hooks())
             return mt.table()
         except BaseException:
             self.lock.release()
@@ -71,31 +68,4 @@ def service_lock(mt: MorTable) -> ServiceLock:
     return ServiceLock(mt)
 
 
-@dataclass(frozen=True)
-class PlanOperation:
-    """One ``HoodieCompactionOperation`` of a plan read from storage, its names checked to
-    stay plain file names of a partition under the table root (a plan is never trusted)."""
-
-    partition: str
-    file_id: str
-    base_instant: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-
-    @classmethod
-    def of(cls, op: Mapping[str, Any], table: Table) -> PlanOperation:
-        part = str(op.get("partitionPath") or "")
-        table.slice_dir(part)  # raises for a partition outside the table
-        logs = [str(n).rsplit("/", 1)[-1] for n in op.get("deltaFilePaths") or []]
-        for n in logs:
-            check_file_name(n)
-        fid = str(op.get("fileId") or "")
-        check_file_name(fid)
-        base = op.get("dataFilePath")
-        if base:
-            check_file_name(str(base).rsplit("/", 1)[-1])
-        return cls(part, fid, str(op.get("baseInstantTime") or ""),
-                   str(base).rsplit("/", 1)[-1] if base else None, tuple(logs))
-
-
-__all__ = ["PlanOperation", "ServiceLock", "option_flag", "option_int", "service_lock"]
+__all__ = ["ServiceLock", "option_flag", "option_int", "service_lock"]

@@ -44,11 +44,8 @@ from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
     files_partition_records,
     files_view,
-    instant_millis,
     metadata_record_schema_json,
-    partition_key,
     record_index_file_id,
-    record_index_record,
 )
 from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
 from morlog.logformat.table_files import (
@@ -65,22 +62,22 @@ from morlog.readers.mdt_read import partition_records as mdt_partition_records
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
-
-from .commit import (
-    WRITE_TOKEN,
-    CommitHooks,
-    RecordChanges,
-    TimelineWriter,
-    rollback_instant,
-    timeline_utc,
+from morlog.writers.core.commit import CommitHooks, RecordChanges, rollback_instant
+from morlog.writers.core.logwriter import LogFileWriter, Mode
+from morlog.writers.core.store import WriteStore
+from morlog.writers.core.timeline import WRITE_TOKEN, TimelineWriter, timeline_utc
+from morlog.writers.mdt import colstats, secondary
+from morlog.writers.mdt.keeper import (
+    FILES,
+    RECORD_INDEX,
+    CommitContext,
+    FilesKeeper,
+    PartitionKeeper,
+    RecordIndexKeeper,
+    key_to_file_group_index,
 )
-from .logwriter import LogFileWriter, Mode
-from .store import WriteStore
 
 METADATA_DIR = "metadata"
-FILES = "files"
-#: ``MetadataPartitionType.RECORD_INDEX.getPartitionPath()``
-RECORD_INDEX = "record_index"
 #: ``MetadataPartitionType.FILES.getFileIdPrefix()``
 FILES_FILE_ID_PREFIX = "files-"
 #: ``HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP``: the instant that initialises the MDT of a
@@ -107,20 +104,6 @@ def file_group_id(index: int) -> str:
     return f"{FILES_FILE_ID_PREFIX}{index:04d}-0"
 
 
-def key_to_file_group_index(key: str, count: int) -> int:
-    """``HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex``: Java's ``String.hashCode``
-    over UTF-16 code units in 32-bit arithmetic, then ``abs(abs(h) % count)``."""
-    h = 0
-    data = key.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    a = abs(h) if h != -(1 << 31) else h  # Math.abs(Integer.MIN_VALUE) stays negative
-    r = abs(a) % count if a >= 0 else -(abs(a) % count)  # Java's % keeps the sign
-    return abs(r)
-
-
 def _style(version: int) -> tuple[HFileStyle, int]:
     """HFile writer style and creation time of a table version's MDT files (Hudi 1.0 writes
     HBase-style HFiles with creation time 0, Hudi 1.1 its native ones)."""
@@ -129,123 +112,14 @@ def _style(version: int) -> tuple[HFileStyle, int]:
     return HUDI_NATIVE, int(time.time() * 1000)
 
 
-@dataclasses.dataclass(frozen=True)
-class CommitContext:
-    """What one data commit (or rollback) changed, as the keepers of MDT partitions see it."""
-
-    #: the data instant (the MDT delta commit has the same time)
-    instant: str
-    #: data partition -> {file name: its size now} of every data file written or appended to
-    written: Mapping[str, Mapping[str, int]]
-    #: data partition -> names of data files deleted (a rollback's)
-    deleted: Mapping[str, Sequence[str]]
-    #: the commit's key-level changes, computed on demand (None: the writer does not know)
-    changes: Callable[[], RecordChanges] | None = None
-    #: the commit rewrote rows without changing any (a compaction): what indexes record
-    #: about keys and values stays (Hudi updates neither the record index nor secondary
-    #: indexes for a compaction, spec/services.md §6)
-    rewrite: bool = False
-    #: a clean (``HoodieCleanMetadata``): ``deleted`` holds every file it attempted per
-    #: cleaned partition (``deletePathPatterns``, even when empty); ``files`` gets Hudi's
-    #: clean records and ``column_stats`` / ``bloom_filters`` tombstones
-    #: (``HoodieTableMetadataUtil.convertMetadataToRecords(HoodieCleanMetadata)``,
-    #: spec/services.md §6)
-    clean: bool = False
-    #: the data partitions a clean deleted whole (``isPartitionDeleted``)
-    partitions_deleted: Sequence[str] = ()
-
-
-class PartitionKeeper:
-    """Keeps one MDT partition true: the records (and deleted keys) a data commit adds to it.
-    Subclasses set :attr:`partition` and implement :meth:`records`."""
-
-    #: the MDT partition (directory) this keeper writes
-    partition: str = ""
-
-    def records(self, mdt: MetadataTable, ctx: CommitContext
-                ) -> tuple[list[dict[str, Any]], list[str]]:  # pragma: no cover - interface
-        """(``HoodieMetadataRecord`` dicts, deleted MDT keys) of ``ctx``."""
-        raise NotImplementedError
-
-    def file_group_index(self, key: str, count: int) -> int:
-        """The file group of ``count`` holding MDT key ``key``."""
-        return key_to_file_group_index(key, count)
-
-    def check(self, table: Table) -> None:
-        """Refuse (``UnsupportedSettingError``, at plan time: before anything is written) a
-        table whose partition this keeper cannot keep true; by default every table."""
-
-
-class FilesKeeper(PartitionKeeper):
-    """``files``: ``HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`` (one
-    record per touched partition, ``__all_partitions__``) and tombstones of deleted files."""
-
-    partition = FILES
-
-    def records(self, mdt: MetadataTable, ctx: CommitContext
-                ) -> tuple[list[dict[str, Any]], list[str]]:
-        if ctx.clean:
-            return self._clean_records(ctx)
-        return files_partition_records(
-            {p: dict(f) for p, f in ctx.written.items()},
-            {p: list(n) for p, n in ctx.deleted.items() if n}), []
-
-    @staticmethod
-    def _clean_records(ctx: CommitContext) -> tuple[list[dict[str, Any]], list[str]]:
-        """``convertMetadataToFilesPartitionRecords(HoodieCleanMetadata)``: per cleaned
-        partition one record with a tombstone for each attempted file
-        (``createPartitionFilesRecord(partition, {}, deletePathPatterns)``), or, for a
-        partition deleted whole, a delete of its key (an empty payload); the partition-list
-        record only when partitions were deleted (``createPartitionListRecord(.., true)``)."""
-        gone = [p for p in dict.fromkeys(ctx.partitions_deleted) if p in ctx.deleted]
-        kept = {p: list(n) for p, n in ctx.deleted.items() if p not in gone}
-        recs = files_partition_records({}, kept, new_partitions=[],
-                                       deleted_partitions=gone) if kept or gone else []
-        return recs, [partition_key(p) for p in gone]
-
-
-class RecordIndexKeeper(PartitionKeeper):
-    """``record_index``: the commit's key changes reduced per key as Hudi does
-    (``HoodieTableMetadataUtil.reduceByKeys``: an insert wins over a delete of the same key,
-    one of two deletes is kept, two inserts of one key are refused: the record index maps
-    each key to one location)."""
-
-    partition = RECORD_INDEX
-
-    def records(self, mdt: MetadataTable, ctx: CommitContext
-                ) -> tuple[list[dict[str, Any]], list[str]]:
-        if ctx.rewrite:
-            return [], []
-        if ctx.changes is None:
-            if any(ctx.written.values()):
-                raise UsageError("this write does not report its key changes, which the "
-                                 "metadata table's record_index partition needs",
-                                 path=mdt.path)
-            return [], []
-        changes = ctx.changes()
-        millis = instant_millis(ctx.instant, utc=mdt.utc)
-        inserted: dict[str, tuple[str, str]] = {}
-        for key, part, fid in changes.inserted:
-            if key in inserted and inserted[key] != (part, fid):
-                raise UsageError(
-                    "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
-                    "RLI is seen for same record key\"): a table with a record index holds "
-                    "each key once", actual=(key, inserted[key], (part, fid)))
-            inserted[key] = (part, fid)
-        recs = [record_index_record(key, part, fid, millis)
-                for key, (part, fid) in inserted.items()]
-        dels = [k for k in dict.fromkeys(k for k, _ in changes.deleted) if k not in inserted]
-        return recs, dels
-
-
 #: MDT partition (or name prefix ending in ``_``) -> the keeper class that keeps it true
 KEEPERS: dict[str, Callable[[str], PartitionKeeper]] = {
     FILES: lambda _p: FilesKeeper(),
     RECORD_INDEX: lambda _p: RecordIndexKeeper(),
-    "column_stats": lambda _p: mdt_colstats.ColumnStatsKeeper(),
-    "partition_stats": lambda _p: mdt_colstats.PartitionStatsKeeper(),
-    "bloom_filters": lambda _p: mdt_colstats.BloomFiltersKeeper(),
-    "secondary_index_": lambda p: mdt_secondary.SecondaryIndexKeeper(p),
+    "column_stats": lambda _p: colstats.ColumnStatsKeeper(),
+    "partition_stats": lambda _p: colstats.PartitionStatsKeeper(),
+    "bloom_filters": lambda _p: colstats.BloomFiltersKeeper(),
+    "secondary_index_": lambda p: secondary.SecondaryIndexKeeper(p),
 }
 
 
@@ -548,8 +422,8 @@ def _without_meta_fields(schema: str) -> str:
 
 
 class _MetadataView(Table):
-    """The MDT as :func:`~morlog.writers.commit.rollback_instant` sees it: its partitions are the
-    directories holding Hudi's partition metadata (the MDT has no partition fields)."""
+    """The MDT as :func:`~morlog.writers.core.commit.rollback_instant` sees it: its partitions
+    are the directories holding Hudi's partition metadata (the MDT has no partition fields)."""
 
     def _base_format(self) -> BaseFormat:
         return BaseFormat.HFILE  # listed in file slices, never read as rows
@@ -681,7 +555,7 @@ def create_metadata_table(store: WriteStore, location: TableLocation, *, name: s
     ``hoodie.table.metadata.partitions`` afterwards.
 
     ``files``: the data files of a table that has some (data partition -> {file name:
-    size}), which the base file lists (a rebuild, ``morlog.writers.metadata
+    size}), which the base file lists (a rebuild, ``morlog.writers.mdt.plan
     .rebuild_metadata_table``); the bootstrap instant stays ``00000000000000000``."""
     if version < 8:
         raise UsageError("morlog creates metadata tables for table versions 8 and 9",
@@ -717,11 +591,7 @@ def create_metadata_table(store: WriteStore, location: TableLocation, *, name: s
         "operationType": BOOTSTRAP_OPERATION})
 
 
-__all__ = ["FILES", "METADATA_DIR", "RECORD_INDEX", "SOLO_COMMIT_TIMESTAMP", "MetadataTable",
-           "MetadataWriter", "bootstrap_base_file", "create_metadata_table",
-           "file_group_id", "key_to_file_group_index", "metadata_location",
-           "metadata_table_properties"]
-
-# the keepers of the index partitions subclass PartitionKeeper (imported last: they import
-# this module)
-from . import mdt_colstats, mdt_secondary  # noqa: E402
+__all__ = ["BOOTSTRAP_OPERATION", "FILES_FILE_ID_PREFIX", "KEEPERS", "METADATA_DIR",
+           "MetadataTable", "MetadataWriter", "SOLO_COMMIT_TIMESTAMP", "UPSERT_OPERATION",
+           "bootstrap_base_file", "create_metadata_table", "file_group_id", "keeper_for",
+           "metadata_location", "metadata_table_properties"]

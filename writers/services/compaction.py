@@ -38,7 +38,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -64,18 +64,19 @@ from morlog.readers.base_files import table_base_format
 from morlog.readers.merge import conform, read_slice
 from morlog.readers.parallel import run_all
 from morlog.readers.table import FileSlice, Table
-
-from .client import MorTable
-from .commit import (
-    RecordChanges,
+from morlog.writers.core.commit import RecordChanges
+from morlog.writers.core.timeline import (
     TimelineWriter,
     base_file_name,
     latest_time,
     new_instant,
     timeline_utc,
 )
-from .metadata import metadata_hooks
-from .services import PlanOperation, option_flag, option_int, service_lock
+from morlog.writers.core.undo import PlanOperation
+from morlog.writers.services.base import option_flag, option_int, service_lock
+
+if TYPE_CHECKING:
+    from morlog.writers.client import MorTable
 
 COMPACTION = "compaction"
 #: the meta field that names the file a record lives in
@@ -320,7 +321,7 @@ def read_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
 
 #: runs the planned operations of one compaction: (table, instant, operations as plan
 #: dicts) -> per operation (operation, new base file name or None, rows, write stat)
-OperationRunner = Callable[[MorTable, str, list[dict[str, Any]]],
+OperationRunner = Callable[["MorTable", str, list[dict[str, Any]]],
                            list[tuple[dict[str, Any], str | None, int, dict[str, Any]]]]
 
 
@@ -340,7 +341,7 @@ def run_compaction(mt: MorTable, instant: str, *,
         utc = timeline_utc(table.config.props)
         writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                                 fsync=mt.config.fsync, utc=utc)
-        hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
+        hooks = mt.commit_hooks()
         ops = [PlanOperation.of(op, table) for op in plan["operations"]]
         if inst.state == INFLIGHT:
             _undo_attempt(mt, writer, hooks, instant, ops)  # a dead attempt's leftovers

@@ -39,7 +39,7 @@ import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,8 +52,7 @@ from morlog.logformat.naming import COMPLETED, BaseFileName, LogFileName
 from morlog.readers.containment import resolve_under
 from morlog.readers.table import FileSlice, Table
 from morlog.readers.timeline import Instant, Timeline
-
-from .mdt_writer import CommitContext, MetadataTable, PartitionKeeper, key_to_file_group_index
+from morlog.writers.mdt.keeper import CommitContext, PartitionKeeper, key_to_file_group_index
 
 #: ``HoodieTableMetadataUtil.PARTITION_NAME_SECONDARY_INDEX_PREFIX``
 PARTITION_PREFIX = "secondary_index_"
@@ -69,6 +68,9 @@ ESCAPE = "\\"
 NULL_CHAR = "\x00"
 #: ``HoodieIndexVersion`` of a definition without ``version`` (table version 8)
 DEFAULT_VERSION = {8: 1, 9: 2}
+
+if TYPE_CHECKING:
+    from morlog.writers.mdt.writer import MetadataTable
 
 
 @dataclass(frozen=True)

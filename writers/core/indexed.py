@@ -1,5 +1,5 @@
 """Writing indexed data blocks into a file slice's logs (spec/index.md §6):
-``morlog.writers.indexed``.
+``morlog.writers.core.indexed``.
 
 :class:`IndexedLogWriter` appends Avro-carrier or Parquet-carrier data blocks whose trailer
 holds the per-block index and the slice's cumulative index. The cumulative part is a *full
@@ -67,9 +67,8 @@ from morlog.readers.index import block_index, find_tail_index, has_keyed_block
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.slice_index import checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
-
-from .logwriter import LogFileWriter, Mode, WriteResult
-from .store import WriteStore
+from morlog.writers.core.logwriter import LogFileWriter, Mode, WriteResult
+from morlog.writers.core.store import WriteStore
 
 DEFAULT_CHECKPOINT_EVERY = 8
 #: Hudi's default choice of columns (``getColumnsToIndex`` without a column list)
@@ -463,7 +462,7 @@ def _undone(scanned: list[tuple[str, LogBlock, BlockKeys | None, Any]]
     leaving them out cannot hide a live key (spec/index.md §6.8): the compaction's instant
     is targeted by no ROLLBACK command block of the slice, and either its data blocks carry
     morlog's index (a morlog log compaction, whose dead attempts are undone before any writer
-    writes, ``morlog.writers.logcompaction``) or it wrote no data block at all (its run
+    writes, ``morlog.writers.services.logcompaction``) or it wrote no data block at all (its run
     merged to deletes only: the replaced blocks hold no key live in the logs, whether it
     counts or not). So the cumulative index stays exact after log compactions. Rolled-back
     blocks stay (§6.7: the index keeps them as a superset)."""

@@ -224,7 +224,7 @@ class LocalStore(WriteStore):
         """``data`` written (and synced) to a temporary file of ``directory``, then
         ``publish(tmp)`` puts it under its name (False: it did not); the temporary name
         never stays."""
-        tmp = os.path.join(directory, f".morlog-tmp-{uuid.uuid4().hex}")
+        tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:
@@ -545,3 +545,36 @@ def store_at(location: TableLocation, *, single_writer: bool = False,
 
 __all__ = ["ArrowStore", "ConcurrentWriterError", "LocalStore", "S3Store", "WriteStore",
            "WriterLock", "precondition_failed", "store_at", "store_for"]
+
+
+#: the name prefix of a file a local store writes before publishing it under its name
+TEMP_PREFIX = ".morlog-tmp-"
+#: a temp file younger than this may belong to a writer that is publishing it right now
+DEFAULT_MIN_TEMP_AGE_SECONDS = 60.0
+
+
+def sweep_orphan_temps(store: WriteStore, directories: list[str], *,
+                       min_age_seconds: float = DEFAULT_MIN_TEMP_AGE_SECONDS,
+                       now: float | None = None) -> list[str]:
+    """Delete the ``.morlog-tmp-*`` files older than ``min_age_seconds`` directly in each
+    of ``directories`` (local stores only: other stores publish without temporary files);
+    the paths deleted. The caller holds the table's writer lock."""
+    if not isinstance(store, LocalStore):
+        return []
+    now = time.time() if now is None else now
+    out = []
+    for d in directories:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(TEMP_PREFIX):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+                if now - st.st_mtime >= min_age_seconds and store.delete(e.path):
+                    out.append(e.path)
+            except OSError:
+                continue
+    return out

@@ -1,7 +1,7 @@
 """The metadata table's ``column_stats``, ``partition_stats`` and ``bloom_filters`` partitions,
 kept true by every morlog commit (spec/mdt.md §8-§11).
 
-Keepers (:class:`~morlog.writers.mdt_writer.PartitionKeeper`) registered in
+Keepers (:class:`~morlog.writers.mdt.keeper.PartitionKeeper`) registered in
 ``mdt_writer.KEEPERS``; their records go into the same MDT delta commit as ``files``:
 
 - :class:`ColumnStatsKeeper` (``HoodieTableMetadataUtil.convertMetadataToColumnStatsRecords``):
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,8 +41,7 @@ from morlog.readers import column_stats as cs
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.properties import read_properties
 from morlog.readers.table import Table
-
-from .mdt_writer import CommitContext, MetadataTable, PartitionKeeper
+from morlog.writers.mdt.keeper import CommitContext, PartitionKeeper
 
 #: ``MetadataPartitionType`` partition paths
 COLUMN_STATS = "column_stats"
@@ -54,6 +53,9 @@ DEFAULT_BLOOM_TYPE = "DYNAMIC_V0"
 #: Parquet footer keys of a base file's bloom filter (``HoodieAvroWriteSupport``)
 _BLOOM_FOOTER_KEYS = (b"org.apache.hudi.bloomfilter", b"com.uber.hoodie.bloomfilter")
 _DATA_BLOCKS = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA)
+
+if TYPE_CHECKING:
+    from morlog.writers.mdt.writer import MetadataTable
 
 
 class _Commit:

@@ -2,7 +2,7 @@
 ``delete_partition``.
 
 Each is one *replace commit* (action ``replacecommit``) through the commit protocol of
-``morlog.writers.commit``, as Hudi writes it (``SparkInsertOverwriteCommitActionExecutor``,
+``morlog.writers.core.commit``, as Hudi writes it (``SparkInsertOverwriteCommitActionExecutor``,
 ``SparkInsertOverwriteTableCommitActionExecutor``, ``SparkDeletePartitionCommitActionExecutor``
 in hudi-spark-client, org/apache/hudi/table/action/commit/):
 
@@ -45,11 +45,11 @@ from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.errors import UsageError
 from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.readers.table import FileSlice, Table
-
-from .commit import RecordChanges
+from morlog.writers.core.commit import CommitResult, RecordChanges
+from morlog.writers.core.tagging import global_tags
 
 if TYPE_CHECKING:
-    from .client import CommitResult, MorTable
+    from morlog.writers.client import MorTable
 
 #: Hudi's operation names (``WriteOperationType``, lower case as the data source takes them)
 INSERT_OVERWRITE = "insert_overwrite"
@@ -96,7 +96,6 @@ def _as_table(batch: pa.Table | pa.RecordBatch) -> pa.Table:
 
 def _replace(table: MorTable, batch: pa.Table | None, operation: str,
              partitions: list[str] | None) -> CommitResult:
-    from .client import CommitResult
 
     t0 = time.perf_counter()
     data = None if batch is None else table.validate(batch, "insert")
@@ -168,7 +167,6 @@ def _refuse_keys_elsewhere(table: MorTable, view: Table, keys: pa.Array, parts: 
     :class:`UsageError` when a record of an ``insert_overwrite`` batch has a key that lives
     in a partition the commit does not replace (it would live twice; spec/rli.md §4a).
     Checked before anything is written."""
-    from .record_index import global_tags
 
     found = global_tags(view, keys, parts)
     if found is None or not found.moved.any():

@@ -35,7 +35,7 @@ table service client runs them:
 A failure while executing deletes what the attempt wrote (its new log files, its
 metadata-table commit) and leaves the plan requested: the next :func:`run_log_compaction`
 (``morlog logcompact``) executes it again. A process that died leaves the instant inflight;
-the next writer or service undoes it the same way (``morlog.writers.commit.rollback_pending``,
+the next writer or service undoes it the same way (``morlog.writers.core.commit.rollback_pending``,
 for plans morlog scheduled). A log compaction refuses to run once a compaction (or commit)
 instant later than its own is on the timeline (Hudi's ``logCompact``); :func:`log_compact`
 then drops that plan, which can never run.
@@ -48,7 +48,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -64,13 +64,10 @@ from morlog.logformat.delete_content import (
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.timeline_meta import (
-    COMPACTION_PLAN_SCHEMA,
-    COMPACTION_PLAN_SCHEMA_014,
     compaction_commit_metadata,
     compaction_metrics,
     compaction_operation,
     compaction_plan,
-    decode_avro_as,
     write_stat,
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
@@ -78,27 +75,29 @@ from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.merge import EVENT_TIME, MergeSpec, conform, merge_slice
 from morlog.readers.parallel import run_all
 from morlog.readers.slice_blocks import effective_blocks
-from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table
-
-from .client import MorTable
-from .commit import (
+from morlog.writers.core.commit import RecordChanges
+from morlog.writers.core.indexed import IndexedLogWriter, load_slice_state
+from morlog.writers.core.timeline import (
     WRITE_TOKEN,
-    RecordChanges,
     TimelineWriter,
     ensure_partition,
-    instant_files,
     latest_time,
     new_instant,
     timeline_utc,
 )
-from .indexed import IndexedLogWriter, load_slice_state
-from .logwriter import discard_uncommitted
-from .metadata import metadata_hooks
-from .services import PlanOperation, option_flag, option_int, service_lock
-from .store import WriteStore
+from morlog.writers.core.undo import (
+    LOG_COMPACTION,
+    MORLOG_PLAN_KEY,
+    PlanOperation,
+    read_plan,
+    undo_attempt,
+    undo_slice,
+)
+from morlog.writers.services.base import option_flag, option_int, service_lock
 
-LOG_COMPACTION = "logcompaction"
+if TYPE_CHECKING:
+    from morlog.writers.client import MorTable
 
 #: Hudi's settings (``HoodieCompactionConfig``, ``HoodieStorageConfig``) and morlog's own
 BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
@@ -113,9 +112,6 @@ BLOCK_FORMATS = ("parquet", "avro")
 SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES, BLOCK_FORMAT)
 #: Hudi's default data block size, 256 MiB (``LOGFILE_DATA_BLOCK_SIZE_MAX_BYTES``)
 DEFAULT_DATA_BLOCK_MAX = 256 * 1024 * 1024
-#: extra metadata entry of the plans morlog schedules (the next writer may undo their dead
-#: attempts; another engine's pending plans are never touched)
-MORLOG_PLAN_KEY = "morlog.writer"
 
 
 @dataclass(frozen=True)
@@ -305,19 +301,6 @@ def pending_log_compactions(table: Table) -> list[str]:
                   if i.action == LOG_COMPACTION)
 
 
-def read_plan(store: WriteStore, location: TableLocation, table: Table, instant: str
-              ) -> dict[str, Any]:
-    writer = TimelineWriter(store, location, layout=table.timeline.layout)
-    path = writer.path(instant, "requested", LOG_COMPACTION)
-    if not store.exists(path):
-        raise UsageError("no log compaction plan of this instant", path=path)
-    schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
-    plan = decode_avro_as(store.read(path), schema, path)
-    if not isinstance(plan.get("operations"), list):
-        raise UsageError("the log compaction plan has no operations", path=path)
-    return plan
-
-
 def refusal(table: Table, instant: str) -> str | None:
     """Why the log compaction ``instant`` may not run (None: it may): a compaction or commit
     instant later than it is on the timeline (``BaseHoodieTableServiceClient.logCompact``:
@@ -339,7 +322,7 @@ ProgressFn = Callable[[int, int], None]
 #: where the planned slices of log compaction ``instant`` are merged: (the table, the
 #: instant, the plan's operations as stored) -> one :class:`SliceOutcome` per operation, in
 #: order (default: threads of this process; Spark: ``morlog.writers.spark.log_compact``)
-LogOperationRunner = Callable[[MorTable, str, list[dict[str, Any]]], list["SliceOutcome"]]
+LogOperationRunner = Callable[["MorTable", str, list[dict[str, Any]]], list["SliceOutcome"]]
 
 
 def run_log_compaction(mt: MorTable, instant: str, *,
@@ -360,7 +343,7 @@ def run_log_compaction(mt: MorTable, instant: str, *,
         utc = timeline_utc(table.config.props)
         writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
                                 fsync=mt.config.fsync, utc=utc)
-        hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan, fsync=mt.config.fsync)
+        hooks = mt.commit_hooks()
         ops = [PlanOperation.of(op, table) for op in plan["operations"]]
         if inst.state == INFLIGHT:  # a dead attempt's leftovers
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
@@ -709,57 +692,6 @@ def _max_of(cols: dict[str, Any], seq: np.ndarray, width: int) -> np.ndarray:
 # --- undoing an attempt ------------------------------------------------------------------------
 
 
-def undo_attempt(store: WriteStore, location: TableLocation, table: Table,
-                 writer: TimelineWriter, hooks: Any, instant: str,
-                 ops: Sequence[PlanOperation]) -> None:
-    """Remove what an attempt at log compaction ``instant`` wrote: its log files in the
-    planned file groups (version 8+: those named after ``instant``; version 6: the slice's
-    log files holding only its blocks), its metadata-table commit; the instant goes back to
-    requested."""
-    if hooks is not None and hasattr(hooks, "mdt"):
-        hooks.mdt.roll_back(instant, None)
-    for op in ops:
-        undo_slice(store, location, table, instant, op)
-    store.delete(writer.path(instant, "inflight", LOG_COMPACTION))
-
-
-def undo_slice(store: WriteStore, location: TableLocation, table: Table, instant: str,
-               op: PlanOperation) -> None:
-    """Remove the log files an attempt at log compaction ``instant`` wrote in the file group
-    of ``op``: version 8+ those named after ``instant``, version 6 the slice's log files
-    holding only its blocks (the output always starts a new log file, §3.5)."""
-    d = location.partition_path(op.partition)
-    if table.version >= 8:
-        for n in instant_files(store, d, instant, op.file_id):
-            if LogFileName.matches(n):
-                store.delete(store.join(d, n))
-    else:
-        discard_uncommitted(d, op.file_id, op.base_instant, instant, store)
-
-
-def undo_dead_log_compactions(store: WriteStore, location: TableLocation, table: Table,
-                              writer: TimelineWriter, hooks: Any) -> list[str]:
-    """Called by every writer holding the table's lock (``rollback_pending``): the log
-    compactions that morlog scheduled and a dead process left inflight go back to
-    requested, what they wrote removed (their new blocks would otherwise stand in the
-    slice's logs with an index that no longer covers the blocks they were to replace).
-    Another engine's pending log compactions are left alone. Their instants."""
-    out = []
-    for inst in table.timeline.pending():
-        if inst.action != LOG_COMPACTION or inst.state != INFLIGHT:
-            continue
-        try:
-            plan = read_plan(store, location, table, inst.requested)
-        except MorlogError:
-            continue
-        if (plan.get("extraMetadata") or {}).get(MORLOG_PLAN_KEY) != "1":
-            continue
-        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
-        undo_attempt(store, location, table, writer, hooks, inst.requested, ops)
-        out.append(inst.requested)
-    return out
-
-
 def discard_log_compaction(mt: MorTable, instant: str) -> None:
     """Drop a pending log compaction that may never run (:func:`refusal`): what an attempt
     wrote is removed, then its plan (Hudi deletes a log compaction's instant files when it
@@ -774,8 +706,7 @@ def discard_log_compaction(mt: MorTable, instant: str) -> None:
         if inst.state == INFLIGHT:
             plan = read_plan(mt.store, mt.location, table, instant)
             ops = [PlanOperation.of(op, table) for op in plan["operations"]]
-            hooks = metadata_hooks(mt.store, mt.location, mt.metadata_plan,
-                                   fsync=mt.config.fsync)
+            hooks = mt.commit_hooks()
             undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
         mt.store.delete(writer.path(instant, "requested", LOG_COMPACTION))
 
@@ -847,9 +778,10 @@ def inline_log_compaction(mt: MorTable) -> LogCompactReport | None:
     return log_compact(mt)
 
 
-__all__ = ["LOG_COMPACTION", "LogCompactReport", "LogCompactionResult",
-           "LogCompactionSettings", "LogOperationRunner", "MergedLogs", "SliceOutcome",
-           "choose_run", "discard_log_compaction", "inline_log_compaction", "log_compact",
-           "log_compact_operation", "merge_log_records", "pending_log_compactions",
-           "plan_log_compaction", "refusal", "run_log_compaction", "schedule_log_compaction",
-           "undo_attempt", "undo_dead_log_compactions", "undo_slice"]
+__all__ = ["BLOCKS_THRESHOLD", "BLOCK_FORMAT", "BLOCK_FORMATS", "DATA_BLOCK_MAX_SIZE",
+           "DEFAULT_DATA_BLOCK_MAX", "INLINE", "LogCompactReport", "LogCompactionResult",
+           "LogCompactionSettings", "LogOperationRunner", "MAX_BLOCK_BYTES", "MergedLogs",
+           "ProgressFn", "SETTINGS", "SliceOutcome", "choose_run", "discard_log_compaction",
+           "inline_log_compaction", "log_compact", "log_compact_operation", "merge_log_records",
+           "pending_log_compactions", "plan_log_compaction", "refusal", "run_log_compaction",
+           "schedule_log_compaction", "settings_of"]

@@ -10,7 +10,7 @@ upsert (``morlog.writers.spark.upsert``); both write a commit the same way::
         c.complete(stats, summary) # <instant>.deltacommit with commit metadata
 
 1. Entering takes the table's writer lock (``.hoodie/morlog.lock``, see
-   ``morlog.writers.store``): a second concurrent writer gets ``ConcurrentWriterError``.
+   ``morlog.writers.core.store``): a second concurrent writer gets ``ConcurrentWriterError``.
 2. It rolls back the delta commits a dead writer left pending (:func:`rollback_pending`): a
    ROLLBACK command block in every log the failed instant wrote to, its new base files
    deleted, a completed rollback instant, its timeline files removed.
@@ -36,11 +36,11 @@ the directories the commit lists anyway (see ``morlog.writers.repair``).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,256 +49,40 @@ import pyarrow.compute as pc
 
 from morlog.logformat.blocks import rollback_block
 from morlog.logformat.errors import HeartbeatWarning, MorlogError, UsageError, WriteError
-from morlog.logformat.naming import (
-    COMPLETED,
-    INFLIGHT,
-    REQUESTED,
-    BaseFileName,
-    LogFileName,
-    TimelineFileName,
-)
-from morlog.logformat.partition_path import UnsafePathError, check_relative_partition_path
-from morlog.logformat.table_files import (
-    PARTITION_METADATA_FILE,
-    format_partition_metadata,
-    partition_depth,
-)
+from morlog.logformat.partition_path import UnsafePathError
 from morlog.logformat.timeline_meta import (
-    CLEAN_METADATA_SCHEMA,
-    CLEAN_METADATA_SCHEMA_014,
-    CLEANER_PLAN_SCHEMA,
-    CLEANER_PLAN_SCHEMA_014,
-    COMPACTION_PLAN_SCHEMA,
-    COMPACTION_PLAN_SCHEMA_014,
-    ROLLBACK_METADATA_SCHEMA,
-    ROLLBACK_PLAN_SCHEMA,
-    decode_avro,
-    encode_avro,
-    encode_commit_metadata,
     write_stat,
 )
 from morlog.readers.base_keys import base_keys_dir
-from morlog.readers.containment import check_file_name, resolve_under
+from morlog.readers.containment import check_file_name
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
-
-from .logwriter import LogFileWriter, Mode
-from .repair import sweep_orphan_temps
-from .store import ConcurrentWriterError, LocalStore, WriterLock, WriteStore, write_errors
-
-#: the write token of every file morlog writes (``taskPartitionId-stageId-taskAttemptId``)
-WRITE_TOKEN = "0-1-1"
-#: extra metadata entry of a morlog writer's inflight instant
-MORLOG_WRITER_KEY = "morlog.writer"
-#: the timeline file of each state of an instant, by the names the protocol uses
-_STATES = {"requested": REQUESTED, "inflight": INFLIGHT, "completed": COMPLETED}
-
-
-#: the table property choosing the time zone of instant times (``HoodieTableConfig``
-#: TIMELINE_TIMEZONE: LOCAL, Hudi's default, or UTC; ``HoodieInstantTimeGenerator``)
-TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
-
-
-def timeline_utc(props: Mapping[str, str]) -> bool:
-    """Whether the table's instants are UTC times (else the local time zone, Hudi's
-    default)."""
-    return (props.get(TIMELINE_TIMEZONE) or "LOCAL").strip().upper() == "UTC"
-
-
-def latest_time(table: Table) -> str | None:
-    """The latest time on the table's timeline, completion times (layout 2) included: a new
-    instant comes after it, as Hudi's time generator hands out requested and completion
-    times from one monotonic clock."""
-    times = [t for i in table.timeline.instants for t in (i.requested, i.completed) if t]
-    return max(times) if times else None
-
-
-def new_instant(after: str | None = None, *, utc: bool = False) -> str:
-    """A fresh instant (yyyyMMddHHmmssSSS) in local time, or UTC with ``utc`` (the table's
-    ``hoodie.table.timeline.timezone``, as Hudi's instant generator), later than
-    ``after``."""
-    now = _dt.datetime.now(_dt.UTC) if utc else _dt.datetime.now()
-    inst = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
-    if after is not None and inst <= after:
-        inst = str(int(after) + 1).zfill(17)
-    return inst
-
-
-def base_file_name(file_id: str, instant: str, ext: str = "parquet") -> str:
-    """The name of the base file a commit ``instant`` writes for file group ``file_id``
-    (``ext``: the table's base-file extension, ``morlog.readers.base_files``)."""
-    return str(BaseFileName(file_id, WRITE_TOKEN, instant, ext))
-
-
-class TimelineWriter:
-    """Writes a table's timeline files in the table's layout, each published whole.
-
-    Layout 1 (table version 6): ``.hoodie/<instant>.<action>[.<state>]``, commit metadata as
-    JSON. Layout 2 (table versions 8 and 9): ``.hoodie/timeline/``, a completed instant named
-    ``<requested>_<completed>.<action>`` and its commit metadata as Avro. Rollback plans and
-    rollback metadata are Avro in both (``morlog.logformat.timeline_meta``)."""
-
-    def __init__(self, store: WriteStore, location: TableLocation, *, layout: int = 1,
-                 fsync: bool = True, utc: bool = False) -> None:
-        self.store = store
-        self.location = location
-        self.layout = layout
-        self.fsync = fsync
-        #: instants (completion times, rollbacks) in UTC, else local time (the table's zone)
-        self.utc = utc
-        self.directory = (store.join(location.path, ".hoodie", "timeline") if layout == 2
-                          else store.join(location.path, ".hoodie"))
-
-    def path(self, instant: str, state: str, action: str = "deltacommit",
-             completed: str | None = None) -> str:
-        """The file of ``instant`` in ``state`` (requested, inflight, completed; a completed
-        instant of layout 2 needs its completion time)."""
-        name = TimelineFileName(instant, action, _STATES[state],
-                                completed if self.layout == 2 else None, self.layout)
-        return self.store.join(self.directory, str(name))
-
-    def encode(self, state: str, meta: dict[str, Any], action: str) -> bytes:
-        """The bytes of a timeline file: empty for an empty ``meta`` of a pending state,
-        rollback plans and metadata as Avro, commit metadata in the layout's encoding."""
-        if action == "rollback":
-            if state == "requested":
-                return encode_avro(ROLLBACK_PLAN_SCHEMA, meta)
-            if state == "completed":
-                return encode_avro(ROLLBACK_METADATA_SCHEMA, meta)
-            return b""
-        if action in ("compaction", "logcompaction"):
-            # the plan (Avro in both layouts; Hudi 0.14's record in layout 1), an empty
-            # inflight (spec/services.md §1); the completed instant is a commit/deltacommit
-            if state != "requested":
-                return b""
-            return encode_avro(COMPACTION_PLAN_SCHEMA_014 if self.layout == 1
-                               else COMPACTION_PLAN_SCHEMA, meta)
-        if action == "clean":
-            # the plan in requested and (Hudi 0.14/1.0's way) inflight, the clean metadata
-            # when completed (spec/services.md §1)
-            if state == "completed":
-                return encode_avro(CLEAN_METADATA_SCHEMA_014 if self.layout == 1
-                                   else CLEAN_METADATA_SCHEMA, meta)
-            return encode_avro(CLEANER_PLAN_SCHEMA_014 if self.layout == 1
-                               else CLEANER_PLAN_SCHEMA, meta)
-        if not meta and state != "completed":
-            return b""
-        return encode_commit_metadata(meta, self.layout)
-
-    def write(self, instant: str, state: str, meta: dict[str, Any] | None,
-              action: str = "deltacommit") -> str:
-        """Publish one timeline file with ``meta`` (None: an empty file); the name must be
-        free. Returns the completion time (layout 2 completed instants; else ``instant``)."""
-        done = (new_instant(instant, utc=self.utc) if state == "completed" and self.layout == 2
-                else instant)
-        final = self.path(instant, state, action, done)
-        data = b"" if meta is None else self.encode(state, meta, action)
-        if not self.store.create(final, data, sync=self.fsync):
-            raise UsageError("timeline file exists already", path=final)
-        return done
-
-    def inflight_meta(self, instant: str, action: str = "deltacommit") -> dict[str, Any]:
-        """The inflight commit metadata of a pending instant ({} when absent or unreadable);
-        unchecked: see :func:`safe_group`."""
-        inflight = self.path(instant, "inflight", action)
-        if not self.store.exists(inflight):
-            return {}
-        data = self.store.read(inflight)
-        meta: Any
-        try:
-            if data[:4] == b"Obj\x01":
-                meta = decode_avro(data, inflight)
-            else:
-                text = data.decode("utf-8", errors="replace")
-                meta = json.loads(text) if text.strip() else {}
-        except (MorlogError, ValueError, RecursionError):
-            return {}
-        return meta if isinstance(meta, dict) else {}
-
-    def inflight_groups(self, instant: str, action: str = "deltacommit") -> list[Any]:
-        """The file group entries (``{"partition", "fileId"}``) a pending commit said it
-        writes, from its inflight commit metadata ([] when unknown); unchecked: see
-        :func:`safe_group`."""
-        meta = self.inflight_meta(instant, action)
-        out: list[Any] = []
-        legacy = meta.get("morlogFileGroups")  # written by morlog before table versions 8+
-        if isinstance(legacy, list):
-            out += legacy
-        stats = meta.get("partitionToWriteStats")
-        if isinstance(stats, dict):
-            for part, entries in stats.items():
-                for e in entries if isinstance(entries, list) else [entries]:
-                    fid = e.get("fileId") if isinstance(e, dict) else e
-                    if fid != "":  # Hudi's workload profile lists inserts with no file id
-                        out.append({"partition": part, "fileId": fid})
-        return out
-
-    def is_morlogs(self, instant: str, action: str = "deltacommit") -> bool:
-        """Whether a pending instant is a morlog writer's: its inflight metadata says so,
-        or (a writer that died before writing its inflight) its heartbeat file holds
-        :data:`MORLOG_HEARTBEAT` (spec/table.md §9.1)."""
-        meta = self.inflight_meta(instant, action)
-        extra = meta.get("extraMetadata")
-        if "morlogFileGroups" in meta or (isinstance(extra, dict)
-                                          and MORLOG_WRITER_KEY in extra):
-            return True
-        return is_morlog_heartbeat(self.store, self.location, instant)
-
-    def remove_pending(self, instant: str, action: str = "deltacommit") -> None:
-        for state in ("requested", "inflight"):
-            self.store.delete(self.path(instant, state, action))
-
-
-def ensure_partition(store: WriteStore, location: TableLocation, partition: str, *,
-                     fsync: bool = True) -> str:
-    """The partition's directory, made (with Hudi's partition metadata) if missing."""
-    d = location.partition_path(partition)
-    meta = store.join(d, PARTITION_METADATA_FILE)
-    if partition and not store.exists(meta):
-        store.makedirs(d)
-        # a concurrent task may have written it: either copy is right
-        store.create(meta, format_partition_metadata(int(time.time()),
-                                                     partition_depth(partition)).encode(),
-                     sync=fsync)
-    return d
-
-
-def has_logs(store: WriteStore, directory: str, fid: str) -> bool:
-    return any(LogFileName.matches(n) and LogFileName.parse(n).file_id == fid
-               for n in store.listdir(directory))
-
-
-def safe_group(location: TableLocation, entry: Any) -> tuple[str, str]:
-    """(partition, file id) of one ``morlogFileGroups`` entry of a pending instant;
-    :class:`UnsafePathError` (a ``UsageError``) unless it names a file group inside the
-    table (a safe relative partition path under the table root, a plain file id)."""
-    if not isinstance(entry, dict):
-        raise UnsafePathError("file group entry is not an object", actual=repr(entry)[:200])
-    partition, fid = entry.get("partition"), entry.get("fileId")
-    if not isinstance(partition, str) or not isinstance(fid, str):
-        raise UnsafePathError("partition or fileId is not a string", actual=repr(entry)[:200])
-    if partition:
-        check_relative_partition_path(partition)
-        resolve_under(location.path, partition)
-    check_file_name(fid)
-    return partition, fid
-
-
-def instant_files(store: WriteStore, directory: str, instant: str,
-                  file_id: str | None = None) -> list[str]:
-    """Names of the data files in ``directory`` that ``instant`` created: base files of any
-    format and log files named after it (of group ``file_id`` when given)."""
-    out = []
-    for name in store.listdir(directory):
-        if BaseFileName.matches(name):
-            b = BaseFileName.parse(name)
-            if b.instant == instant and file_id in (None, b.file_id):
-                out.append(name)
-        elif LogFileName.matches(name):
-            ln = LogFileName.parse(name)
-            if ln.instant == instant and file_id in (None, ln.file_id):
-                out.append(name)
-    return out
+from morlog.writers.core.logwriter import LogFileWriter, Mode
+from morlog.writers.core.properties import restore_properties
+from morlog.writers.core.store import (
+    LocalStore,
+    WriterLock,
+    WriteStore,
+    sweep_orphan_temps,
+    write_errors,
+)
+from morlog.writers.core.timeline import (
+    HEARTBEAT_DIR,
+    MORLOG_HEARTBEAT,
+    MORLOG_WRITER_KEY,
+    WRITE_TOKEN,
+    TimelineWriter,
+    check_heartbeat,
+    ensure_partition,
+    has_logs,
+    heartbeat_path,
+    instant_files,
+    latest_time,
+    new_instant,
+    safe_group,
+    timeline_utc,
+)
+from morlog.writers.core.undo import undo_dead_log_compactions
 
 
 def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
@@ -324,9 +108,7 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
                              hooks, inst.action)
         done.append(inst.requested)
     # log compactions morlog scheduled and a dead process left inflight: back to requested
-    # (their new blocks are gone; ``morlog.writers.logcompaction``)
-    from .logcompaction import undo_dead_log_compactions
-
+    # (their new blocks are gone; ``morlog.writers.services.logcompaction``)
     done += undo_dead_log_compactions(store, location, table, timeline, hooks)
     for inst in table.timeline.pending():
         if inst.action == "rollback":
@@ -341,50 +123,6 @@ def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
                               "entries of their metadata that leave the table: "
                               + "; ".join(skipped), path=location.uri)
     return done
-
-
-#: Hudi's heartbeat of a writer's instant (``HoodieHeartbeatClient``): a file
-#: ``.hoodie/.heartbeat/<instant>`` whose modification time the writer refreshes every
-#: ``hoodie.client.heartbeat.interval_in_ms`` (default 60000); the instant counts as failed
-#: once ``hoodie.client.heartbeat.tolerable.misses`` (default 2) intervals passed without one
-HEARTBEAT_DIR = ".heartbeat"
-HEARTBEAT_INTERVAL_MS = 60_000
-HEARTBEAT_TOLERABLE_MISSES = 2
-
-
-#: the body of a morlog writer's heartbeat file. Hudi reads only a heartbeat's modification
-#: time (``HoodieHeartbeatUtils.getLastHeartbeatTime``) and writes it empty, so the body
-#: marks an instant as written under morlog's writer lock from the moment its heartbeat
-#: exists, before its inflight metadata says so
-MORLOG_HEARTBEAT = b"morlog.writer\n"
-
-
-def heartbeat_path(store: WriteStore, location: TableLocation, instant: str) -> str:
-    return store.join(location.path, ".hoodie", HEARTBEAT_DIR, instant)
-
-
-def is_morlog_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> bool:
-    """Whether ``instant``'s heartbeat file is a morlog writer's (:data:`MORLOG_HEARTBEAT`)."""
-    try:
-        return store.read(heartbeat_path(store, location, instant)) == MORLOG_HEARTBEAT
-    except (FileNotFoundError, MorlogError, OSError):
-        return False
-
-
-def check_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> None:
-    """:class:`ConcurrentWriterError` when pending ``instant`` has a heartbeat fresher than
-    Hudi's expiry (its writer is alive); a missing or expired heartbeat means a dead writer,
-    whose instant Hudi's next writer rolls back too."""
-    path = heartbeat_path(store, location, instant)
-    mtime = store.mtime(path)
-    if mtime is None:
-        return
-    expiry = HEARTBEAT_INTERVAL_MS * (HEARTBEAT_TOLERABLE_MISSES + 1) / 1000.0
-    if time.time() - mtime < expiry:
-        raise ConcurrentWriterError(
-            f"instant {instant} is pending with a live heartbeat (another writer is writing "
-            f"the table; it counts as failed {expiry:.0f} s after its last heartbeat)",
-            path=location.uri)
 
 
 class RollbackHooks:
@@ -504,7 +242,7 @@ class Commit:
 
     ``schema``: the table's Avro schema (commit metadata carries it, as Hudi's does).
     ``action``: ``deltacommit``, or ``replacecommit`` for the replace operations
-    (``morlog.writers.overwrite``; its requested file is empty, as Hudi accepts).
+    (``morlog.writers.services.overwrite``; its requested file is empty, as Hudi accepts).
     """
 
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
@@ -540,8 +278,6 @@ class Commit:
     def __enter__(self) -> Commit:
         lock = self.store.lock(self.location.path)
         try:
-            from .metadata import restore_properties
-
             # a properties rewrite that died leaves the backup only: finish it (spec §1.1)
             restore_properties(self.store, self.location.path, fsync=self.fsync)
             first = Table(self.location)
@@ -833,8 +569,35 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-__all__ = ["HEARTBEAT_DIR", "MORLOG_HEARTBEAT", "TIMELINE_TIMEZONE", "WRITE_TOKEN", "Commit",
-           "CommitHooks", "RecordChanges", "RollbackHooks", "TimelineWriter", "base_file_name",
-           "check_heartbeat", "ensure_partition", "instant_files", "is_morlog_heartbeat",
-           "new_instant",
+__all__ = ["Commit", "CommitHooks", "CommitResult", "HookChain", "RecordChanges", "RollbackHooks",
+           "TimelineWriter", "ensure_partition", "instant_files", "new_instant",
            "rollback_instant", "rollback_pending", "safe_group", "timeline_utc"]
+
+
+@dataclass
+class CommitResult:
+    instant: str
+    operation: str
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    #: (partition, file id) -> records written
+    groups_touched: dict[tuple[str, str], int] = field(default_factory=dict)
+    new_groups: list[tuple[str, str]] = field(default_factory=list)
+    inserts_routed_to_existing: int = 0
+    files_created: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: replace operations: partition -> file ids the commit replaced
+    replaced: dict[str, list[str]] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, str]:
+        """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
+        (Hudi keeps such string entries; Spark jobs read them back from the timeline)."""
+        return {"morlog.inserts": str(self.inserts), "morlog.updates": str(self.updates),
+                "morlog.deletes": str(self.deletes),
+                "morlog.inserts.routed": str(self.inserts_routed_to_existing),
+                "morlog.groups.touched": str(len(self.groups_touched)),
+                "morlog.groups.new": str(len(self.new_groups)),
+                "morlog.files.created": str(len(self.files_created)),
+                "morlog.seconds": f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}

@@ -11,8 +11,8 @@ lists true in the same instant, or does what Hudi's own writer does when the met
 
 morlog keeps the ``files``, ``record_index``, ``column_stats``, ``partition_stats``,
 ``bloom_filters`` and every ``secondary_index_<name>`` partition true in every commit
-(``morlog.writers.mdt_writer``, ``morlog.writers.mdt_colstats``,
-``morlog.writers.mdt_secondary``; spec/mdt.md §6-§13) and drops any of them (and the
+(``morlog.writers.mdt.writer``, ``morlog.writers.mdt.colstats``,
+``morlog.writers.mdt.secondary``; spec/mdt.md §6-§13) and drops any of them (and the
 others, which it cannot keep) only when the writer opts in with Hudi's own switches (write
 options of
 ``WriteConfig.hoodie_options``):
@@ -36,30 +36,28 @@ double).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
-    PROPERTIES_BACKUP_FILE,
     PROPERTIES_FILE,
-    format_properties,
 )
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
-
-from .commit import CommitHooks, HookChain
-from .logwriter import Mode
-from .mdt_writer import (
-    FILES,
+from morlog.writers.core.commit import CommitHooks, HookChain
+from morlog.writers.core.logwriter import Mode
+from morlog.writers.core.properties import update_properties
+from morlog.writers.core.store import WriteStore
+from morlog.writers.mdt.keeper import FILES
+from morlog.writers.mdt.writer import (
     KEEPERS,
     METADATA_DIR,
     MetadataWriter,
     create_metadata_table,
     keeper_for,
 )
-from .store import WriteStore
 
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
@@ -184,22 +182,18 @@ def _check_keepable(table: Table, store: WriteStore, mdt_dir: str, partition: st
 
 
 def metadata_hooks(store: WriteStore, location: TableLocation, plan: MetadataPlan, *,
-                   fsync: bool = True, mode: Mode | None = None) -> CommitHooks | None:
-    """What keeps the kept MDT partitions true in a commit (None: nothing kept): the
-    :class:`~morlog.writers.mdt_writer.MetadataWriter` of ``files`` (and ``record_index``),
-    and morlog's record index when the table enables it
-    (:class:`~morlog.writers.record_index.RecordIndexWriter`).
-    ``mode``: how a table version 6 MDT log is written (default: append where the storage
-    can)."""
+                   fsync: bool = True, mode: Mode | None = None,
+                   also: Sequence[CommitHooks] = ()) -> CommitHooks | None:
+    """What keeps the kept MDT partitions true in a commit, chained with the hooks ``also``
+    (morlog's record index: the write client's ``MorTable.commit_hooks``); None: nothing to
+    keep. ``mode``: how a table version 6 MDT log is written (default: append where the
+    storage can)."""
     mode = mode or ("append" if store.can_append else "rollover")
     hooks: list[CommitHooks] = []
     if FILES in plan.keep:
         hooks.append(MetadataWriter(store, location, fsync=fsync, mode=mode,
                                     partitions=plan.keep))
-    if record_index_enabled(store, location):
-        from .record_index import RecordIndexWriter
-
-        hooks.append(RecordIndexWriter(store, location, fsync=fsync, mode=mode))
+    hooks.extend(also)
     if len(hooks) > 1:
         return HookChain(hooks)
     return hooks[0] if hooks else None
@@ -242,51 +236,6 @@ def apply_drops(store: WriteStore, location: TableLocation, table: Table,
     update_properties(store, location, props, fsync=fsync)
     for p in plan.drop:
         store.remove_tree(store.join(mdt, p))
-
-
-def update_properties(store: WriteStore, location: TableLocation, props: dict[str, str],
-                      *, fsync: bool = True) -> None:
-    """Replace ``hoodie.properties`` with ``props`` (the caller holds the writer lock) so
-    that a reader never finds the table without properties (spec/table.md §1.1):
-
-    - first, as Hudi's ``HoodieTableConfig.modify`` (``recoverIfNeeded``), a rewrite that
-      died is finished: a missing file is restored from ``hoodie.properties.backup``;
-    - where the store replaces a file atomically (local: a temporary file renamed over it;
-      S3: one ``PUT`` with ``If-Match``), the file is replaced and a backup left by
-      another writer is deleted;
-    - elsewhere Hudi's backup protocol: the backup written, the file deleted and written
-      again, the backup deleted (readers fall back to the backup in between)."""
-    hoodie = store.join(location.path, ".hoodie")
-    path = store.join(hoodie, PROPERTIES_FILE)
-    backup = store.join(hoodie, PROPERTIES_BACKUP_FILE)
-    restore_properties(store, location.path, fsync=fsync)
-    data = format_properties(props).encode("utf-8")
-    if store.can_replace:
-        store.replace(path, data, sync=fsync)
-        store.delete(backup)
-        return
-    store.delete(backup)
-    store.create(backup, store.read(path), sync=fsync)
-    store.delete(path)
-    store.create(path, data, sync=fsync)
-    store.delete(backup)
-
-
-def restore_properties(store: WriteStore, table_path: str, *, fsync: bool = True) -> bool:
-    """Finish a rewrite of ``hoodie.properties`` that died (Hudi's
-    ``ConfigUtils.recoverIfNeeded``): when the file is missing and its backup exists, the
-    file is created from the backup; True if it was. The backup stays until the next
-    rewrite (or ``repair``) deletes it, so a reader always finds one of the two."""
-    hoodie = store.join(table_path, ".hoodie")
-    path = store.join(hoodie, PROPERTIES_FILE)
-    backup = store.join(hoodie, PROPERTIES_BACKUP_FILE)
-    if store.exists(path):
-        return False
-    try:
-        data = store.read(backup)
-    except FileNotFoundError:
-        return False
-    return store.create(path, data, sync=fsync)
 
 
 # --- rebuilding a damaged metadata table -----------------------------------------------------
@@ -347,7 +296,7 @@ def rebuild_metadata_table(store: WriteStore, location: TableLocation, table: Ta
     return "rebuilt"
 
 
-__all__ = ["ENABLE", "KEPT", "METADATA_DIR", "METADATA_SWITCHES", "PARTITIONS_PROPERTY",
-           "MetadataPlan",
-           "apply_drops", "data_files", "listed_partitions", "live_data_files", "plan_metadata",
-           "rebuild_metadata_table", "restore_properties", "switch_of", "update_properties"]
+__all__ = ["ENABLE", "INFLIGHT_PROPERTY", "KEPT", "METADATA_DIR", "METADATA_SWITCHES",
+           "MetadataPlan", "PARTITIONS_PROPERTY", "apply_drops", "data_files", "file_id_prefix",
+           "listed_partitions", "live_data_files", "metadata_hooks", "plan_metadata",
+           "rebuild_metadata_table", "record_index_enabled", "switch_of"]
