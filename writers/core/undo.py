@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.errors import ContentError, MorlogError, UsageError
 from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.timeline_meta import (
     COMPACTION_PLAN_SCHEMA,
@@ -66,16 +66,25 @@ LOG_COMPACTION = "logcompaction"
 MORLOG_PLAN_KEY = "morlog.writer"
 
 
-def read_plan(store: WriteStore, location: TableLocation, table: Table, instant: str
-              ) -> dict[str, Any]:
+def read_plan(store: WriteStore, location: TableLocation, table: Table, instant: str,
+              action: str = LOG_COMPACTION) -> dict[str, Any]:
+    """The plan of the compaction or log compaction (``action``) requested at ``instant``
+    (both are ``HoodieCompactionPlan``); a :class:`ContentError` naming the plan file when it
+    does not decode (``morlog repair --apply`` removes a requested one)."""
+    what = "compaction" if action == "compaction" else "log compaction"
     writer = TimelineWriter(store, location, layout=table.timeline.layout)
-    path = writer.path(instant, "requested", LOG_COMPACTION)
+    path = writer.path(instant, "requested", action)
     if not store.exists(path):
-        raise UsageError("no log compaction plan of this instant", path=path)
+        raise UsageError(f"no {what} plan of this instant", path=path)
     schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
-    plan = decode_avro_as(store.read(path), schema, path)
+    try:
+        plan = decode_avro_as(store.read(path), schema, path)
+    except ContentError as exc:
+        raise ContentError(f"{exc.message}; a {what} whose plan does not decode cannot run "
+                           "('morlog repair --apply' removes it while it is requested)",
+                           path=path) from None
     if not isinstance(plan.get("operations"), list):
-        raise UsageError("the log compaction plan has no operations", path=path)
+        raise UsageError(f"the {what} plan has no operations", path=path)
     return plan
 
 

@@ -33,10 +33,9 @@ slice with the one before (``morlog.readers.table``).
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,24 +46,19 @@ from morlog.logformat.errors import (
     MorlogError,
     MorlogWarning,
     UsageError,
-    WriteError,
 )
-from morlog.logformat.naming import INFLIGHT, BaseFileName, LogFileName
+from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.timeline_meta import (
-    COMPACTION_PLAN_SCHEMA,
-    COMPACTION_PLAN_SCHEMA_014,
     compaction_commit_metadata,
     compaction_metrics,
     compaction_operation,
     compaction_plan,
-    decode_avro_as,
     write_stat,
 )
 from morlog.readers.base_files import table_base_format
 from morlog.readers.merge import conform, read_slice
-from morlog.readers.parallel import run_all
 from morlog.readers.table import FileSlice, Table
-from morlog.writers.core.commit import RecordChanges
+from morlog.writers.core.commit import CommitHooks
 from morlog.writers.core.timeline import (
     TimelineWriter,
     base_file_name,
@@ -73,7 +67,14 @@ from morlog.writers.core.timeline import (
     timeline_utc,
 )
 from morlog.writers.core.undo import PlanOperation
-from morlog.writers.services.base import option_flag, option_int, service_lock
+from morlog.writers.core.undo import read_plan as read_service_plan
+from morlog.writers.services.base import (
+    PlanRun,
+    option_flag,
+    option_int,
+    run_with_progress,
+    service_lock,
+)
 
 if TYPE_CHECKING:
     from morlog.writers.client import MorTable
@@ -300,23 +301,8 @@ def pending_compactions(table: Table) -> list[str]:
 
 
 def read_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
-    """The plan of compaction ``instant``; a :class:`ContentError` naming the plan file
-    when it does not decode (``morlog repair --apply`` removes a requested one)."""
-    writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout)
-    path = writer.path(instant, "requested", COMPACTION)
-    if not mt.store.exists(path):
-        raise UsageError("no compaction plan of this instant", path=path)
-    schema = COMPACTION_PLAN_SCHEMA_014 if table.timeline.layout == 1 else COMPACTION_PLAN_SCHEMA
-    try:
-        plan = decode_avro_as(mt.store.read(path), schema, path)
-    except ContentError as exc:
-        raise ContentError(f"{exc.message}; a compaction whose plan does not decode cannot "
-                           "run ('morlog repair --apply' removes it while it is requested)",
-                           path=path) from None
-    ops = plan.get("operations")
-    if not isinstance(ops, list):
-        raise UsageError("the compaction plan has no operations", path=path)
-    return plan
+    """The plan of compaction ``instant`` (:func:`morlog.writers.core.undo.read_plan`)."""
+    return read_service_plan(mt.store, mt.location, table, instant, COMPACTION)
 
 
 #: runs the planned operations of one compaction: (table, instant, operations as plan
@@ -325,72 +311,51 @@ OperationRunner = Callable[["MorTable", str, list[dict[str, Any]]],
                            list[tuple[dict[str, Any], str | None, int, dict[str, Any]]]]
 
 
+class _CompactionRun(PlanRun["CompactionResult"]):
+    action = COMPACTION
+    completed_action = "commit"
+    label = "compaction"
+    again = "the next 'morlog compact' cleans it up and runs it again"
+
+    def read_plan(self, table: Table) -> dict[str, Any]:
+        return read_plan(self.mt, table, self.instant)
+
+    def undo(self, table: Table, writer: TimelineWriter, hooks: CommitHooks | None,
+             ops: Sequence[PlanOperation]) -> None:
+        _undo_attempt(self.mt, writer, hooks, self.instant, ops)
+
+    def execute(self, table: Table, plan: Mapping[str, Any], ops: Sequence[PlanOperation],
+                progress: Callable[[int, int], None] | None, runner: OperationRunner | None
+                ) -> tuple[CompactionResult, dict[str, list[dict[str, Any]]]]:
+        mt, instant = self.mt, self.instant
+        if runner is None:
+            outcomes = run_with_progress(lambda op: _compact_one(mt, table, instant, op), ops,
+                                         mt.thread_count(), progress)
+        else:
+            outcomes = [(PlanOperation.of(op, table), name, rows, stat)
+                        for op, name, rows, stat in runner(mt, instant, list(plan["operations"]))]
+        result = CompactionResult(instant)
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for op, name, rows, stat in outcomes:
+            result.compacted.append((op.partition, op.file_id, name))
+            if name is not None:
+                stats.setdefault(op.partition, []).append(stat)
+                result.records_written += rows
+                result.bytes_written += int(stat["fileSizeInBytes"])
+        return result, stats
+
+    def completed_metadata(self, stats: Mapping[str, list[dict[str, Any]]], schema: str
+                           ) -> dict[str, Any]:
+        return compaction_commit_metadata(dict(stats), schema)
+
+
 def run_compaction(mt: MorTable, instant: str, *,
                    progress: Callable[[int, int], None] | None = None,
                    runner: OperationRunner | None = None) -> CompactionResult:
     """Execute the compaction planned at ``instant`` (see the module docstring).
     ``runner``: where the operations run (default: threads of this process; Spark:
     ``morlog.writers.spark.compact``, one task per file slice)."""
-    t0 = time.perf_counter()
-    with service_lock(mt) as table:
-        inst = table.timeline.get(instant)
-        if inst is None or inst.action != COMPACTION or inst.is_completed:
-            raise UsageError("no pending compaction at this instant", actual=instant,
-                             path=mt.uri)
-        plan = read_plan(mt, table, instant)
-        utc = timeline_utc(table.config.props)
-        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
-                                fsync=mt.config.fsync, utc=utc)
-        hooks = mt.commit_hooks()
-        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
-        if inst.state == INFLIGHT:
-            _undo_attempt(mt, writer, hooks, instant, ops)  # a dead attempt's leftovers
-        writer.write(instant, "inflight", None, COMPACTION)
-        result = CompactionResult(instant)
-        try:
-            if runner is None:
-                done = [0]
-
-                def run(op: PlanOperation) -> tuple[PlanOperation, str | None, int, dict[str, Any]]:
-                    out = _compact_one(mt, table, instant, op)
-                    done[0] += 1
-                    if progress is not None:
-                        progress(done[0], len(ops))
-                    return out
-
-                outcomes = run_all(run, ops, mt.thread_count())
-            else:
-                outcomes = [(PlanOperation.of(op, table), name, rows, stat)
-                            for op, name, rows, stat
-                            in runner(mt, instant, list(plan["operations"]))]
-            stats: dict[str, list[dict[str, Any]]] = {}
-            for op, name, rows, stat in outcomes:
-                result.compacted.append((op.partition, op.file_id, name))
-                if name is not None:
-                    stats.setdefault(op.partition, []).append(stat)
-                    result.records_written += rows
-                    result.bytes_written += int(stat["fileSizeInBytes"])
-            if hooks is not None:
-                written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
-                               for s in ss} for p, ss in stats.items()}
-                hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
-            schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
-            writer.write(instant, "completed", compaction_commit_metadata(stats, schema),
-                         "commit")
-        except Exception as exc:
-            try:
-                _undo_attempt(mt, writer, hooks, instant, ops)
-            except Exception as undo_exc:
-                raise WriteError(f"compaction {instant} failed ({exc}) and so did undoing "
-                                 f"its attempt ({undo_exc}): it stays inflight; the next "
-                                 "'morlog compact' cleans it up and runs it again",
-                                 path=mt.uri) from exc
-            if isinstance(exc, MorlogError):
-                raise
-            raise WriteError(f"compaction {instant} failed and was undone (its plan stays "
-                             f"requested): {type(exc).__name__}: {exc}", path=mt.uri) from exc
-    result.seconds = time.perf_counter() - t0
-    return result
+    return _CompactionRun(mt, instant).run(progress, runner)
 
 
 def compact_operation(mt: MorTable, instant: str, op: Mapping[str, Any], *,
@@ -442,7 +407,7 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
 
 
 def _undo_attempt(mt: MorTable, writer: TimelineWriter, hooks: Any, instant: str,
-                  ops: list[PlanOperation]) -> None:
+                  ops: Sequence[PlanOperation]) -> None:
     """Remove what an attempt at ``instant`` wrote: its base files in the planned groups, its
     metadata-table commit; the instant goes back to requested (Hudi's
     ``revertInstantFromInflightToRequested``)."""

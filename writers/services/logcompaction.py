@@ -44,8 +44,6 @@ then drops that plan, which can never run.
 from __future__ import annotations
 
 import dataclasses
-import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,7 +59,7 @@ from morlog.logformat.delete_content import (
     DeleteColumns,
     encode_delete_column_records,
 )
-from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.errors import UsageError, WriteError
 from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.timeline_meta import (
     compaction_commit_metadata,
@@ -73,10 +71,9 @@ from morlog.logformat.timeline_meta import (
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys, key_array
 from morlog.readers.logfile import LogBlock, LogFileReader
 from morlog.readers.merge import EVENT_TIME, MergeSpec, conform, merge_slice
-from morlog.readers.parallel import run_all
 from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.table import FileSlice, Table
-from morlog.writers.core.commit import RecordChanges
+from morlog.writers.core.commit import CommitHooks
 from morlog.writers.core.indexed import IndexedLogWriter, load_slice_state
 from morlog.writers.core.timeline import (
     WRITE_TOKEN,
@@ -94,7 +91,13 @@ from morlog.writers.core.undo import (
     undo_attempt,
     undo_slice,
 )
-from morlog.writers.services.base import option_flag, option_int, service_lock
+from morlog.writers.services.base import (
+    PlanRun,
+    option_flag,
+    option_int,
+    run_with_progress,
+    service_lock,
+)
 
 if TYPE_CHECKING:
     from morlog.writers.client import MorTable
@@ -325,78 +328,59 @@ ProgressFn = Callable[[int, int], None]
 LogOperationRunner = Callable[["MorTable", str, list[dict[str, Any]]], list["SliceOutcome"]]
 
 
+class _LogCompactionRun(PlanRun["LogCompactionResult"]):
+    action = LOG_COMPACTION
+    completed_action = "deltacommit"
+    label = "log compaction"
+    again = "the next writer or 'morlog logcompact' undoes it"
+
+    def read_plan(self, table: Table) -> dict[str, Any]:
+        return read_plan(self.mt.store, self.mt.location, table, self.instant)
+
+    def refusal(self, table: Table) -> str | None:
+        return refusal(table, self.instant)
+
+    def undo(self, table: Table, writer: TimelineWriter, hooks: CommitHooks | None,
+             ops: Sequence[PlanOperation]) -> None:
+        undo_attempt(self.mt.store, self.mt.location, table, writer, hooks, self.instant, ops)
+
+    def execute(self, table: Table, plan: Mapping[str, Any], ops: Sequence[PlanOperation],
+                progress: ProgressFn | None, runner: LogOperationRunner | None
+                ) -> tuple[LogCompactionResult, dict[str, list[dict[str, Any]]]]:
+        mt, instant = self.mt, self.instant
+        settings = settings_of(mt)
+        outcomes = (run_with_progress(lambda op: _log_compact_one(mt, table, instant, op,
+                                                                  settings),
+                                      ops, mt.thread_count(), progress)
+                    if runner is None else runner(mt, instant, list(plan["operations"])))
+        if len(outcomes) != len(ops):
+            raise WriteError(f"log compaction {instant}: {len(outcomes)} results for "
+                             f"{len(ops)} planned file slices", path=mt.uri)
+        result = LogCompactionResult(instant)
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for out in outcomes:
+            if not out.files:
+                continue
+            result.compacted.append((out.op.partition, out.op.file_id,
+                                     [n for n, _ in out.files], out.replaced))
+            stats.setdefault(out.op.partition, []).extend(out.stats)
+            result.records_written += out.records
+            result.deletes_written += out.deletes
+            result.blocks_written += out.blocks
+            result.bytes_written += sum(size for _, size in out.files)
+        return result, stats
+
+    def completed_metadata(self, stats: Mapping[str, list[dict[str, Any]]], schema: str
+                           ) -> dict[str, Any]:
+        return compaction_commit_metadata(dict(stats), schema, log_compaction=True)
+
+
 def run_log_compaction(mt: MorTable, instant: str, *,
                        progress: ProgressFn | None = None,
                        runner: LogOperationRunner | None = None) -> LogCompactionResult:
     """Execute the log compaction planned at ``instant`` (see the module docstring);
     ``runner``: where the planned slices are merged (:data:`LogOperationRunner`)."""
-    t0 = time.perf_counter()
-    with service_lock(mt) as table:
-        inst = table.timeline.get(instant)
-        if inst is None or inst.action != LOG_COMPACTION or inst.is_completed:
-            raise UsageError("no pending log compaction at this instant", actual=instant,
-                             path=mt.uri)
-        why = refusal(table, instant)
-        if why is not None:
-            raise UsageError(why, path=mt.uri)
-        plan = read_plan(mt.store, mt.location, table, instant)
-        utc = timeline_utc(table.config.props)
-        writer = TimelineWriter(mt.store, mt.location, layout=table.timeline.layout,
-                                fsync=mt.config.fsync, utc=utc)
-        hooks = mt.commit_hooks()
-        ops = [PlanOperation.of(op, table) for op in plan["operations"]]
-        if inst.state == INFLIGHT:  # a dead attempt's leftovers
-            undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
-        writer.write(instant, "inflight", None, LOG_COMPACTION)
-        result = LogCompactionResult(instant)
-        settings = settings_of(mt)
-        try:
-            done = [0]
-
-            def run(op: PlanOperation) -> SliceOutcome:
-                out = _log_compact_one(mt, table, instant, op, settings)
-                done[0] += 1
-                if progress is not None:
-                    progress(done[0], len(ops))
-                return out
-
-            outcomes = (run_all(run, ops, mt.thread_count()) if runner is None
-                        else runner(mt, instant, list(plan["operations"])))
-            if len(outcomes) != len(ops):
-                raise WriteError(f"log compaction {instant}: {len(outcomes)} results for "
-                                 f"{len(ops)} planned file slices", path=mt.uri)
-            stats: dict[str, list[dict[str, Any]]] = {}
-            for out in outcomes:
-                if not out.files:
-                    continue
-                result.compacted.append((out.op.partition, out.op.file_id,
-                                         [n for n, _ in out.files], out.replaced))
-                stats.setdefault(out.op.partition, []).extend(out.stats)
-                result.records_written += out.records
-                result.deletes_written += out.deletes
-                result.blocks_written += out.blocks
-                result.bytes_written += sum(size for _, size in out.files)
-            if hooks is not None:
-                written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
-                               for s in ss} for p, ss in stats.items()}
-                hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
-            schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
-            writer.write(instant, "completed", compaction_commit_metadata(
-                stats, schema, log_compaction=True), "deltacommit")
-        except Exception as exc:
-            try:
-                undo_attempt(mt.store, mt.location, table, writer, hooks, instant, ops)
-            except Exception as undo_exc:
-                raise WriteError(f"log compaction {instant} failed ({exc}) and so did undoing "
-                                 f"its attempt ({undo_exc}): it stays inflight; the next "
-                                 "writer or 'morlog logcompact' undoes it", path=mt.uri
-                                 ) from exc
-            if isinstance(exc, MorlogError):
-                raise
-            raise WriteError(f"log compaction {instant} failed and was undone (its plan stays "
-                             f"requested): {type(exc).__name__}: {exc}", path=mt.uri) from exc
-    result.seconds = time.perf_counter() - t0
-    return result
+    return _LogCompactionRun(mt, instant).run(progress, runner)
 
 
 @dataclass
