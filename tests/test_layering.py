@@ -378,7 +378,7 @@ LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("writers.core", ("morlog.writers", "morlog.writers.core")),
     ("writers.mdt", ("morlog.writers.mdt",)),
     ("writers.services", ("morlog.writers.services",)),
-    ("writers.client", ("morlog.writers.client", "morlog.writers.options",
+    ("writers.client", ("morlog.writers.client", "morlog.writers.options", "morlog.writers.create",
                         "morlog.writers.repair")),
     ("spark", ("morlog.spark", "morlog.writers.spark", "morlog.writers.pyspark_morlog",
                "morlog.readers.spark_source")),

@@ -43,24 +43,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.compat.base_footer import encode_base_footer
-from morlog.logformat.avroschema import (
-    arrow_to_avro_schema,
-)
 from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
-from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.logformat.errors import UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
-    DEFAULT_TABLE_VERSION,
     PAYLOAD_COMMIT_TIME,
     PAYLOAD_EVENT_TIME,
-    PROPERTIES_FILE,
-    format_properties,
-    new_table_properties,
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 from morlog.logformat.xxh64 import all_distinct
@@ -69,10 +62,9 @@ from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.parallel import run_all
-from morlog.readers.properties import has_properties
 from morlog.readers.record_index import index_location
 from morlog.readers.storage import TableLocation
-from morlog.readers.table import FileSlice, Table, TableConfig
+from morlog.readers.table import FileSlice, Table
 from morlog.writers.core.base_file import encode_base_file, parquet_write_options
 from morlog.writers.core.commit import (
     Commit,
@@ -83,27 +75,22 @@ from morlog.writers.core.commit import (
 )
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import Mode
-from morlog.writers.core.profile import WRITE_VERSIONS, check_config, write_profile
-from morlog.writers.core.properties import update_properties
+from morlog.writers.core.profile import write_profile
 from morlog.writers.core.store import (
     ConcurrentWriterError,
     WriterLock,
     WriteStore,
-    store_at,
 )
 from morlog.writers.core.tagging import global_tags, stored_wins, update_partition_path
 from morlog.writers.core.timeline import WRITE_TOKEN, base_file_name, ensure_partition, new_instant
-from morlog.writers.mdt.keeper import FILES
+from morlog.writers.create import create_table, open_store
 from morlog.writers.mdt.plan import (
-    ENABLE,
-    PARTITIONS_PROPERTY,
     apply_drops,
     metadata_hooks,
     plan_metadata,
     record_index_enabled,
 )
-from morlog.writers.mdt.writer import create_metadata_table
-from morlog.writers.options import RECORDKEY_FIELD, WRITE_TABLE_VERSION, WriteConfig, WriteOptions
+from morlog.writers.options import RECORDKEY_FIELD, WriteConfig, WriteOptions
 from morlog.writers.services import cleaning, compaction, logcompaction
 from morlog.writers.services.cleaning import CleanReport, inline_clean
 from morlog.writers.services.compaction import (
@@ -140,7 +127,7 @@ class MorTable:
         self.location = TableLocation.of(path)
         self.uri = self.location.uri
         self.config = config or WriteConfig()
-        self.store = _open_store(self.location, self.config)
+        self.store = open_store(self.location, self.config)
         self.path = self.location.path
         self.mode: Mode = self.config.mode or ("append" if self.store.can_append
                                                else "rollover")
@@ -222,53 +209,10 @@ class MorTable:
         1
         """
         location = TableLocation.of(path)
-        version = _create_version(table_version, config)
-        path = location.uri
-        store, inner = _open_store(location, config or WriteConfig()), location.path
-        props_path = store.join(inner, ".hoodie", PROPERTIES_FILE)
-        if has_properties(store.storage, inner):
-            raise UsageError("a table exists already", path=path)
-        for fname, what in ((key_field, "key"), (partition_field, "partition"),
-                            (ordering_field, "ordering")):
-            if fname is not None and fname not in schema.names:
-                raise UsageError(f"{what} field {fname!r} is not in the schema",
-                                 expected=schema.names, actual=fname)
-        if any(n in META_FIELDS for n in schema.names):
-            raise UsageError("the schema must not hold Hudi meta fields; they are added")
-        base = store.basename(os.path.abspath(inner) if store.can_append else inner)
-        table_name = name or base or "morlog_table"
-        meta = [pa.field(n, pa.string()) for n in META_FIELDS]
-        full = pa.schema(meta + list(schema))
-        avro = arrow_to_avro_schema(full, f"{table_name}_record", f"hoodie.{table_name}")
-        event = ordering_field is not None if event_time_ordering is None else (
-            event_time_ordering)
-        props = new_table_properties(
-            name=table_name, key_field=key_field, partition_field=partition_field,
-            ordering_field=ordering_field,
-            create_schema=json.dumps(avro, separators=(",", ":")), event_time_ordering=event,
-            version=version)
-        props.update(table_properties or {})
-        # a setting morlog cannot honour (a key generator Hudi refuses without meta fields...)
-        # is refused before the table's first byte
-        check_config(TableConfig(props, props_path))
-        store.makedirs(store.join(inner, ".hoodie"))
-        if version >= 8:
-            store.makedirs(store.join(inner, ".hoodie", "timeline"))
-        if not store.create(props_path, format_properties(props).encode("utf-8")):
-            raise UsageError("a table was created here concurrently", path=path)
-        cfg = config or WriteConfig()
-        enable = (cfg.hoodie_options.get(ENABLE) or "").strip().lower()
-        # hudi-rs 0.5 skips file groups without a base file when it lists through the MDT,
-        # so a table whose new groups are log-only gets one only when asked for
-        if version >= 8 and enable != "false" and (cfg.new_groups == "base"
-                                                   or enable == "true"):
-            fsync = cfg.fsync
-            # the MDT first, then listed: a crash in between leaves an unlisted MDT, which
-            # the first commit drops (spec/table.md §15)
-            create_metadata_table(store, location, name=table_name, version=version,
-                                  fsync=fsync)
-            update_properties(store, location, {**props, PARTITIONS_PROPERTY: FILES},
-                              fsync=fsync)
+        create_table(location, schema, key_field=key_field, partition_field=partition_field,
+                     ordering_field=ordering_field, name=name,
+                     event_time_ordering=event_time_ordering, config=config,
+                     table_version=table_version, table_properties=table_properties)
         return cls(location, config)
 
     # --- the lock and the commit protocol ----------------------------------------------
@@ -894,31 +838,6 @@ def record_index_client(data: TableLocation, fsync: bool = True) -> MorTable:
     return MorTable(index_location(data), WriteConfig(
         fsync=fsync, carrier="parquet", new_groups="base", route_inserts=False,
         hoodie_options=dict(INDEX_OPTIONS)))
-
-
-def _create_version(version: int | None, config: WriteConfig | None) -> int:
-    raw: Any = version
-    if raw is None and config is not None:
-        raw = config.hoodie_options.get(WRITE_TABLE_VERSION)
-    if raw is None:
-        return DEFAULT_TABLE_VERSION
-    try:
-        v = int(str(raw).strip())
-    except ValueError:
-        v = -1
-    if v not in WRITE_VERSIONS:
-        raise UnsupportedSettingError("morlog creates tables of version 6, 8 or 9",
-                                      property=WRITE_TABLE_VERSION, value=str(raw))
-    return v
-
-
-def _open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
-    store = store_at(location, single_writer=config.single_writer,
-                     lease_seconds=config.lock_lease_seconds)
-    if config.mode == "append" and not store.can_append:
-        raise UsageError("this storage cannot append to files: use mode='rollover'",
-                         path=location.uri)
-    return store
 
 
 def _group_exists(store: WriteStore, directory: str, fid: str, instant: str) -> bool:
