@@ -14,6 +14,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from morlog.logformat.hfile.codec import HUDI_NATIVE, HFileStyle
+from morlog.logformat.hfile.content import (
+    MDT_KEY_FIELD,
+    decode_hfile_records,
+    encode_hfile_records,
+    hfile_block_keys,
+    hfile_record_count,
+)
+
 from .avro_columnar import Unsupported, decode_block_records_to_arrow, encode_arrow_to_records
 from .avro_content import (
     decode_avro_content,
@@ -28,14 +37,6 @@ from .constants import CURRENT_CONTENT_VERSION, BlockType, CommandType, HeaderKe
 from .delete_content import DeleteRecord, decode_delete_columns, encode_delete_content
 from .errors import ContentError, UsageError
 from .framing import BlockFrame, MetadataMap
-from .hfile import HUDI_NATIVE, HFileStyle
-from .hfile_content import (
-    MDT_KEY_FIELD,
-    decode_hfile_records,
-    encode_hfile_records,
-    hfile_block_keys,
-    hfile_record_count,
-)
 from .parquet_content import (
     DEFAULT_COMPRESSION,
     decode_parquet_content,

@@ -52,7 +52,7 @@ class BaseFormat(Enum):
     ORC = "ORC"
     LANCE = "LANCE"
     #: the metadata table's base files: listed in its file slices, never read as rows here
-    #: (``morlog.logformat.hfile`` decodes them); a data table with it is refused
+    #: (``morlog.logformat.hfile.codec`` decodes them); a data table with it is refused
     HFILE = "HFILE"
 
     @property

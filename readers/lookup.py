@@ -37,10 +37,10 @@ from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import xxh64_batch
+from morlog.readers.mdt.record_index import HudiRecordIndex, record_index_listed
 
 from .base_files import BaseFileReader
 from .base_keys import BaseKeysFinder
-from .hudi_record_index import HudiRecordIndex, record_index_listed
 from .probe import RangeTester, SliceProbe
 from .slice_blocks import instant_counts
 from .storage import RangedSource, Storage, TableLocation, decoder_errors
@@ -137,7 +137,7 @@ class KeyTagger:
         ``use_morlog_index``: tag through morlog's record index when the table enables it
         and it covers the table (latest instant only; ``morlog.readers.record_index``).
         ``use_record_index``: tag through Hudi's own record index (the metadata table's
-        ``record_index`` partition, ``morlog.readers.hudi_record_index``) when the table
+        ``record_index`` partition, ``morlog.readers.mdt.record_index``) when the table
         lists one and the tagger is at the latest instant; False (both) forces the bloom and
         range path (verification, tests). A partitioned record index (Hudi 1.1) is not read:
         the bloom and range path tags then. ``use_base_keys``: a base file with a base-key

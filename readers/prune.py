@@ -39,12 +39,12 @@ import pyarrow as pa
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.table_files import RECORD_INDEX_ENABLE_PROPERTY
+from morlog.readers.mdt.read import column_stats_index
 
 from . import predicate as pr
 from .block_stats import base_file_ranges, block_ranges, mdt_ranges
 from .column_stats import ColumnRange
 from .logfile import LogBlock, LogFileReader
-from .mdt_read import column_stats_index
 from .merge import COMMIT_TIME, EVENT_TIME
 from .partition_columns import PartitionColumns
 from .slice_blocks import effective_blocks, instant_counts
@@ -186,7 +186,7 @@ def _exact_value(text: str, t: pa.DataType) -> tuple[bool, Any]:
 def _global_index(table: Table) -> bool:
     """Whether the table has a global record index (morlog's, or Hudi's ``record_index``),
     under which a row may live in another partition than its partition column names."""
-    from .hudi_record_index import global_record_index
+    from morlog.readers.mdt.record_index import global_record_index
 
     morlog_index = table.config.get(RECORD_INDEX_ENABLE_PROPERTY) or ""
     return morlog_index.strip().lower() == "true" or global_record_index(table)

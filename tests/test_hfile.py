@@ -19,7 +19,7 @@ from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.crc32c import crc32c, crc32c_chunks
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.framing import decode_blocks, encode_block
-from morlog.logformat.hfile import (
+from morlog.logformat.hfile.codec import (
     DATA_MAGIC,
     HBASE,
     HUDI_NATIVE,
@@ -28,7 +28,7 @@ from morlog.logformat.hfile import (
     encode_hfile,
     reencode_args,
 )
-from morlog.logformat.hfile_content import decode_hfile_records, encode_hfile_records
+from morlog.logformat.hfile.content import decode_hfile_records, encode_hfile_records
 from tests.hudi_fixtures import ROOT, SKIP_REASON, fixture_id
 
 requires_fixtures = pytest.mark.skipif(ROOT is None, reason=SKIP_REASON)

@@ -19,12 +19,12 @@ from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import decode_delete_content
 from morlog.logformat.errors import ContentError, MorlogError, UnsupportedVersionError
-from morlog.logformat.hfile import decode_hfile
+from morlog.logformat.hfile.codec import decode_hfile
 from morlog.logformat.java_hash import file_group_indexes
-from morlog.readers.hudi_record_index import RECORD_INDEX, HudiRecordIndex
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.lookup import KeyTagger
-from morlog.readers.mdt_read import open_mdt, partition_slices
+from morlog.readers.mdt.read import open_mdt, partition_slices
+from morlog.readers.mdt.record_index import RECORD_INDEX, HudiRecordIndex
 from morlog.readers.storage import LocalStorage
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from morlog.logformat.errors import DamagedIndexWarning
-from morlog.readers.hudi_record_index import HudiRecordIndex, global_record_index
+from morlog.readers.mdt.record_index import HudiRecordIndex, global_record_index
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig

@@ -28,8 +28,8 @@ from morlog.logformat.blocks import delete_block
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import MorlogError
 from morlog.logformat.framing import decode_blocks
-from morlog.logformat.hfile import decode_hfile
-from morlog.logformat.hfile_content import decode_hfile_records, encode_hfile_records
+from morlog.logformat.hfile.codec import decode_hfile
+from morlog.logformat.hfile.content import decode_hfile_records, encode_hfile_records
 from morlog.logformat.mdt_records import metadata_record_schema_json
 from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, LogFileName
 from morlog.logformat.table_files import (

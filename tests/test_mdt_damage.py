@@ -12,7 +12,7 @@ import pytest
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import MorlogError
 from morlog.readers.logfile import LogFileReader
-from morlog.readers.mdt_read import damaged_files
+from morlog.readers.mdt.read import damaged_files
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.mdt.plan import live_data_files

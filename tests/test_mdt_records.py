@@ -12,8 +12,8 @@ import pytest
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import decode_blocks
-from morlog.logformat.hfile import decode_hfile
-from morlog.logformat.hfile_content import decode_hfile_records, encode_hfile_records
+from morlog.logformat.hfile.codec import decode_hfile
+from morlog.logformat.hfile.content import decode_hfile_records, encode_hfile_records
 from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
     TYPE_FILE_LIST,

@@ -25,8 +25,8 @@ from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import decode_delete_content
 from morlog.logformat.errors import MorlogError, UnsupportedSettingError
 from morlog.logformat.framing import decode_blocks
-from morlog.logformat.hfile import decode_hfile
-from morlog.logformat.hfile_content import decode_hfile_records
+from morlog.logformat.hfile.codec import decode_hfile
+from morlog.logformat.hfile.content import decode_hfile_records
 from morlog.logformat.naming import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
 from morlog.logformat.table_files import PARTITION_METADATA_FILE, format_partition_metadata
 from morlog.logformat.timeline_meta import write_stat

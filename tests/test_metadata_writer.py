@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from morlog.logformat.errors import MorlogError
-from morlog.logformat.hfile import decode_hfile
+from morlog.logformat.hfile.codec import decode_hfile
 from morlog.logformat.table_files import parse_properties
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline

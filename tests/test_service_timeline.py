@@ -22,7 +22,7 @@ from morlog.logformat import timeline_meta as tm
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.framing import decode_blocks
-from morlog.logformat.hfile_content import decode_hfile_records
+from morlog.logformat.hfile.content import decode_hfile_records
 from morlog.logformat.naming import BaseFileName
 
 from .hudi_fixtures import SKIP_REASON, tables

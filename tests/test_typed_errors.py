@@ -286,7 +286,7 @@ def test_errors_of_a_damaged_mdt_hfile_block_name_the_file_offset(tmp_path: Path
     from morlog.logformat.constants import BlockType
     from morlog.logformat.errors import FormatError
     from morlog.readers.logfile import LogFileReader
-    from morlog.readers.mdt_read import damaged_files, partition_records
+    from morlog.readers.mdt.read import damaged_files, partition_records
     from morlog.readers.storage import LocalStorage
     from morlog.writers.client import MorTable
     from morlog.writers.options import WriteConfig

@@ -16,7 +16,7 @@ holding the table's writer lock. What it finds:
 - ``STALE_LOCK``: an S3 lock object whose lease ran out, or that cannot be read (empty, not
   JSON) and is older than the lease.
 - ``MDT_DAMAGED``: a file of the metadata table that is damaged (a corrupt block, a torn
-  tail, a base file or timeline that does not read: ``morlog.readers.mdt_read
+  tail, a base file or timeline that does not read: ``morlog.readers.mdt.read
   .damaged_files``). Applied by rebuilding the metadata table from the data table, as
   Hudi's re-bootstrap does (``morlog.writers.mdt.plan.rebuild_metadata_table``).
 - ``UNREADABLE_PLAN``: a compaction or log compaction left requested whose plan does not
@@ -485,7 +485,7 @@ def _apply_one(store: WriteStore, f: Finding) -> None:
 
 def _mdt_findings(table: Table, fixable: bool) -> list[Finding]:
     """``MDT_DAMAGED`` for each damaged file of the table's metadata table."""
-    from morlog.readers.mdt_read import damaged_files
+    from morlog.readers.mdt.read import damaged_files
 
     return [Finding(MDT_DAMAGED, path, f"metadata table: {why}; --apply rebuilds the "
                     "metadata table from the data table", fixable=fixable)

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from morlog.logformat.errors import UsageError
 from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
-from morlog.readers.hudi_record_index import HudiRecordIndex, record_index_listed
+from morlog.readers.mdt.record_index import HudiRecordIndex, record_index_listed
 from morlog.readers.record_index import RecordIndex
 from morlog.readers.table import Table
 from morlog.writers.services.record_index import (

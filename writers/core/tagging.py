@@ -66,7 +66,7 @@ def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | N
     1.1 partitioned one; spec/rli.md §4a); else None. The index answers when it covers the
     table and reads; otherwise (stale, damaged: a warning) the file probes of every
     partition do, so the answer is global either way."""
-    from morlog.readers.hudi_record_index import global_record_index
+    from morlog.readers.mdt.record_index import global_record_index
 
     morlog_index = enabled(table)
     if not morlog_index and not global_record_index(table):

@@ -37,8 +37,8 @@ from morlog.logformat.blocks import delete_block, hfile_data_block
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
 from morlog.logformat.errors import UsageError
-from morlog.logformat.hfile import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
-from morlog.logformat.hfile_content import encode_hfile_records
+from morlog.logformat.hfile.codec import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
+from morlog.logformat.hfile.content import encode_hfile_records
 from morlog.logformat.hudi_bloom import DynamicBloomV0
 from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
@@ -58,7 +58,7 @@ from morlog.logformat.table_files import (
 from morlog.logformat.timeline_meta import write_stat
 from morlog.readers.base_files import BaseFormat
 from morlog.readers.logfile import LogFileReader
-from morlog.readers.mdt_read import partition_records as mdt_partition_records
+from morlog.readers.mdt.read import partition_records as mdt_partition_records
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
@@ -375,7 +375,7 @@ class MetadataTable:
 
     def partition_records(self, partition: str) -> list[dict[str, Any]]:
         """The records and deletes of MDT partition ``partition`` a reader merges, oldest
-        first per file group (``morlog.readers.mdt_read.partition_records``: the latest
+        first per file group (``morlog.readers.mdt.read.partition_records``: the latest
         committed base file's records, then the HFILE and delete blocks of committed delta
         commits in its slice, rolled-back instants dropped). A delete is
         ``{"deleted": key}``."""

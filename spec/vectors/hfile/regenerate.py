@@ -11,7 +11,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from morlog.logformat.hfile import HBASE, HUDI_NATIVE, Codec, decode_hfile, encode_hfile
+from morlog.logformat.hfile.codec import HBASE, HUDI_NATIVE, Codec, decode_hfile, encode_hfile
 
 HERE = Path(__file__).resolve().parent
 CELLS = [(b"__all_partitions__", b"\x00\x02"), (b"p=1", b"\x04\x06abc")]

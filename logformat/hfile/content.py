@@ -16,9 +16,9 @@ from typing import Any
 
 import fastavro
 
-from .avro_content import parse_schema
-from .errors import ContentError, UsageError
-from .hfile import (
+from morlog.logformat.avro_content import parse_schema
+from morlog.logformat.errors import ContentError, UsageError
+from morlog.logformat.hfile.codec import (
     DEFAULT_BLOCK_SIZE,
     FI_SCHEMA,
     HUDI_NATIVE,

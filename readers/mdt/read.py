@@ -26,15 +26,14 @@ from typing import Any
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import MorlogError
-from morlog.logformat.hfile import decode_hfile
-from morlog.logformat.hfile_content import decode_hfile_records
+from morlog.logformat.hfile.codec import decode_hfile
+from morlog.logformat.hfile.content import decode_hfile_records
 from morlog.logformat.naming import BaseFileName, LogFileName
-
-from .column_stats import merge_records
-from .logfile import LogFileReader
-from .properties import has_properties, read_properties
-from .storage import Storage
-from .timeline import Timeline
+from morlog.readers.column_stats import merge_records
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.properties import has_properties, read_properties
+from morlog.readers.storage import Storage
+from morlog.readers.timeline import Timeline
 
 METADATA_DIR = "metadata"
 COLUMN_STATS = "column_stats"

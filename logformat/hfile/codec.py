@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .crc32c import crc32c, crc32c_chunks
-from .errors import (
+from morlog.logformat.crc32c import crc32c, crc32c_chunks
+from morlog.logformat.errors import (
     ChecksumError,
     ContentError,
     InvalidMagicError,
@@ -36,7 +36,7 @@ from .errors import (
     UnsupportedVersionError,
     UsageError,
 )
-from .protobuf import read_varint, varint
+from morlog.logformat.protobuf import read_varint, varint
 
 # --- constants (hudi-io/hfile_format.md, HFileBlockType.java, HFileTrailer.java) ----------
 

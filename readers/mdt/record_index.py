@@ -13,7 +13,7 @@ Hudi's record index (RFC-8) maps every record key of the table to its location
    computed with numpy for the whole batch (``morlog.logformat.java_hash``).
 2. Per shard holding keys of the batch (and only those): the latest base HFile committed on
    the MDT timeline, then the HFILE data and DELETE blocks of the slice's logs
-   (``morlog.readers.mdt_read``), oldest first; the newest valid record of a key wins, a
+   (``morlog.readers.mdt.read``), oldest first; the newest valid record of a key wins, a
    delete removes it, a ROLLBACK command block voids its target's blocks.
 3. **Which blocks count** (``HoodieTableMetadataUtil.getValidInstantTimestamps``, applied as an
    EXACT_MATCH ``InstantRange`` to every log block): completed on the MDT timeline, and its
@@ -33,7 +33,7 @@ A Hudi 1.1 *partitioned* record index (index definition ``record_index`` with
 :class:`UnsupportedVersionError`; a shard missing from the sequence, or a shard that does not
 decode, is a :class:`ContentError` naming the file or directory (Hudi fails the lookup too).
 
-Cost: the HFile decoder (``morlog.logformat.hfile``) walks cells one by one in Python; the
+Cost: the HFile decoder (``morlog.logformat.hfile.codec``) walks cells one by one in Python; the
 keys are then matched column-wise (``pyarrow.compute.index_in``) and only the matched values
 are Avro-decoded.
 """
@@ -63,16 +63,22 @@ from morlog.logformat.errors import (
     UnsupportedVersionError,
     UsageError,
 )
-from morlog.logformat.hfile import FI_SCHEMA, HFile, decode_hfile
+from morlog.logformat.hfile.codec import FI_SCHEMA, HFile, decode_hfile
 from morlog.logformat.java_hash import file_group_indexes
 from morlog.logformat.mdt_records import record_index_file_id
-
-from .mdt_read import MdtSlice, MdtView, listed_partitions, open_mdt, partition_slices, slice_blocks
-from .storage import decoder_errors
-from .timeline import Timeline
+from morlog.readers.mdt.read import (
+    MdtSlice,
+    MdtView,
+    listed_partitions,
+    open_mdt,
+    partition_slices,
+    slice_blocks,
+)
+from morlog.readers.storage import decoder_errors
+from morlog.readers.timeline import Timeline
 
 if TYPE_CHECKING:
-    from .table import Table
+    from morlog.readers.table import Table
 
 #: ``HoodieTableMetadataUtil.PARTITION_NAME_RECORD_INDEX``
 RECORD_INDEX = "record_index"
