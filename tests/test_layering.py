@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: the folders of code; api/ is the package root ``morlog``, the others ``morlog.<folder>``
-FOLDERS = ["logformat", "compat", "readers", "writers", "bench", "api"]
+FOLDERS = ["logformat", "compat", "readers", "writers", "bench", "cli", "api"]
 FOREIGN_HEAVY = {"pyspark"}
 
 
@@ -383,10 +383,7 @@ LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("spark", ("morlog.spark", "morlog.writers.spark", "morlog.writers.pyspark_morlog",
                "morlog.readers.spark_source")),
     ("bench", ("morlog.bench",)),
-    ("cli", ("morlog.cli", "morlog.readers.cli", "morlog.readers.table_cli",
-             "morlog.readers.command", "morlog.writers.demo", "morlog.writers.spark_demo",
-             "morlog.writers.services_cli", "morlog.writers.rli_cli", "morlog.writers.repair_cli",
-             "morlog.bench.cli")),
+    ("cli", ("morlog.cli",)),
     ("api", ("morlog",)),
 ]
 

@@ -7,8 +7,9 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from morlog.cli.common import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
+from morlog.cli.services import progress_bar, table_of
 from morlog.logformat.errors import UsageError
-from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
 from morlog.readers.hudi_record_index import HudiRecordIndex, record_index_listed
 from morlog.readers.record_index import RecordIndex
 from morlog.readers.table import Table
@@ -19,7 +20,6 @@ from morlog.writers.services.record_index import (
     build,
     verify,
 )
-from morlog.writers.services_cli import progress_bar, table_of
 
 
 def _build_text(r: BuildResult, out: TextIO) -> None:

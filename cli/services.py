@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from morlog.cli.common import EXIT_OK, add_output_options, emit_for
 from morlog.logformat.errors import UsageError
-from morlog.readers.command import EXIT_OK, add_output_options, emit_for
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
 from morlog.writers.services.cleaning import CleanReport, clean

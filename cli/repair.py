@@ -12,7 +12,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
+from morlog.cli.common import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
 from morlog.writers.core.store import DEFAULT_LEASE_SECONDS
 from morlog.writers.repair import (
     DEFAULT_MIN_TEMP_AGE_SECONDS,

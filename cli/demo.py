@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from morlog.cli.read import cmd_blocks, cmd_index, cmd_lookup, verify_file
 from morlog.logformat import DeleteRecord, OrderingValue
 from morlog.logformat.blocks import (
     META_FIELDS,
@@ -28,7 +29,6 @@ from morlog.logformat.blocks import (
     rollback_block,
 )
 from morlog.logformat.naming import LogFileName
-from morlog.readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import LogFileWriter
 

@@ -24,11 +24,7 @@ import sys
 import warnings
 from typing import Any, TextIO
 
-from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.errors import MorlogError, UsageError
-
-from .command import (
+from morlog.cli.common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     add_output_options,
@@ -37,8 +33,11 @@ from .command import (
     one_line,
     read_keys_file,
 )
-from .index_report import IndexReport, index_report
-from .logfile import LogBlock, LogFileReader
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.readers.index_report import IndexReport, index_report
+from morlog.readers.logfile import LogBlock, LogFileReader
 
 
 def _block_json(block: LogBlock, keys: bool, key_field: str) -> dict[str, Any]:
@@ -201,7 +200,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from .probe import ProbeResult, probe_log_file
+    from morlog.readers.probe import ProbeResult, probe_log_file
 
     keys = list(args.keys)
     if args.keys_file:

@@ -1,9 +1,9 @@
 """The ``morlog`` command (``morlog.cli``): read commands, table commands, demos, benchmarks.
 
-Commands live beside what they drive (``morlog.readers.cli``, ``morlog.readers.table_cli``,
-``morlog.writers.demo``, ``morlog.writers.spark_demo``, ``morlog.writers.repair_cli``,
-``morlog.writers.services_cli``,
-``morlog.bench.cli``); every one runs through the same error guard and prints through the
+Commands live beside what they drive (``morlog.readers.cli``, ``morlog.cli.table``,
+``morlog.cli.demo``, ``morlog.cli.spark_demo``, ``morlog.cli.repair``,
+``morlog.cli.services``,
+``morlog.cli.bench``); every one runs through the same error guard and prints through the
 same output helper (``morlog.readers.command``).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from morlog.readers.cli import add_read_commands
-from morlog.readers.command import DEBUG_ENV, run_command
+from morlog.cli.common import DEBUG_ENV, run_command
+from morlog.cli.read import add_read_commands
 
 EPILOG = (f"Exit status: 0 ok, 1 problems found (verify), 2 error (one line on standard "
           f"error), 3 internal error, 130 interrupted. {DEBUG_ENV}=1 adds tracebacks. "
@@ -30,23 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_read_commands(sub)
-    from morlog.readers.table_cli import add_table_commands
+    from morlog.cli.table import add_table_commands
 
     add_table_commands(sub)
-    from morlog.bench.cli import add_bench_command
-    from morlog.writers.demo import add_demo_command
+    from morlog.cli.bench import add_bench_command
+    from morlog.cli.demo import add_demo_command
 
     add_demo_command(sub)
-    from morlog.writers.spark_demo import add_spark_demo_command
+    from morlog.cli.spark_demo import add_spark_demo_command
 
     add_spark_demo_command(sub)
-    from morlog.writers.repair_cli import add_repair_command
+    from morlog.cli.repair import add_repair_command
 
     add_repair_command(sub)
-    from morlog.writers.services_cli import add_service_commands
+    from morlog.cli.services import add_service_commands
 
     add_service_commands(sub)
-    from morlog.writers.rli_cli import add_rli_commands
+    from morlog.cli.rli import add_rli_commands
 
     add_rli_commands(sub)
     add_bench_command(sub)

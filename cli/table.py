@@ -28,13 +28,12 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
+from morlog.cli.common import EXIT_OK, add_output_options, emit_for, read_keys_file
 from morlog.logformat.errors import UsageError
-
-from .command import EXIT_OK, add_output_options, emit_for, read_keys_file
-from .logfile import LogFileReader
-from .lookup import KeyTagger, TagResult
-from .prune import RULES, PruneResult, prune
-from .table import Table
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.lookup import KeyTagger, TagResult
+from morlog.readers.prune import RULES, PruneResult, prune
+from morlog.readers.table import Table
 
 
 def _slice_instants(table: Table, partition: str, names: list[str]) -> list[str]:
