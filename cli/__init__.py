@@ -1,23 +1,29 @@
 """The ``morlog`` command (``morlog.cli``): read commands, table commands, demos, benchmarks.
 
-Commands live beside what they drive (``morlog.readers.cli``, ``morlog.cli.table``,
-``morlog.cli.demo``, ``morlog.cli.spark_demo``, ``morlog.cli.repair``,
-``morlog.cli.services``,
-``morlog.cli.bench``); every one runs through the same error guard and prints through the
-same output helper (``morlog.readers.command``).
+One parser: each command module (``read``: blocks, verify, index, lookup; ``table``: slices,
+snapshot, timeline, prune, tag; ``demo``; ``spark_demo``; ``repair``; ``services``: compact,
+logcompact, clean; ``rli``; ``bench``) adds its commands to it with its ``register``, through
+the one seam of ``morlog.cli.common``; every command runs through the same error guard and
+prints through the same output helper there.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
-from morlog.cli.common import DEBUG_ENV, run_command
-from morlog.cli.read import add_read_commands
+from morlog.cli import bench, demo, read, repair, rli, services, spark_demo, table
+from morlog.cli.common import DEBUG_ENV, Commands, run_command
 
 EPILOG = (f"Exit status: 0 ok, 1 problems found (verify), 2 error (one line on standard "
           f"error), 3 internal error, 130 interrupted. {DEBUG_ENV}=1 adds tracebacks. "
           "Run 'morlog COMMAND --help' for a command's options.")
+
+#: the command modules' ``register``, in the order ``morlog --help`` lists their commands
+REGISTER: tuple[Callable[[Commands], None], ...] = (
+    read.register, table.register, demo.register, spark_demo.register, repair.register,
+    services.register, rli.register, bench.register)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,29 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         "tables, and their indexes.",
         epilog=EPILOG,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    add_read_commands(sub)
-    from morlog.cli.table import add_table_commands
-
-    add_table_commands(sub)
-    from morlog.cli.bench import add_bench_command
-    from morlog.cli.demo import add_demo_command
-
-    add_demo_command(sub)
-    from morlog.cli.spark_demo import add_spark_demo_command
-
-    add_spark_demo_command(sub)
-    from morlog.cli.repair import add_repair_command
-
-    add_repair_command(sub)
-    from morlog.cli.services import add_service_commands
-
-    add_service_commands(sub)
-    from morlog.cli.rli import add_rli_commands
-
-    add_rli_commands(sub)
-    add_bench_command(sub)
+    commands = Commands(parser)
+    for register in REGISTER:
+        register(commands)
     return parser
 
 

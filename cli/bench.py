@@ -8,12 +8,12 @@ Each scenario prints one JSON object (``--json``) or a readable summary, and wri
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TextIO
 
 from morlog.bench import scale
 from morlog.bench.common import DEFAULT_OUT, print_summary
 from morlog.bench.run import ALL_SCENARIOS, run_bench
-from morlog.cli.common import EXIT_OK, emit
+from morlog.cli.common import EXIT_OK, Commands, emit
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -25,9 +25,9 @@ def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def add_bench_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "bench",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "bench", cmd_bench,
         help="measure filter, lookup, append, tagging, Spark upsert, scale, compaction, "
         "pruning and record index performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
@@ -72,7 +72,6 @@ def add_bench_command(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"scale: per-step limit; a step over it is recorded as a timeout "
                    f"(default {scale.DEFAULT_TIMEOUT:.0f})")
-    p.set_defaults(func=cmd_bench)
 
 
-__all__ = ["add_bench_command", "cmd_bench"]
+__all__ = ["cmd_bench", "register"]

@@ -129,6 +129,16 @@ def test_import_morlog_loads_no_jvm_and_no_bench_dependencies() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_import_morlog_cli_loads_no_jvm_and_no_bench_dependencies() -> None:
+    """The command imports every command module (the Spark demo's and the benchmarks'
+    included) and builds its parser without the Spark or bench extras' modules."""
+    code = ("import sys, morlog.cli; morlog.cli.build_parser(); bad = [m for m in ('pyspark', "
+            "'py4j', 'matplotlib', 'hudi', 'deltalake', 'pybloom_live') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 # --- encapsulation: no module reaches into another's private members --------------------------
 
 
