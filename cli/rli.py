@@ -47,7 +47,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 #: the TABLE argument of ``morlog rli``'s commands
-TABLE_HELP = "table path or URI"
+_TABLE_HELP = "table path or URI"
 #: the names ``rli lookup`` gives the two indexes
 MORLOG_INDEX = "morlog"
 HUDI_INDEX = "hudi"
@@ -165,7 +165,7 @@ def register(commands: Commands) -> None:
         "morlog writer (client, Spark, services) keeps it true in the same instant as its "
         "data. Holds the table's writer lock. The keys must be unique across the table.",
         epilog="Exit status: 0 ok, 2 error.")
-    add_table_argument(p, TABLE_HELP)
+    add_table_argument(p, _TABLE_HELP)
     p.add_argument("--shards", type=int, default=DEFAULT_SHARDS,
                    help=f"number of shards (file groups; default {DEFAULT_SHARDS}); fixed "
                    "until the next build")
@@ -178,7 +178,7 @@ def register(commands: Commands) -> None:
         "record_index (metadata table; no instant per key); the first line (JSON: 'index') "
         "says which answered. Refuses morlog's index when it misses data commits (written "
         "by a writer that does not maintain it).", epilog="Exit status: 0 ok, 2 error.")
-    add_table_argument(p, TABLE_HELP)
+    add_table_argument(p, _TABLE_HELP)
     p.add_argument("keys", metavar="KEY", nargs="+", help="record keys")
     add_output_options(p, "print one JSON object: {index: morlog|hudi, keys: key -> "
                        "{partition, file_id, instant} or null}")
@@ -187,7 +187,7 @@ def register(commands: Commands) -> None:
         description="Read the table's live keys and the index and report keys the index "
         "misses, holds in excess or places in the wrong file group, and data commits it "
         "does not cover.", epilog="Exit status: 0 equal, 1 different, 2 error.")
-    add_table_argument(p, TABLE_HELP)
+    add_table_argument(p, _TABLE_HELP)
     add_output_options(p, "print the comparison as one JSON object")
 
 

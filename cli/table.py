@@ -182,14 +182,12 @@ def cmd_tag(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 #: the TABLE argument of the commands that read a table
-TABLE_HELP = "table base path (local path or a pyarrow.fs URI)"
-AS_OF_HELP = "instant to read the table at (default: latest)"
+_TABLE_HELP = "table base path (local path or a pyarrow.fs URI)"
 
 
-def _add_as_of(p: argparse.ArgumentParser,
-               help: str = "instant to read the table at (time travel; default: latest)"
-               ) -> None:
-    p.add_argument("--as-of", metavar="INSTANT", help=help)
+def _add_as_of(p: argparse.ArgumentParser, time_travel: bool = True) -> None:
+    default = "time travel; default: latest" if time_travel else "default: latest"
+    p.add_argument("--as-of", metavar="INSTANT", help=f"instant to read the table at ({default})")
 
 
 def register(commands: Commands) -> None:
@@ -199,7 +197,7 @@ def register(commands: Commands) -> None:
         "partition, file id, base file, log files (in Hudi's order) and the "
         "range of instants in the logs. With --json: one object per slice "
         "(partition, file_id, base_instant, base_file, log_files, instants).")
-    add_table_argument(p, TABLE_HELP, metavar=None)
+    add_table_argument(p, _TABLE_HELP, metavar=None)
     _add_as_of(p)
     add_output_options(p, "print a JSON array, one object per file slice")
 
@@ -210,7 +208,7 @@ def register(commands: Commands) -> None:
         "file slice at a time, and write it as JSON lines (one object per row; "
         "dates and times ISO 8601, decimals as strings, bytes Base64) or as a "
         "Parquet file. Hudi's meta columns are included.")
-    add_table_argument(s, TABLE_HELP, metavar=None)
+    add_table_argument(s, _TABLE_HELP, metavar=None)
     _add_as_of(s)
     s.add_argument("--columns", metavar="A,B",
                    help="comma-separated columns (default: all, meta included)")
@@ -232,7 +230,7 @@ def register(commands: Commands) -> None:
         "The instant of a completed write is what --as-of takes. Archived "
         "instants are not listed. With --json: one object per instant "
         "(instant, action, state, completed).")
-    add_table_argument(tl, TABLE_HELP, metavar=None)
+    add_table_argument(tl, _TABLE_HELP, metavar=None)
     add_output_options(tl, "print a JSON array, one object per instant")
 
     pr = commands.add(
@@ -246,7 +244,7 @@ def register(commands: Commands) -> None:
         "summary and one line per slice with the reason; with --json one "
         "object {\"kept\": [...], \"pruned\": [...]} whose items are "
         "{\"partition\", \"file_id\", \"reason\"}. A bad expression exits 2.")
-    add_table_argument(pr, TABLE_HELP, metavar=None)
+    add_table_argument(pr, _TABLE_HELP, metavar=None)
     pr.add_argument("--where", required=True, metavar="EXPR",
                     help="the predicate, e.g. \"fare > 40 AND city IN ('chennai', 'sao_paulo')\"")
     _add_as_of(pr)
@@ -261,7 +259,7 @@ def register(commands: Commands) -> None:
         "file group, or 'new' (null with --json) when the key is not in the "
         "table. Uses base-file footers and the logs' indexes (stored or "
         "recomputed); the number of reads goes to standard error.")
-    add_table_argument(t, TABLE_HELP, metavar=None)
+    add_table_argument(t, _TABLE_HELP, metavar=None)
     t.add_argument("--keys", required=True, metavar="FILE", help="file with one key per line")
-    _add_as_of(t, AS_OF_HELP)
+    _add_as_of(t, time_travel=False)
     add_output_options(t, "print a JSON object: key -> {partition, file_id} or null")
