@@ -9,7 +9,8 @@ passes Hudi's write options (``hoodie.*``), as the write client takes them.
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO, TypeVar
 
 from morlog.cli.common import (
     EXIT_OK,
@@ -31,6 +32,23 @@ from morlog.writers.services.logcompaction import LogCompactReport, log_compact
 def table_of(args: argparse.Namespace) -> MorTable:
     """The table ``args.table``, opened with the ``-o`` write options given."""
     return MorTable(args.table, WriteConfig.from_hoodie_options(write_options(args)))
+
+
+class _Report(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Report)
+
+
+def _run_service(args: argparse.Namespace, out: TextIO | None, doing: str,
+                 service: Callable[..., R], text: Callable[[R, TextIO], None]) -> int:
+    """Run ``service`` on the table (``--dry-run``, a progress bar ``doing``) and print its
+    report."""
+    with progress_bar(args, doing) as progress:
+        report = service(table_of(args), dry_run=args.dry_run, progress=progress)
+    emit_for(args, report, text, out, to_json=lambda r: r.as_dict())
+    return EXIT_OK
 
 
 def _compact_text(report: CompactReport, out: TextIO) -> None:
@@ -59,10 +77,7 @@ def _compact_text(report: CompactReport, out: TextIO) -> None:
 
 
 def cmd_compact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "compacting") as progress:
-        report = compact(table_of(args), dry_run=args.dry_run, progress=progress)
-    emit_for(args, report, _compact_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "compacting", compact, _compact_text)
 
 
 def _clean_text(report: CleanReport, out: TextIO) -> None:
@@ -99,10 +114,7 @@ def _clean_text(report: CleanReport, out: TextIO) -> None:
 
 
 def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "cleaning") as progress:
-        report = clean(table_of(args), dry_run=args.dry_run, progress=progress)
-    emit_for(args, report, _clean_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "cleaning", clean, _clean_text)
 
 
 def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
@@ -136,11 +148,7 @@ def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
 
 
 def cmd_logcompact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "log-compacting") as progress:
-        report = log_compact(table_of(args), dry_run=args.dry_run,
-                             progress=progress)
-    emit_for(args, report, _logcompact_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "log-compacting", log_compact, _logcompact_text)
 
 
 def _common(p: argparse.ArgumentParser, what: str) -> None:
