@@ -4,7 +4,7 @@
 from its records for blocks without one) and the cumulative index of the newest data block
 (or, when there is none stored, the cumulative figures recomputed over the blocks) and
 returns an :class:`IndexReport`: plain data whose :meth:`IndexReport.as_dict` is the
-``morlog index --json`` object (the output shape is a contract, see ``morlog.readers.cli``).
+``morlog index --json`` object (the output shape is a contract, see ``morlog.cli.read``).
 """
 
 from __future__ import annotations

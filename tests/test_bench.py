@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from morlog.bench.cli import ALL_SCENARIOS
+from morlog.bench.run import ALL_SCENARIOS
 from morlog.cli import main
 
 TOP_KEYS = {"scenario", "machine", "params", "results", "ratios", "goals"}

@@ -1,5 +1,5 @@
 """The one error guard and the one output seam every ``morlog`` command goes through
-(``morlog.readers.command``), the index report computed in ``morlog.readers``, and the help
+(``morlog.cli.common``), the index report computed in ``morlog.readers``, and the help
 of every command."""
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-import morlog.readers.cli as read_cli
+import morlog.cli.read as read_cli
 from morlog.cli import build_parser, main
-from morlog.logformat.errors import ContentError
-from morlog.readers.command import (
+from morlog.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -24,6 +23,7 @@ from morlog.readers.command import (
     emit,
     run_guarded,
 )
+from morlog.logformat.errors import ContentError
 from morlog.readers.index_report import IndexReport, index_report
 from morlog.writers.core.indexed import IndexedLogWriter
 

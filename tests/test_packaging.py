@@ -42,6 +42,7 @@ FOLDERS = {
     "readers": "morlog/readers",
     "writers": "morlog/writers",
     "bench": "morlog/bench",
+    "cli": "morlog/cli",
 }
 #: folders inside those that install as top-level packages of their own
 NESTED = {"writers/pyspark_morlog": "pyspark_morlog"}

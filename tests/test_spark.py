@@ -87,7 +87,7 @@ def test_spark_write_upserts_and_reads_back(spark: Any, tmp_path: Path) -> None:
 def test_spark_demo_pipeline(spark: Any, tmp_path: Path) -> None:
     import io
 
-    from morlog.writers.spark_demo import run
+    from morlog.cli.spark_demo import run
 
     out = io.StringIO()
     assert run("local[2]", str(tmp_path / "demo"), 3, 600, out) == 0

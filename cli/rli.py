@@ -7,8 +7,18 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from morlog.cli.common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    Commands,
+    add_output_options,
+    add_table_argument,
+    add_write_options,
+    emit_for,
+    progress_bar,
+)
+from morlog.cli.services import table_of
 from morlog.logformat.errors import UsageError
-from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
 from morlog.readers.mdt.record_index import HudiRecordIndex, record_index_listed
 from morlog.readers.record_index import RecordIndex
 from morlog.readers.table import Table
@@ -19,7 +29,6 @@ from morlog.writers.services.record_index import (
     build,
     verify,
 )
-from morlog.writers.services_cli import progress_bar, table_of
 
 
 def _build_text(r: BuildResult, out: TextIO) -> None:
@@ -37,6 +46,8 @@ def cmd_build(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
+#: the TABLE argument of ``morlog rli``'s commands
+_TABLE_HELP = "table path or URI"
 #: the names ``rli lookup`` gives the two indexes
 MORLOG_INDEX = "morlog"
 HUDI_INDEX = "hudi"
@@ -138,51 +149,46 @@ def cmd_verify(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK if r.ok else EXIT_PROBLEMS
 
 
-def add_rli_commands(sub: Any) -> None:
-    rli = sub.add_parser(
+def register(commands: Commands) -> None:
+    rli = commands.group(
         "rli", help="morlog's record-level index: build, lookup, verify",
         description="A key -> file group index of the whole table (RFC-8's mapping in "
         "morlog's indexed log format: shards of sorted keys with blooms), kept true by "
         "every morlog writer once built (spec/rli.md).",
-        epilog="Exit status: 0 ok, 1 verify found differences, 2 error.")
-    cmds = rli.add_subparsers(dest="rli_command", metavar="COMMAND", required=True,
-                              help="build, lookup or verify")
-    p = cmds.add_parser(
-        "build", help="build (or rebuild) the index and enable it",
+        epilog="Exit status: 0 ok, 1 verify found differences, 2 error.",
+        dest="rli_command", commands_help="build, lookup or verify")
+    p = rli.add(
+        "build", cmd_build, help="build (or rebuild) the index and enable it",
         description="Read every live key of the table (one file slice at a time), write "
         "the index table under .hoodie/morlog/record_index with one base file per shard, "
         "and set morlog.record.index.enable=true in hoodie.properties: from then on every "
         "morlog writer (client, Spark, services) keeps it true in the same instant as its "
         "data. Holds the table's writer lock. The keys must be unique across the table.",
         epilog="Exit status: 0 ok, 2 error.")
-    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    add_table_argument(p, _TABLE_HELP)
     p.add_argument("--shards", type=int, default=DEFAULT_SHARDS,
                    help=f"number of shards (file groups; default {DEFAULT_SHARDS}); fixed "
                    "until the next build")
-    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
-                   help="a Hudi write option (hoodie.*), repeatable")
+    add_write_options(p)
     add_output_options(p, "print what was built as one JSON object")
-    p.set_defaults(func=cmd_build)
-    p = cmds.add_parser(
-        "lookup", help="where keys live, by the index",
+    p = rli.add(
+        "lookup", cmd_lookup, help="where keys live, by the index",
         description="For each KEY: the partition, file group and instant of its entry, or "
         "'new', through the index the table has: morlog's record index, else Hudi's "
         "record_index (metadata table; no instant per key); the first line (JSON: 'index') "
         "says which answered. Refuses morlog's index when it misses data commits (written "
         "by a writer that does not maintain it).", epilog="Exit status: 0 ok, 2 error.")
-    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    add_table_argument(p, _TABLE_HELP)
     p.add_argument("keys", metavar="KEY", nargs="+", help="record keys")
     add_output_options(p, "print one JSON object: {index: morlog|hudi, keys: key -> "
                        "{partition, file_id, instant} or null}")
-    p.set_defaults(func=cmd_lookup)
-    p = cmds.add_parser(
-        "verify", help="compare the index with the table",
+    p = rli.add(
+        "verify", cmd_verify, help="compare the index with the table",
         description="Read the table's live keys and the index and report keys the index "
         "misses, holds in excess or places in the wrong file group, and data commits it "
         "does not cover.", epilog="Exit status: 0 equal, 1 different, 2 error.")
-    p.add_argument("table", metavar="TABLE", help="table path or URI")
+    add_table_argument(p, _TABLE_HELP)
     add_output_options(p, "print the comparison as one JSON object")
-    p.set_defaults(func=cmd_verify)
 
 
-__all__ = ["HUDI_INDEX", "MORLOG_INDEX", "LookupAnswer", "add_rli_commands", "lookup"]
+__all__ = ["HUDI_INDEX", "MORLOG_INDEX", "LookupAnswer", "lookup", "register"]

@@ -1,6 +1,12 @@
-"""The seams every ``morlog`` command goes through: one error guard, one output helper, the
-exit codes.
+"""The one seam every ``morlog`` command goes through: how commands join the parser, how
+errors become messages and exit codes, how results are printed.
 
+- :class:`Commands` is where a command module adds its commands (its ``register(commands)``,
+  called by ``morlog.cli.build_parser``): :meth:`Commands.add` makes a command's parser and
+  binds it to its ``cmd_x`` function, :meth:`Commands.group` a command with subcommands
+  (``morlog rli build``). The options several commands share come from here too:
+  :func:`add_output_options` (``--json``, ``--pretty``), :func:`add_table_argument`,
+  :func:`add_write_options` (``-o KEY=VALUE``).
 - :func:`run_guarded` runs a command and turns what escapes it into an exit code and at most
   one line on standard error: the library's errors (:class:`MorlogError`) and I/O errors
   (:class:`OSError`) print ``morlog: error: ...`` (credentials in URIs redacted) and exit 2; a
@@ -8,14 +14,14 @@ exit codes.
   a bug: ``morlog: internal error (...); rerun with MORLOG_DEBUG=1 ...`` and exit 3.
   ``MORLOG_DEBUG=1`` adds the traceback.
 - :func:`emit` prints a command's result: its ``--json`` form (one JSON document, indented
-  with ``--pretty``) or its text form.
+  with ``--pretty``) or its text form; :func:`progress_bar` shows a long service's progress
+  on standard error.
 
 Commands are ``cmd_x(args, out=None) -> int`` (``out`` defaults to standard output) and raise
 instead of printing their errors; ``morlog.cli.main`` runs them through :func:`run_command`.
 Exit codes: 0 ok, 1 problems found (``verify``, a demo that did not check out), 2 error,
 3 internal error, 130 interrupted.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -24,7 +30,8 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
 from morlog.logformat.errors import MorlogError, UsageError, redact
@@ -38,6 +45,36 @@ EXIT_INTERRUPTED = 130
 DEBUG_ENV = "MORLOG_DEBUG"
 
 T = TypeVar("T")
+#: a command: ``cmd_x(args, out)`` computes, prints through :func:`emit` on ``out`` (standard
+#: output when None) and returns its exit code; it raises its errors (:func:`run_guarded`)
+Command = Callable[[argparse.Namespace, TextIO | None], int]
+
+
+class Commands:
+    """The subcommands of one parser (``morlog``'s, or a group's such as ``morlog rli``):
+    what each command module's ``register(commands)`` adds its commands to."""
+
+    def __init__(self, parser: argparse.ArgumentParser, *, dest: str = "command",
+                 help: str | None = None) -> None:
+        # a command is required; argparse names the missing one in its usage error (exit 2)
+        self._sub: Any = parser.add_subparsers(dest=dest, metavar="COMMAND", required=True,
+                                               help=help)
+
+    def add(self, name: str, func: Command, *, help: str, description: str,
+            epilog: str | None = None) -> argparse.ArgumentParser:
+        """The parser of command ``name``, which runs ``func``; the caller adds its options."""
+        p: argparse.ArgumentParser = self._sub.add_parser(name, help=help,
+                                                          description=description,
+                                                          epilog=epilog)
+        p.set_defaults(func=func)
+        return p
+
+    def group(self, name: str, *, help: str, description: str, epilog: str, dest: str,
+              commands_help: str) -> Commands:
+        """A command with subcommands of its own (``morlog NAME COMMAND``), which the caller
+        adds to the :class:`Commands` returned; ``dest`` names the one given."""
+        p = self._sub.add_parser(name, help=help, description=description, epilog=epilog)
+        return Commands(p, dest=dest, help=commands_help)
 
 
 def _debug() -> bool:
@@ -118,13 +155,18 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return run_guarded(lambda: func(args, out), subject=command_subject(args))
 
 
+def output(out: TextIO | None) -> TextIO:
+    """Where a command prints: ``out``, or standard output."""
+    return out if out is not None else sys.stdout
+
+
 def emit(data: T, text: Callable[[T, TextIO], None], *, out: TextIO | None = None,
          as_json: bool = False, pretty: bool = False, allow_nan: bool = True,
          to_json: Callable[[T], Any] | None = None) -> None:
     """Print a command's result: one JSON document (``as_json``; indented when ``pretty``;
     ``to_json`` turns ``data`` into plain lists and dicts first when it is not already) or
     its text form, ``text(data, out)``; credentials in URIs are redacted (spec §9)."""
-    stream = out if out is not None else sys.stdout
+    stream = output(out)
     buf = io.StringIO()  # every line goes through redact: paths may be URIs with secrets
     if as_json:
         doc = to_json(data) if to_json is not None else data
@@ -157,6 +199,63 @@ def add_output_options(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--pretty", action="store_true", help="indent the JSON (with --json)")
 
 
+#: the TABLE argument of the commands that change a table
+TABLE_HELP = "table path or URI (s3://bucket/table?...)"
+
+
+def add_table_argument(p: argparse.ArgumentParser, help: str = TABLE_HELP, *,
+                       metavar: str | None = "TABLE") -> None:
+    """The table a command works on, its first argument (``args.table``)."""
+    p.add_argument("table", metavar=metavar, help=help)
+
+
+def add_write_options(p: argparse.ArgumentParser) -> None:
+    """``-o KEY=VALUE``, repeatable: Hudi's write options, as the write client takes them
+    (:func:`write_options` reads them)."""
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                   help="a Hudi write option (hoodie.*), repeatable")
+
+
+def write_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``-o KEY=VALUE`` options given (:func:`add_write_options`), by key."""
+    out: dict[str, str] = {}
+    for pair in args.option or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError("an option is KEY=VALUE", actual=pair)
+        out[key.strip()] = value.strip()
+    return out
+
+
+@contextmanager
+def progress_bar(args: argparse.Namespace, what: str
+                 ) -> Iterator[Callable[[int, int], None] | None]:
+    """A tqdm bar on standard error (not with --json, not when stderr is no terminal): the
+    ``progress(done, total)`` callback a long service takes, or None."""
+    if args.json:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=what, unit="file group", disable=None, leave=False)
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 __all__ = ["DEBUG_ENV", "EXIT_ERROR", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK",
-           "EXIT_PROBLEMS", "add_output_options", "command_subject", "emit", "emit_for",
-           "error_line", "one_line", "read_keys_file", "run_command", "run_guarded"]
+           "EXIT_PROBLEMS", "TABLE_HELP", "Command", "Commands", "add_output_options",
+           "add_table_argument", "add_write_options", "command_subject", "emit", "emit_for",
+           "error_line", "one_line", "output", "progress_bar", "read_keys_file", "run_command",
+           "run_guarded", "write_options"]

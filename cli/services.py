@@ -9,12 +9,19 @@ passes Hudi's write options (``hoodie.*``), as the write client takes them.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO, TypeVar
 
-from morlog.logformat.errors import UsageError
-from morlog.readers.command import EXIT_OK, add_output_options, emit_for
+from morlog.cli.common import (
+    EXIT_OK,
+    Commands,
+    add_output_options,
+    add_table_argument,
+    add_write_options,
+    emit_for,
+    progress_bar,
+    write_options,
+)
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
 from morlog.writers.services.cleaning import CleanReport, clean
@@ -22,44 +29,26 @@ from morlog.writers.services.compaction import CompactReport, compact
 from morlog.writers.services.logcompaction import LogCompactReport, log_compact
 
 
-def _options(pairs: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError("an option is KEY=VALUE", actual=pair)
-        out[key.strip()] = value.strip()
-    return out
-
-
 def table_of(args: argparse.Namespace) -> MorTable:
-    return MorTable(args.table, WriteConfig.from_hoodie_options(_options(args.option)))
+    """The table ``args.table``, opened with the ``-o`` write options given."""
+    return MorTable(args.table, WriteConfig.from_hoodie_options(write_options(args)))
 
 
-@contextmanager
-def progress_bar(args: argparse.Namespace, what: str
-              ) -> Iterator[Callable[[int, int], None] | None]:
-    """A tqdm bar on standard error (not with --json, not when stderr is no terminal)."""
-    if args.json:
-        yield None
-        return
-    from tqdm import tqdm
+class _Report(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
 
-    bar: Any = None
 
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc=what, unit="file group", disable=None, leave=False)
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+R = TypeVar("R", bound=_Report)
 
-    try:
-        yield update
-    finally:
-        if bar is not None:
-            bar.close()
+
+def _run_service(args: argparse.Namespace, out: TextIO | None, doing: str,
+                 service: Callable[..., R], text: Callable[[R, TextIO], None]) -> int:
+    """Run ``service`` on the table (``--dry-run``, a progress bar ``doing``) and print its
+    report."""
+    with progress_bar(args, doing) as progress:
+        report = service(table_of(args), dry_run=args.dry_run, progress=progress)
+    emit_for(args, report, text, out, to_json=lambda r: r.as_dict())
+    return EXIT_OK
 
 
 def _compact_text(report: CompactReport, out: TextIO) -> None:
@@ -88,10 +77,7 @@ def _compact_text(report: CompactReport, out: TextIO) -> None:
 
 
 def cmd_compact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "compacting") as progress:
-        report = compact(table_of(args), dry_run=args.dry_run, progress=progress)
-    emit_for(args, report, _compact_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "compacting", compact, _compact_text)
 
 
 def _clean_text(report: CleanReport, out: TextIO) -> None:
@@ -128,10 +114,7 @@ def _clean_text(report: CleanReport, out: TextIO) -> None:
 
 
 def cmd_clean(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "cleaning") as progress:
-        report = clean(table_of(args), dry_run=args.dry_run, progress=progress)
-    emit_for(args, report, _clean_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "cleaning", clean, _clean_text)
 
 
 def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
@@ -165,25 +148,20 @@ def _logcompact_text(report: LogCompactReport, out: TextIO) -> None:
 
 
 def cmd_logcompact(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    with progress_bar(args, "log-compacting") as progress:
-        report = log_compact(table_of(args), dry_run=args.dry_run,
-                             progress=progress)
-    emit_for(args, report, _logcompact_text, out, to_json=lambda r: r.as_dict())
-    return EXIT_OK
+    return _run_service(args, out, "log-compacting", log_compact, _logcompact_text)
 
 
 def _common(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("table", metavar="TABLE", help="table path or URI (s3://bucket/table?...)")
+    add_table_argument(p)
     p.add_argument("--dry-run", action="store_true",
                    help=f"print what {what} would do and change nothing")
-    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
-                   help="a Hudi write option (hoodie.*), repeatable")
+    add_write_options(p)
     add_output_options(p, "print the plan and what ran as one JSON document")
 
 
-def add_service_commands(sub: Any) -> None:
-    p = sub.add_parser(
-        "compact",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "compact", cmd_compact,
         help="compact file slices: base file and logs merged into a new base file",
         description="Run the compactions pending on the table's timeline, then plan one "
         "over every latest file slice that has log files (file groups under pending "
@@ -199,9 +177,8 @@ def add_service_commands(sub: Any) -> None:
         epilog="Exit status: 0 ok, 2 error (one line on standard error).",
     )
     _common(p, "compaction")
-    p.set_defaults(func=cmd_compact)
-    p = sub.add_parser(
-        "logcompact",
+    p = commands.add(
+        "logcompact", cmd_logcompact,
         help="log-compact file slices: runs of log blocks merged into new indexed blocks",
         description="Run the log compactions pending on the table's timeline (dropping "
         "those that may never run, because a compaction came after them), then plan one "
@@ -225,10 +202,9 @@ def add_service_commands(sub: Any) -> None:
         "Exit status: 0 ok, 2 error (one line on standard error).",
     )
     _common(p, "log compaction")
-    p.set_defaults(func=cmd_logcompact)
 
-    p = sub.add_parser(
-        "clean",
+    p = commands.add(
+        "clean", cmd_clean,
         help="clean: delete the file slices no retained instant needs",
         description="Finish the cleans pending on the table's timeline, then plan one with "
         "Hudi's cleaner policy and run it, holding the table's writer lock. With no option "
@@ -247,8 +223,6 @@ def add_service_commands(sub: Any) -> None:
         epilog="Exit status: 0 ok, 2 error (one line on standard error).",
     )
     _common(p, "the clean")
-    p.set_defaults(func=cmd_clean)
 
 
-__all__ = ["add_service_commands", "cmd_clean", "cmd_compact", "cmd_logcompact", "progress_bar",
-           "table_of"]
+__all__ = ["cmd_clean", "cmd_compact", "cmd_logcompact", "register", "table_of"]

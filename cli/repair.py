@@ -12,7 +12,14 @@ import argparse
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from morlog.readers.command import EXIT_OK, EXIT_PROBLEMS, add_output_options, emit_for
+from morlog.cli.common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    Commands,
+    add_output_options,
+    add_table_argument,
+    emit_for,
+)
 from morlog.writers.core.store import DEFAULT_LEASE_SECONDS
 from morlog.writers.repair import (
     DEFAULT_MIN_TEMP_AGE_SECONDS,
@@ -78,9 +85,9 @@ def cmd_repair(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_PROBLEMS if remaining else EXIT_OK
 
 
-def add_repair_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "repair",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "repair", cmd_repair,
         help="find (and with --apply fix) what crashed writers left in a table",
         description="List what crashed, killed or hostile writers left in a table: delta "
         "commits left requested or inflight (PENDING_INSTANT), log files whose end is not a "
@@ -103,7 +110,7 @@ def add_repair_command(sub: Any) -> None:
         epilog="Exit status: 0 nothing left to fix, 1 findings remain (a dry run that found "
         "something, or what --apply could not fix), 2 error.",
     )
-    p.add_argument("table", metavar="TABLE", help="table path or URI (s3://bucket/table?...)")
+    add_table_argument(p)
     p.add_argument("--apply", action="store_true",
                    help="fix the fixable findings (default: a dry run that changes nothing)")
     p.add_argument("--min-temp-age", type=float, default=DEFAULT_MIN_TEMP_AGE_SECONDS,
@@ -114,7 +121,6 @@ def add_repair_command(sub: Any) -> None:
                    help="S3 writer lock lease: an unreadable lock object older than this is "
                    f"stale (default: {DEFAULT_LEASE_SECONDS:g})")
     add_output_options(p, "print the findings (and what was fixed) as one JSON document")
-    p.set_defaults(func=cmd_repair)
 
 
-__all__ = ["add_repair_command", "cmd_repair"]
+__all__ = ["cmd_repair", "register"]

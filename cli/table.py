@@ -1,6 +1,6 @@
 """Table commands of the ``morlog`` tool: ``slices``, ``snapshot``, ``timeline``, ``prune``
-and ``tag`` (``morlog.readers.table_cli``; errors through
-``morlog.readers.command.run_guarded``, results through ``morlog.readers.command.emit``).
+and ``tag`` (``morlog.cli.table``; errors through
+``morlog.cli.common.run_guarded``, results through ``morlog.cli.common.emit``).
 
 ``morlog slices TABLE --json``: one object per latest file slice with ``partition``,
 ``file_id``, ``base_instant``, ``base_file``, ``log_files`` and ``instants`` (first and last
@@ -28,13 +28,20 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
+from morlog.cli.common import (
+    EXIT_OK,
+    Commands,
+    add_output_options,
+    add_table_argument,
+    emit_for,
+    output,
+    read_keys_file,
+)
 from morlog.logformat.errors import UsageError
-
-from .command import EXIT_OK, add_output_options, emit_for, read_keys_file
-from .logfile import LogFileReader
-from .lookup import KeyTagger, TagResult
-from .prune import RULES, PruneResult, prune
-from .table import Table
+from morlog.readers.logfile import LogFileReader
+from morlog.readers.lookup import KeyTagger, TagResult
+from morlog.readers.prune import RULES, PruneResult, prune
+from morlog.readers.table import Table
 
 
 def _slice_instants(table: Table, partition: str, names: list[str]) -> list[str]:
@@ -87,7 +94,7 @@ def _json_value(v: Any) -> Any:
 def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Rows stream out as they are merged (one file slice at a time): JSON lines, or a
     Parquet file; this command has no --json form."""
-    out = out if out is not None else sys.stdout
+    out = output(out)
     table = Table(args.table)
     columns = [c for c in args.columns.split(",") if c] if args.columns else None
     parts = table.snapshot(args.as_of, columns, args.where)
@@ -174,27 +181,35 @@ def cmd_tag(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def add_table_commands(sub: Any) -> None:
-    p = sub.add_parser("slices", help="list a table's latest file slices",
-                       description="List the latest file slice of every file group: "
-                       "partition, file id, base file, log files (in Hudi's order) and the "
-                       "range of instants in the logs. With --json: one object per slice "
-                       "(partition, file_id, base_instant, base_file, log_files, instants).")
-    p.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
-    p.add_argument("--as-of", metavar="INSTANT",
-                   help="instant to read the table at (time travel; default: latest)")
-    add_output_options(p, "print a JSON array, one object per file slice")
-    p.set_defaults(func=cmd_slices)
+#: the TABLE argument of the commands that read a table
+_TABLE_HELP = "table base path (local path or a pyarrow.fs URI)"
 
-    s = sub.add_parser("snapshot", help="read a table's merged snapshot",
-                       description="Read the merged snapshot (base files merged with their "
-                       "logs, Hudi's merge semantics) at the latest or a given instant, one "
-                       "file slice at a time, and write it as JSON lines (one object per row; "
-                       "dates and times ISO 8601, decimals as strings, bytes Base64) or as a "
-                       "Parquet file. Hudi's meta columns are included.")
-    s.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
-    s.add_argument("--as-of", metavar="INSTANT",
-                   help="instant to read the table at (time travel; default: latest)")
+
+def _add_as_of(p: argparse.ArgumentParser, time_travel: bool = True) -> None:
+    default = "time travel; default: latest" if time_travel else "default: latest"
+    p.add_argument("--as-of", metavar="INSTANT", help=f"instant to read the table at ({default})")
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "slices", cmd_slices, help="list a table's latest file slices",
+        description="List the latest file slice of every file group: "
+        "partition, file id, base file, log files (in Hudi's order) and the "
+        "range of instants in the logs. With --json: one object per slice "
+        "(partition, file_id, base_instant, base_file, log_files, instants).")
+    add_table_argument(p, _TABLE_HELP, metavar=None)
+    _add_as_of(p)
+    add_output_options(p, "print a JSON array, one object per file slice")
+
+    s = commands.add(
+        "snapshot", cmd_snapshot, help="read a table's merged snapshot",
+        description="Read the merged snapshot (base files merged with their "
+        "logs, Hudi's merge semantics) at the latest or a given instant, one "
+        "file slice at a time, and write it as JSON lines (one object per row; "
+        "dates and times ISO 8601, decimals as strings, bytes Base64) or as a "
+        "Parquet file. Hudi's meta columns are included.")
+    add_table_argument(s, _TABLE_HELP, metavar=None)
+    _add_as_of(s)
     s.add_argument("--columns", metavar="A,B",
                    help="comma-separated columns (default: all, meta included)")
     s.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
@@ -205,49 +220,46 @@ def add_table_commands(sub: Any) -> None:
                    help="only rows for which this predicate is TRUE (comparisons, IN, IS "
                    "[NOT] NULL, AND, OR, NOT on data and partition columns); file slices "
                    "that cannot hold such a row are not read (see 'morlog prune')")
-    s.set_defaults(func=cmd_snapshot)
 
-    tl = sub.add_parser("timeline", help="list a table's instants",
-                        description="List every instant of the table's active timeline, "
-                        "oldest first: requested time, action, state (REQUESTED, INFLIGHT, "
-                        "COMPLETED) and completion time (table version 8+; '-' for pending "
-                        "instants and for version 6 tables, whose timeline records none). "
-                        "The instant of a completed write is what --as-of takes. Archived "
-                        "instants are not listed. With --json: one object per instant "
-                        "(instant, action, state, completed).")
-    tl.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    tl = commands.add(
+        "timeline", cmd_timeline, help="list a table's instants",
+        description="List every instant of the table's active timeline, "
+        "oldest first: requested time, action, state (REQUESTED, INFLIGHT, "
+        "COMPLETED) and completion time (table version 8+; '-' for pending "
+        "instants and for version 6 tables, whose timeline records none). "
+        "The instant of a completed write is what --as-of takes. Archived "
+        "instants are not listed. With --json: one object per instant "
+        "(instant, action, state, completed).")
+    add_table_argument(tl, _TABLE_HELP, metavar=None)
     add_output_options(tl, "print a JSON array, one object per instant")
-    tl.set_defaults(func=cmd_timeline)
 
-    pr = sub.add_parser("prune", help="which file slices a predicate needs",
-                        description="Decide, for every latest file slice, whether it may "
-                        "hold a row of the merged snapshot for which the predicate is TRUE, "
-                        "from partition values and column statistics (base files: the "
-                        "metadata table's column_stats or the file's footer; logs: each "
-                        "valid data block's statistics; blocks of failed or rolled-back "
-                        "commits, delete and command blocks never keep a slice). Prints a "
-                        "summary and one line per slice with the reason; with --json one "
-                        "object {\"kept\": [...], \"pruned\": [...]} whose items are "
-                        "{\"partition\", \"file_id\", \"reason\"}. A bad expression exits 2.")
-    pr.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    pr = commands.add(
+        "prune", cmd_prune, help="which file slices a predicate needs",
+        description="Decide, for every latest file slice, whether it may "
+        "hold a row of the merged snapshot for which the predicate is TRUE, "
+        "from partition values and column statistics (base files: the "
+        "metadata table's column_stats or the file's footer; logs: each "
+        "valid data block's statistics; blocks of failed or rolled-back "
+        "commits, delete and command blocks never keep a slice). Prints a "
+        "summary and one line per slice with the reason; with --json one "
+        "object {\"kept\": [...], \"pruned\": [...]} whose items are "
+        "{\"partition\", \"file_id\", \"reason\"}. A bad expression exits 2.")
+    add_table_argument(pr, _TABLE_HELP, metavar=None)
     pr.add_argument("--where", required=True, metavar="EXPR",
                     help="the predicate, e.g. \"fare > 40 AND city IN ('chennai', 'sao_paulo')\"")
-    pr.add_argument("--as-of", metavar="INSTANT",
-                    help="instant to read the table at (time travel; default: latest)")
+    _add_as_of(pr)
     pr.add_argument("--rule", choices=list(RULES), default="morlog",
                     help="morlog's rule (default), or Hudi's rule on the same statistics "
                     "(a file without statistics keeps its slice), for comparison")
     add_output_options(pr, "print one JSON object {kept, pruned}")
-    pr.set_defaults(func=cmd_prune)
 
-    t = sub.add_parser("tag", help="find the file group of keys",
-                       description="For each key (one per line in FILE): its partition and "
-                       "file group, or 'new' (null with --json) when the key is not in the "
-                       "table. Uses base-file footers and the logs' indexes (stored or "
-                       "recomputed); the number of reads goes to standard error.")
-    t.add_argument("table", help="table base path (local path or a pyarrow.fs URI)")
+    t = commands.add(
+        "tag", cmd_tag, help="find the file group of keys",
+        description="For each key (one per line in FILE): its partition and "
+        "file group, or 'new' (null with --json) when the key is not in the "
+        "table. Uses base-file footers and the logs' indexes (stored or "
+        "recomputed); the number of reads goes to standard error.")
+    add_table_argument(t, _TABLE_HELP, metavar=None)
     t.add_argument("--keys", required=True, metavar="FILE", help="file with one key per line")
-    t.add_argument("--as-of", metavar="INSTANT",
-                   help="instant to read the table at (default: latest)")
+    _add_as_of(t, time_travel=False)
     add_output_options(t, "print a JSON object: key -> {partition, file_id} or null")
-    t.set_defaults(func=cmd_tag)

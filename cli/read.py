@@ -1,9 +1,9 @@
 """Read-only commands of the ``morlog`` command-line tool: ``blocks``, ``verify``, ``index``
-and ``lookup`` (``morlog.readers.cli``; the tool itself is ``morlog.cli``).
+and ``lookup`` (``morlog.cli.read``; the tool itself is ``morlog.cli``).
 
 Each command computes its result with the readers (``index``: ``morlog.readers.index_report``;
-``lookup``: ``morlog.readers.probe``) and prints it through ``morlog.readers.command.emit``;
-errors go through the one guard, ``morlog.readers.command.run_guarded``.
+``lookup``: ``morlog.readers.probe``) and prints it through ``morlog.cli.common.emit``;
+errors go through the one guard, ``morlog.cli.common.run_guarded``.
 
 The output shapes are a contract (later issues and automated checks parse them):
 
@@ -24,21 +24,21 @@ import sys
 import warnings
 from typing import Any, TextIO
 
-from morlog.logformat.blocks import RECORD_KEY_FIELD
-from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.errors import MorlogError, UsageError
-
-from .command import (
+from morlog.cli.common import (
     EXIT_OK,
     EXIT_PROBLEMS,
+    Commands,
     add_output_options,
     emit,
     emit_for,
     one_line,
     read_keys_file,
 )
-from .index_report import IndexReport, index_report
-from .logfile import LogBlock, LogFileReader
+from morlog.logformat.blocks import RECORD_KEY_FIELD
+from morlog.logformat.constants import BlockType, HeaderKey
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.readers.index_report import IndexReport, index_report
+from morlog.readers.logfile import LogBlock, LogFileReader
 
 
 def _block_json(block: LogBlock, keys: bool, key_field: str) -> dict[str, Any]:
@@ -201,7 +201,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def cmd_lookup(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from .probe import ProbeResult, probe_log_file
+    from morlog.readers.probe import ProbeResult, probe_log_file
 
     keys = list(args.keys)
     if args.keys_file:
@@ -236,9 +236,9 @@ def _output_and_key_options(p: argparse.ArgumentParser, json_help: str) -> None:
 _PATH_HELP = "log file (local path, or a pyarrow.fs URI such as s3://...)"
 
 
-def add_read_commands(sub: Any) -> None:
-    p = sub.add_parser(
-        "blocks",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "blocks", cmd_blocks,
         help="list the blocks of a log file",
         description="List the blocks of a Hudi log file in file order: offset, size on disk, "
         "type, instant, record count and a detail (schema name, rollback target, why a "
@@ -251,10 +251,9 @@ def add_read_commands(sub: Any) -> None:
     p.add_argument("--keys", action="store_true",
                    help="include the record keys of data and delete blocks")
     _output_and_key_options(p, "print a JSON array, one object per block (the stable format)")
-    p.set_defaults(func=cmd_blocks)
 
-    v = sub.add_parser(
-        "verify",
+    v = commands.add(
+        "verify", cmd_verify,
         help="check that every block of log files is well formed",
         description="Check every block of every file: framing, header encoding and content "
         "decoding. Prints 'ok   PATH' or 'FAIL PATH' with one indented line per problem "
@@ -264,10 +263,9 @@ def add_read_commands(sub: Any) -> None:
     v.add_argument("paths", nargs="+", metavar="PATH", help="log files (paths or URIs)")
     v.add_argument("-q", "--quiet", action="store_true",
                    help="print failures only (no 'ok' lines)")
-    v.set_defaults(func=cmd_verify)
 
-    ix = sub.add_parser(
-        "index",
+    ix = commands.add(
+        "index", cmd_index,
         help="show the index of each data block and the cumulative index",
         description="Show each data block's index (key count, min/max key, filter size): "
         "read from its index trailer when it has one (stored; carrier avro or parquet), "
@@ -278,10 +276,9 @@ def add_read_commands(sub: Any) -> None:
     )
     ix.add_argument("path", help=_PATH_HELP)
     _output_and_key_options(ix, "print a JSON object (path, blocks, cumulative)")
-    ix.set_defaults(func=cmd_index)
 
-    lk = sub.add_parser(
-        "lookup",
+    lk = commands.add(
+        "lookup", cmd_lookup,
         help="find which blocks of a log file hold keys",
         description="Probe a log file for keys: for each key, the blocks still candidate after "
         "the min/max test (range), after the filter test (bloom) and after the exact key-list "
@@ -295,4 +292,3 @@ def add_read_commands(sub: Any) -> None:
                     help="file with one key per line (added to the KEYs given)")
     _output_and_key_options(lk, "print a JSON object: key -> {range, bloom, confirmed} "
                             "block offsets")
-    lk.set_defaults(func=cmd_lookup)

@@ -1,5 +1,5 @@
-"""``morlog demo`` (``morlog.writers.demo``): write sample log files with every block kind the
-writers make, show them with the read commands of ``morlog.readers.cli``.
+"""``morlog demo`` (``morlog.cli.demo``): write sample log files with every block kind the
+writers make, show them with the read commands of ``morlog.cli.read``.
 
 First the log of one file group of a trips table: two commits of Avro data, one of Parquet
 data, a delete, a commit that fails and its rollback command block, printed the way
@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import sys
 import time
 import uuid
 from typing import Any, TextIO
 
 import pyarrow as pa
 
+from morlog.cli.common import EXIT_OK, EXIT_PROBLEMS, Commands, output
+from morlog.cli.read import cmd_blocks, cmd_index, cmd_lookup, verify_file
 from morlog.logformat import DeleteRecord, OrderingValue
 from morlog.logformat.blocks import (
     META_FIELDS,
@@ -28,7 +29,6 @@ from morlog.logformat.blocks import (
     rollback_block,
 )
 from morlog.logformat.naming import LogFileName
-from morlog.readers.cli import cmd_blocks, cmd_index, cmd_lookup, verify_file
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import LogFileWriter
 
@@ -73,8 +73,8 @@ def demo_key(i: int) -> str:
 
 
 def write_sample(directory: str, out: TextIO | None = None) -> str:
-    out = out if out is not None else sys.stdout
     """Write the sample log into ``directory``; return its path."""
+    out = output(out)
     writer = LogFileWriter(directory, FILE_ID, BASE_INSTANT, write_token="0-1-1", mode="append")
     steps: list[tuple[str, Any]] = []
 
@@ -116,7 +116,7 @@ def _arrow_schema() -> pa.Schema:
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out if out is not None else sys.stdout
+    out = output(out)
     target = os.path.join(args.out, "city=san_francisco")
     if os.path.isdir(target):
         for name in os.listdir(target):
@@ -144,7 +144,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     table_pipeline(table_path, out)
     print(f"\nNext: morlog blocks --json --keys {path}", file=out)
     print(f"      morlog slices {table_path}; morlog snapshot {table_path}", file=out)
-    return 0 if not problems else 1
+    return EXIT_OK if not problems else EXIT_PROBLEMS
 
 
 def table_pipeline(path: str, out: TextIO, batches: int = 4, rows: int = 2000) -> None:
@@ -219,9 +219,9 @@ def write_indexed_sample(directory: str, out: TextIO) -> str:
     return path
 
 
-def add_demo_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "demo",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "demo", cmd_demo,
         help="write a sample log file and show its blocks",
         description="Write a sample Hudi log file with Avro, Parquet, delete and rollback "
         "blocks (append mode), then list and verify it; write a file slice of indexed blocks "
@@ -232,7 +232,6 @@ def add_demo_command(sub: Any) -> None:
     p.add_argument("--out", default=os.path.join("out", "demo"),
                    help="directory for the sample (default: out/demo); earlier demo logs "
                    "there are replaced")
-    p.set_defaults(func=cmd_demo)
 
 
-__all__ = ["add_demo_command", "cmd_demo", "write_sample"]
+__all__ = ["cmd_demo", "register", "write_sample"]

@@ -1,4 +1,4 @@
-"""``morlog spark-demo`` (``morlog.writers.spark_demo``): the main job. Upsert batches into a
+"""``morlog spark-demo`` (``morlog.cli.spark_demo``): the main job. Upsert batches into a
 table from Spark, report each commit, read the table back; ``--master`` runs the same pipeline
 on a cluster."""
 
@@ -9,11 +9,11 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import sys
 import time
 import uuid
 from typing import Any, TextIO
 
+from morlog.cli.common import EXIT_OK, EXIT_PROBLEMS, Commands, output
 from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
 from morlog.readers.timeline import Timeline
@@ -64,7 +64,7 @@ def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
         print(f"  read back with Spark: {n} rows in {back.rdd.getNumPartitions()} Spark "
               f"partitions (one per file slice; {len(slices)} file groups), per city "
               f"{dict(sorted(by_city.items()))} ({time.perf_counter() - t:.1f} s)", file=out)
-        return 0 if n == written else 1
+        return EXIT_OK if n == written else EXIT_PROBLEMS
     finally:
         if created:
             spark.stop()
@@ -84,13 +84,13 @@ def _report(path: str, seconds: float, out: TextIO) -> None:
 
 
 def cmd_spark_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out if out is not None else sys.stdout
+    out = output(out)
     return run(args.master, args.out, args.batches, args.rows, out)
 
 
-def add_spark_demo_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "spark-demo",
+def register(commands: Commands) -> None:
+    p = commands.add(
+        "spark-demo", cmd_spark_demo,
         help="the demo pipeline on Spark: upsert batches, report each commit, read back",
         description="Create a table and upsert batches into it with "
         "df.write.format('morlog') (70 %% inserts, routed into small file groups), print "
@@ -104,4 +104,3 @@ def add_spark_demo_command(sub: Any) -> None:
                    help="table path (default out/spark_demo_table; replaced on each run)")
     p.add_argument("--batches", type=int, default=5, help="upsert batches (default 5)")
     p.add_argument("--rows", type=int, default=3000, help="rows per batch (default 3000)")
-    p.set_defaults(func=cmd_spark_demo)
