@@ -5,12 +5,13 @@ The package maps the project's layers under one name (``spec/`` describes the by
     morlog.logformat   pure codecs: framing, block contents, index trailer, bloom filters, names
     morlog.compat      index recomputation for blocks written without one, Hudi base footers
     morlog.readers     ranged storage, log file reader, tables, merged snapshots, probes, tagging
-    morlog.writers     log writers, the write client and its commit protocol, Spark writes
+    morlog.writers     log writers, the write client and its commit protocol
+    morlog.spark       Spark: format("morlog"), the distributed upsert and services
     morlog.bench       the measured claims (``morlog bench``; needs the ``bench`` extra)
 
 The names below are the public API; everything else may move between releases.
 ``import morlog`` never starts a JVM: the Spark entry points live in
-:mod:`morlog.writers.spark` (``register``, ``upsert``) and need the ``spark`` extra.
+:mod:`morlog.spark` (``register``, ``upsert``) and need the ``spark`` extra.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def spark_queries(path: str, per: dict[str, dict[str, Any]], names: Sequence[str
         return {"skipped": "pyspark is not installed"}
     from pyspark.sql import SparkSession
 
-    from morlog.writers.spark import session
+    from morlog.spark.write import session
 
     if quick and SparkSession.getActiveSession() is None:
         return {"skipped": "--quick without a running Spark session (starting one takes "

@@ -206,7 +206,7 @@ class Session:
 def start_spark() -> Session:
     """The active Spark session (kept running) or a new ``local[2]`` one (stopped after)."""
     require_spark()
-    from morlog.writers.spark import session
+    from morlog.spark.write import session
 
     t0 = time.perf_counter()
     spark, created = session(MASTER, "morlog-bench-upsert")

@@ -27,7 +27,7 @@ def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
     if importlib.util.find_spec("pyspark") is None:
         raise UsageError("spark-demo needs pyspark, which is not installed "
                          "(pip install 'morlog[spark]')")
-    from morlog.writers.spark import session
+    from morlog.spark.write import session
 
     t0 = time.perf_counter()
     spark, created = session(master, "morlog-demo")

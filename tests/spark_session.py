@@ -21,7 +21,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from morlog.writers.spark import register
+    from morlog.spark.write import register
 
     # local[2,2]: two threads, a failed task is retried once (the retry test needs it)
     session = (SparkSession.builder.master("local[2,2]").appName("morlog-tests")

@@ -334,7 +334,7 @@ def test_bench_prune_is_sound_and_prunes_what_hudi_cannot(
 def test_bench_prune_spark_queries_with_and_without_pushdown(
         spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--quick runs the Spark queries in a running session (the tests' one)."""
-    from morlog.writers.spark import PUSHDOWN_CONF
+    from morlog.spark.write import PUSHDOWN_CONF
 
     pytest.importorskip("hudi")
     rc, report, err = _run(capsys, "bench", "prune", "--quick", "--json", "--out",

@@ -885,9 +885,9 @@ def test_cli_reports_a_refused_plan_as_an_error(tmp_path: Path,
 
 def test_a_clean_on_spark_deletes_what_the_local_clean_deletes(tmp_path: Path,
                                                                spark: Any) -> None:
-    """``morlog.writers.spark.clean``: the same plan, files deleted by Spark tasks (one per
+    """``morlog.spark.clean``: the same plan, files deleted by Spark tasks (one per
     partition); the same files gone as a local clean of a copy, the rows the same."""
-    from morlog.writers.spark import clean as spark_clean
+    from morlog.spark.write import clean as spark_clean
 
     root = tmp_path / "t"
     build(root, 9)

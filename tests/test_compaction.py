@@ -357,7 +357,7 @@ def test_a_hostile_plan_is_refused_before_anything_is_written(tmp_path: Path) ->
 
 
 def test_compaction_on_spark_one_task_per_slice(tmp_path: Path, spark: Any) -> None:
-    from morlog.writers.spark import compact as spark_compact
+    from morlog.spark.write import compact as spark_compact
 
     path = tmp_path / "t"
     _history(path, 9)
@@ -397,7 +397,7 @@ def test_a_retried_task_replaces_its_failed_attempts_file(tmp_path: Path) -> Non
 def test_inline_compaction_with_the_spark_writer(tmp_path: Path, spark: Any) -> None:
     """``df.write.format("morlog")`` with ``hoodie.compact.inline``: the driver compacts
     after the write that fires the trigger."""
-    from morlog.writers.spark import register
+    from morlog.spark.write import register
 
     register(spark)
     path = tmp_path / "t"

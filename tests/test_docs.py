@@ -15,7 +15,7 @@ README = (REPO / "README.md").read_text()
 DOCS = [REPO / "README.md", *sorted((REPO / "spec").glob("*.md"))]
 EXAMPLES = re.findall(r"^```python\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
 #: `morlog.<layer>...` in backticks, up to the first character that is not part of a dotted name
-NAMED = re.compile(r"`(morlog\.(?:logformat|compat|readers|writers|bench|cli)(?:\.\w+)*)")
+NAMED = re.compile(r"`(morlog\.(?:logformat|compat|readers|writers|spark|bench|cli)(?:\.\w+)*)")
 
 
 def test_readme_has_examples() -> None:

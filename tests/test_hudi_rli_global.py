@@ -222,7 +222,7 @@ def test_partition_filter_under_morlogs_own_index(tmp_path: Path) -> None:
 def test_spark_upsert_tags_through_hudis_record_index(spark: Any, tmp_path: Path,
                                                       move: bool) -> None:
     """Spark's distributed upsert tags globally through the record_index the same way."""
-    from morlog.writers.spark import upsert
+    from morlog.spark.write import upsert
 
     path = _copy(fixture_table(NAME), tmp_path)
     before = truth(path)

@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: the folders of code; api/ is the package root ``morlog``, the others ``morlog.<folder>``
-FOLDERS = ["logformat", "compat", "readers", "writers", "bench", "cli", "api"]
+FOLDERS = ["logformat", "compat", "readers", "writers", "spark", "bench", "cli", "api"]
 FOREIGN_HEAVY = {"pyspark"}
 
 
@@ -75,8 +75,8 @@ def test_pyspark_only_in_spark_modules() -> None:
 OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspark", "boto3",
             "lance"}
 # the Spark modules are imported only by Spark users (who have the spark extra)
-EAGER_ALLOWED = {"writers/spark.py": {"pyspark", "pandas"},
-                 "readers/spark_source.py": {"pyspark", "pandas"}}
+EAGER_ALLOWED = {"spark/write.py": {"pyspark", "pandas"},
+                 "spark/source.py": {"pyspark", "pandas"}}
 
 
 def _module_level_imports(path: Path) -> set[str]:
@@ -390,8 +390,7 @@ LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("writers.services", ("morlog.writers.services",)),
     ("writers.client", ("morlog.writers.client", "morlog.writers.options", "morlog.writers.create",
                         "morlog.writers.repair")),
-    ("spark", ("morlog.spark", "morlog.writers.spark", "morlog.writers.pyspark_morlog",
-               "morlog.readers.spark_source")),
+    ("spark", ("morlog.spark",)),
     ("bench", ("morlog.bench",)),
     ("cli", ("morlog.cli",)),
     ("api", ("morlog",)),

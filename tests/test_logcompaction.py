@@ -630,7 +630,7 @@ def test_inline_log_compaction(tmp_path: Path) -> None:
 def test_inline_log_compaction_with_the_spark_writer(tmp_path: Path, spark: Any) -> None:
     """``df.write.format("morlog")`` with ``hoodie.log.compaction.inline``: the driver runs
     the log compaction after the write that reaches the threshold."""
-    from morlog.writers.spark import register
+    from morlog.spark.write import register
 
     register(spark)
     path = tmp_path / "t"
@@ -747,9 +747,9 @@ def _l_blocks(path: Path, instant: str) -> list[tuple[str, int, int]]:
 @pytest.mark.parametrize("version", [6, 9])
 def test_log_compaction_on_spark_one_task_per_slice(tmp_path: Path, spark: Any,
                                                     version: int) -> None:
-    """``morlog.writers.spark.log_compact``: the same result as the local run (rows at every
+    """``morlog.spark.log_compact``: the same result as the local run (rows at every
     instant, tags, the blocks written), read the same by hudi-rs."""
-    from morlog.writers.spark import log_compact as spark_log_compact
+    from morlog.spark.write import log_compact as spark_log_compact
 
     local, dist = tmp_path / "local", tmp_path / "spark"
     for p in (local, dist):

@@ -41,11 +41,12 @@ FOLDERS = {
     "compat": "morlog/compat",
     "readers": "morlog/readers",
     "writers": "morlog/writers",
+    "spark": "morlog/spark",
     "bench": "morlog/bench",
     "cli": "morlog/cli",
 }
 #: folders inside those that install as top-level packages of their own
-NESTED = {"writers/pyspark_morlog": "pyspark_morlog"}
+NESTED = {"spark/pyspark_morlog": "pyspark_morlog"}
 #: top-level folders of the checkout that hold Python code but are not part of the package
 NOT_PACKAGED = {"tests", "spec"}
 BIN = "Scripts" if sys.platform == "win32" else "bin"
@@ -173,10 +174,12 @@ _API_CHECK = """
 import importlib.util, json, sys
 import morlog, pyspark_morlog
 loaded_heavy = [m for m in ("pyspark", "py4j", "matplotlib", "pybloom_live", "hudi",
-                            "deltalake", "morlog.bench", "morlog.writers.spark")
+                            "deltalake", "morlog.bench", "morlog.spark.write",
+                            "morlog.spark.source")
                 if m in sys.modules]
 from morlog import Table, MorTable, LogFileReader, UsageError
 import morlog.writers.client, morlog.readers.table, morlog.logformat.blocks, morlog.bench
+import morlog.spark
 print(json.dumps({
     "version": morlog.__version__,
     "file": morlog.__file__,
@@ -323,7 +326,7 @@ df.write.format("morlog").options(**opts).mode("overwrite").save(path)
 spark.createDataFrame([("c", "eu", 3)], df.schema).write.format("morlog").options(**opts) \\
     .mode("append").save(path)
 print(sorted(r.id for r in spark.read.format("morlog").load(path).collect()))
-import morlog.writers.spark as s
+import morlog.spark.write as s
 print(s.__file__)
 spark.stop()
 """

@@ -329,7 +329,7 @@ def test_spark_writes_into_every_fixture_table(tmp_path: Path, src: Path, spark:
     """``df.write.format("morlog")`` (upsert, insert, then delete) into a copy of each
     fixture table, its whole metadata table kept; morlog and hudi-rs read the expected
     rows."""
-    from morlog.writers.spark import register
+    from morlog.spark.write import register
 
     register(spark)
     path = _copy(src, tmp_path)

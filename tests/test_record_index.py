@@ -412,7 +412,7 @@ def test_spark_build_with_retried_tasks_and_spark_upserts(spark: Any, tmp_path: 
     """The distributed build (a task per data slice, a task per shard; every shard task's
     first attempt fails after writing its file) equals the table, and Spark upserts keep it
     true (their tagging tasks read it)."""
-    from morlog.writers.spark import build_record_index, upsert
+    from morlog.spark.write import build_record_index, upsert
 
     from .test_spark import _df, _fail_first_attempt
 
@@ -561,7 +561,7 @@ def test_direct_probe_through_index_services(tmp_path: Path) -> None:
 
 
 def test_spark_lookup_by_shard(spark: Any, tmp_path: Path) -> None:
-    from morlog.readers.spark_source import lookup_record_index
+    from morlog.spark.source import lookup_record_index
 
     root = tmp_path / "t"
     t = _table(root)
@@ -937,7 +937,7 @@ def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) 
     stored record has the greater ordering value; ``format("morlog")`` inserts
     (bulk_insert) move keys too. ``rli verify`` is clean after each, every key reads
     once."""
-    from morlog.writers.spark import upsert
+    from morlog.spark.write import upsert
 
     from .test_spark import _df
 

@@ -256,7 +256,7 @@ def test_random_write_sequences_keep_index_true(tmp_path_factory: pytest.TempPat
 def test_spark_writes_keep_index_true(spark: Any, tmp_path: Path) -> None:
     """The distributed upsert (updates, inserts, deletes) and ``format("morlog")`` keep the
     record index true."""
-    from morlog.writers.spark import upsert
+    from morlog.spark.write import upsert
 
     path = _copy(_fixture(_NAMES[1]), tmp_path)
     cfg = WriteConfig(hoodie_options=KEEP_RLI)

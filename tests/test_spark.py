@@ -105,8 +105,8 @@ def _df(spark: Any, ids: range, ts: int) -> Any:
 
 
 def test_distributed_upsert(spark: Any, tmp_path: Path) -> None:
+    from morlog.spark.write import upsert
     from morlog.writers.options import WriteConfig
-    from morlog.writers.spark import upsert
 
     path = str(tmp_path / "d")
     cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
@@ -155,8 +155,8 @@ def _fail_first_attempt() -> Any:
 
 
 def test_distributed_upsert_task_retries_do_not_duplicate(spark: Any, tmp_path: Path) -> None:
+    from morlog.spark.write import upsert
     from morlog.writers.options import WriteConfig
-    from morlog.writers.spark import upsert
 
     path = str(tmp_path / "r")
     cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
@@ -192,8 +192,8 @@ def test_spark_on_s3_distributed_upsert_with_retries_and_data_source(
 
     import pyarrow.fs as pafs
 
+    from morlog.spark.write import upsert
     from morlog.writers.options import WriteConfig
-    from morlog.writers.spark import upsert
 
     bucket = f"s{uuid.uuid4().hex[:12]}"
     uri = f"s3://test:test@{bucket}/t?{s3}"
@@ -254,7 +254,7 @@ def _counting_task(inner: Any, out_dir: str) -> Any:
 
 def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_tasks(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import morlog.writers.spark as spark_mod
+    import morlog.spark.write as spark_mod
     from morlog.readers.storage import TableLocation
     from morlog.writers.options import WriteConfig
 
@@ -285,10 +285,10 @@ def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_ta
     assert tasks and set(tasks) == {0}  # tagging and writing tasks never parse it again
 
 
-def test_the_read_source_lives_in_readers_and_the_writer_extends_it(tmp_path: Path) -> None:
+def test_the_write_source_extends_the_read_source(tmp_path: Path) -> None:
     from morlog.logformat.errors import UsageError
-    from morlog.readers.spark_source import MorlogReader, MorlogReadSource
-    from morlog.writers.spark import MorlogDataSource
+    from morlog.spark.source import MorlogReader, MorlogReadSource
+    from morlog.spark.write import MorlogDataSource
 
     assert issubclass(MorlogDataSource, MorlogReadSource)
     assert MorlogReadSource.name() == MorlogDataSource.name() == "morlog"
@@ -322,7 +322,7 @@ _OPTS = {"hoodie.datasource.write.recordkey.field": "id",
 
 def test_save_modes_as_hudi_has_them(spark: Any, tmp_path: Path) -> None:
     from morlog.logformat.errors import UsageError
-    from morlog.writers.spark import save
+    from morlog.spark.write import save
 
     path = str(tmp_path / "m")
     # overwrite on no table: creates it (the operation, upsert, on the new table)

@@ -1,5 +1,5 @@
 """Filter pushdown of ``spark.read.format("morlog")`` (``MorlogReader.pushFilters``,
-readers/spark_source.py, spec/prune.md §8.1): which filters are taken, which are left to Spark,
+spark/source.py, spec/prune.md §8.1): which filters are taken, which are left to Spark,
 the slices the read tasks see, and that every query returns what Spark computes on the
 unpruned read.
 
@@ -21,11 +21,11 @@ from pyspark.sql import datasource as sds  # noqa: E402
 
 from morlog.readers import predicate as pr  # noqa: E402
 from morlog.readers.prune import prune  # noqa: E402
-from morlog.readers.spark_source import MorlogFilteringReader, filter_expr  # noqa: E402
 from morlog.readers.table import Table  # noqa: E402
+from morlog.spark.source import MorlogFilteringReader, filter_expr  # noqa: E402
+from morlog.spark.write import PUSHDOWN_CONF  # noqa: E402
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig  # noqa: E402
-from morlog.writers.spark import PUSHDOWN_CONF  # noqa: E402
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("grp", pa.int32()), ("fare", pa.float64()), ("city", pa.string()),
@@ -240,7 +240,7 @@ def test_a_view_queried_again_reads_every_row(spark: Any, table_path: str) -> No
     "PySpark 4.3 keeps the read planned by one scan's filter pushdown on the data source "
     "object later scans of the same view share, so they read the first query's slices "
     "only; strict: when the installed Spark keeps it per scan, this passes and fails the "
-    "run, and pushdown can become the default again (morlog.readers.spark_source)"))
+    "run, and pushdown can become the default again (morlog.spark.source)"))
 def test_pushdown_does_not_leak_between_queries_of_a_view(spark: Any, table_path: str) -> None:
     got, want = _view_reused(spark, table_path, "true")
     assert got == want
@@ -253,7 +253,7 @@ def test_without_the_spark_setting_reads_work_and_pushdown_is_spark_s_error(
     error naming the setting. (Registering the plain source here stands for that.)"""
     from pyspark.errors import AnalysisException
 
-    from morlog.writers.spark import MorlogDataSource, register
+    from morlog.spark.write import MorlogDataSource, register
 
     spark.conf.set(PUSHDOWN_CONF, "false")
     spark.dataSource.register(MorlogDataSource)

@@ -114,9 +114,9 @@ def test_shape_takes_writes_and_reads_right(tmp_path: Path, shape: str) -> None:
                                    "hive_style_urlencoded"])
 def test_distributed_upsert_writes_every_shape(tmp_path: Path, shape: str,
                                                spark: Any) -> None:
-    """``morlog.writers.spark.upsert`` keys rows with the table's key generator in its
+    """``morlog.spark.upsert`` keys rows with the table's key generator in its
     tagging tasks: composite keys and generated partition paths work as in the client."""
-    from morlog.writers.spark import upsert
+    from morlog.spark.write import upsert
 
     version, props, _ = SHAPES[shape]
     path = tmp_path / shape

@@ -4,7 +4,7 @@ Hudi users configure a write with string options (``hoodie.*`` keys, as in
 ``df.write.format("hudi").options(**hudi_options)``). :func:`parse_write_options` reads such
 a dict into :class:`WriteOptions`: the :class:`~morlog.writers.options.WriteConfig` of the
 write, the table-level settings used when the write creates the table, and the operation.
-``WriteConfig.from_hoodie_options`` and the Spark data source (``morlog.writers.spark``)
+``WriteConfig.from_hoodie_options`` and the Spark data source (``morlog.spark.write``)
 both use it.
 
 ==============================================  =========================================

@@ -1,7 +1,7 @@
 """The commit protocol: one delta commit of a table, from the writer lock to completion.
 
 Used by the write client (``morlog.writers.client.MorTable``) and by Spark's distributed
-upsert (``morlog.writers.spark.upsert``); both write a commit the same way::
+upsert (``morlog.spark.upsert``); both write a commit the same way::
 
     with Commit(store, location, mode=..., operation="upsert", schema=avro) as c:
         # c.instant, c.rolled_back, c.view (the table after rollback)

@@ -678,7 +678,7 @@ def read_clean_plan(mt: MorTable, table: Table, instant: str) -> dict[str, Any]:
 
 #: deletes the planned files (paths in the store's form, checked against the plan already):
 #: whether each was deleted (False: gone already). Default: one after the other here; Spark:
-#: ``morlog.writers.spark.clean``, one task per partition.
+#: ``morlog.spark.clean``, one task per partition.
 Deleter = Callable[[list[str]], list[bool]]
 
 

@@ -354,7 +354,7 @@ def run_compaction(mt: MorTable, instant: str, *,
                    runner: OperationRunner | None = None) -> CompactionResult:
     """Execute the compaction planned at ``instant`` (see the module docstring).
     ``runner``: where the operations run (default: threads of this process; Spark:
-    ``morlog.writers.spark.compact``, one task per file slice)."""
+    ``morlog.spark.compact``, one task per file slice)."""
     return _CompactionRun(mt, instant).run(progress, runner)
 
 

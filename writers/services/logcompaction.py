@@ -324,7 +324,7 @@ def refusal(table: Table, instant: str) -> str | None:
 ProgressFn = Callable[[int, int], None]
 #: where the planned slices of log compaction ``instant`` are merged: (the table, the
 #: instant, the plan's operations as stored) -> one :class:`SliceOutcome` per operation, in
-#: order (default: threads of this process; Spark: ``morlog.writers.spark.log_compact``)
+#: order (default: threads of this process; Spark: ``morlog.spark.log_compact``)
 LogOperationRunner = Callable[["MorTable", str, list[dict[str, Any]]], list["SliceOutcome"]]
 
 

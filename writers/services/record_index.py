@@ -316,7 +316,7 @@ def table_entries(table: Table, as_of: str | None = None, *, threads: int | None
 #: what writes the shards of a build: (the data table, the instant it is read as of, the
 #: shard count, the index table, the build's index instant) -> (write stats of the shard
 #: files, entries, data file slices read); local threads by default, Spark tasks in
-#: ``morlog.writers.spark.build_record_index``
+#: ``morlog.spark.build_record_index``
 BuildRunner = Callable[[Table, str | None, int, Any, str], tuple[list[dict[str, Any]], int, int]]
 
 

@@ -7,7 +7,7 @@ option.
 
 Filters are pushed down (``DataSourceReader.pushFilters``, Spark 4.1+) when the read option
 ``filter.pushdown`` says so (the session's ``spark.sql.python.filterPushdown.enabled`` must be
-on too: ``morlog.writers.spark.register`` turns it on). Its default is off: PySpark 4.3 keeps
+on too: ``morlog.spark.register`` turns it on). Its default is off: PySpark 4.3 keeps
 the partitions and read function planned by one scan's filter pushdown on the data source
 object that every later scan of the same DataFrame or view shares, so a query without
 filters after one with filters reads only the slices and rows the first kept (wrong rows;
@@ -30,12 +30,12 @@ Read options use Hudi's names (short aliases in brackets); any other option is a
 it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
 and ``yyyy-MM-dd``), ``columns``, ``filter.pushdown`` [``pushdown``] (``true``/``false``).
 
-:class:`MorlogReadSource` reads only; ``morlog.writers.spark.MorlogDataSource`` extends it
+:class:`MorlogReadSource` reads only; ``morlog.spark.write.MorlogDataSource`` extends it
 with the writer (``df.write.format("morlog")``) and is what ``register`` installs. The table's
 path is resolved once on the driver (:class:`~morlog.readers.storage.TableLocation`) and
 shipped to the read tasks.
 
-pyspark is imported only by modules whose name contains "spark"; nothing else needs a JVM.
+pyspark is imported only under ``spark/`` and by the Spark commands; nothing else needs a JVM.
 """
 
 from __future__ import annotations
@@ -53,11 +53,10 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from morlog.logformat.errors import UsageError
-
-from . import predicate as pr
-from .prune import Pruner, SliceFilter, predicate_schema
-from .storage import TableLocation
-from .table import FileSlice, Table, query_instant
+from morlog.readers import predicate as pr
+from morlog.readers.prune import Pruner, SliceFilter, predicate_schema
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import FileSlice, Table, query_instant
 
 #: Spark's comparison filters -> the predicate's operators
 _COMPARE = {sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
@@ -278,7 +277,7 @@ def lookup_record_index(df: Any, path: str | TableLocation, key: str = "key") ->
     each shard once. The index must cover the table (else a ``StaleIndexError``)."""
     from pyspark.sql.types import StringType, StructField
 
-    from .record_index import RecordIndex, shards_of
+    from morlog.readers.record_index import RecordIndex, shards_of
 
     location = TableLocation.of(path)
     first = RecordIndex.open(Table(location))
@@ -321,7 +320,7 @@ def lookup_record_index(df: Any, path: str | TableLocation, key: str = "key") ->
 
 def register_reader(spark: Any) -> None:
     """Make ``spark.read.format("morlog")`` available (reading only; the writing source is
-    ``morlog.writers.spark.register``)."""
+    ``morlog.spark.register``)."""
     spark.dataSource.register(MorlogReadSource)
 
 

@@ -1,7 +1,7 @@
 """PySpark integration: ``df.write.format("morlog")``, the distributed :func:`upsert`.
 
 Spark 4's Python Data Source API. :class:`MorlogDataSource` is the read source of
-``morlog.readers.spark_source`` (``spark.read.format("morlog")``: one Spark partition per file
+``morlog.spark.source`` (``spark.read.format("morlog")``: one Spark partition per file
 slice) with the writer added. Spark finds it without any call: at its first use of a Python
 data source, Spark imports every installed top-level module named ``pyspark_*`` and registers
 its ``DefaultSource`` (``pyspark/sql/worker/lookup_data_sources.py``); morlog installs
@@ -44,7 +44,7 @@ drops them: a DataFrame read from a table writes back as it is.
 The table's path is resolved once on the driver (``morlog.readers.storage.TableLocation``)
 and shipped to the tasks, which never parse it again.
 
-pyspark is imported only by modules whose name contains "spark"; nothing else needs a JVM.
+pyspark is imported only under ``spark/`` and by the Spark commands; nothing else needs a JVM.
 """
 
 from __future__ import annotations
@@ -70,14 +70,14 @@ from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.readers.base_files import table_base_format
 from morlog.readers.properties import has_properties
-from morlog.readers.spark_source import (
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
+from morlog.spark.source import (
     READ_OPTIONS,
     MorlogReader,
     MorlogReadSource,
     SlicePartition,
 )
-from morlog.readers.storage import TableLocation
-from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.core.commit import RecordChanges
 from morlog.writers.core.store import WriteStore, store_at
@@ -227,7 +227,7 @@ class MorlogDataSource(MorlogReadSource):
 class MorlogPushdownDataSource(MorlogDataSource):
     """:class:`MorlogDataSource` that pushes filters down unless the read says
     ``filter.pushdown=false`` (what ``register(spark, pushdown=True)`` installs; see
-    ``morlog.readers.spark_source`` for why it is not the default)."""
+    ``morlog.spark.source`` for why it is not the default)."""
 
     PUSHDOWN = True
 
@@ -241,10 +241,10 @@ def register(spark: Any, *, pushdown: bool = False) -> None:
     by Spark without it; see the module's docstring). It turns on :data:`PUSHDOWN_CONF` for
     the session (sources that take no filters ignore it), so that a read may ask for filter
     pushdown with ``.option("filter.pushdown", "true")``: morlog then prunes file slices
-    with the filters and filters rows in the read tasks (``morlog.readers.spark_source``).
+    with the filters and filters rows in the read tasks (``morlog.spark.source``).
     ``pushdown=True`` makes that every read's default; it is off by default because PySpark
     4.3 lets one scan's pushed filters leak into later scans of the same DataFrame or view
-    (wrong rows; ``morlog.readers.spark_source`` says when it is safe)."""
+    (wrong rows; ``morlog.spark.source`` says when it is safe)."""
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(MorlogPushdownDataSource if pushdown else MorlogDataSource)
 

@@ -4,13 +4,13 @@ PySpark 4 looks up Python data sources when a session first uses one: a Python w
 imports every installed top-level module whose name starts with ``pyspark_`` and registers
 the module's ``DefaultSource`` (a ``pyspark.sql.datasource.DataSource`` subclass) under its
 ``name()`` (``pyspark/sql/worker/lookup_data_sources.py``). This module is that entry point
-for morlog; it lives in ``writers/pyspark_morlog/`` and installs as ``pyspark_morlog``.
+for morlog; it lives in ``spark/pyspark_morlog/`` and installs as ``pyspark_morlog``.
 
 ``DefaultSource`` is resolved on first access, so importing this module (or ``morlog``)
 loads neither pyspark nor a JVM. Found by PySpark's lookup only where it is installed as a
 package (a wheel, ``pip install morlog``); an editable install maps it through an import
 hook that ``pkgutil.iter_modules`` does not list, so from a checkout call
-``morlog.writers.spark.register(spark)``.
+``morlog.spark.register(spark)``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "DefaultSource":
-        from morlog.writers.spark import MorlogDataSource
+        from morlog.spark.write import MorlogDataSource
 
         return MorlogDataSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
