@@ -1,5 +1,5 @@
 """Layering: no import cycle between modules, and each module imports only its own layer or
-the layers below it (:data:`LAYER_ORDER`: logformat -> compat -> readers -> writers.core ->
+the layers below it (:data:`LAYER_ORDER`: config -> logformat -> compat -> readers -> writers.core ->
 writers.mdt -> writers.services -> writers.client -> spark -> bench -> cli -> api), over the
 import graph of the code, function-local imports included; pyspark only in Spark modules.
 
@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: the folders of code; api/ is the package root ``morlog``, the others ``morlog.<folder>``
-FOLDERS = ["logformat", "compat", "readers", "writers", "spark", "bench", "cli", "api"]
+FOLDERS = ["config", "logformat", "compat", "readers", "writers", "spark", "bench", "cli", "api"]
 FOREIGN_HEAVY = {"pyspark"}
 
 
@@ -382,6 +382,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 #: before it, function-local imports included (``TYPE_CHECKING`` imports are left out: they
 #: never run). A module belongs to the layer of the longest prefix naming it.
 LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
+    ("config", ("morlog.config",)),
     ("logformat", ("morlog.logformat",)),
     ("compat", ("morlog.compat",)),
     ("readers", ("morlog.readers",)),
