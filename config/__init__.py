@@ -161,8 +161,9 @@ DROP_PARTITION_COLUMNS = _o("hoodie.datasource.write.drop.partition.columns", "f
                             f"{_TC}.DROP_PARTITION_COLUMNS")
 COMPLEX_KEYGEN_ENCODING = _o("hoodie.table.complex.keygen.encoding", None, "enum", T,
                              "keys and partitions",
-                             "how the complex key generator encodes a single-field key "
-                             "(field:value or value)", _TC)
+                             "how the complex key generator's single-field keys are encoded: "
+                             "FIELD_PREFIXED or VALUE_ONLY (unset: from the table version)",
+                             f"{_TC} (Hudi 1.1.1+; not in the Hudi source read)")
 WRITE_RECORDKEY_FIELD = _o("hoodie.datasource.write.recordkey.field", None, "list", W,
                            "keys and partitions", "record key field(s) of a new table",
                            f"{_KG}.RECORDKEY_FIELD_NAME")
@@ -188,8 +189,9 @@ CONSISTENT_LOGICAL_TIMESTAMP = _o(
     f"{_KG}.KEYGENERATOR_CONSISTENT_LOGICAL_TIMESTAMP_ENABLED")
 COMPLEX_KEYGEN_NEW_ENCODING = _o("hoodie.write.complex.keygen.new.encoding", "false", "bool",
                                  W, "keys and partitions",
-                                 "the complex key generator's single-field key as field:value",
-                                 "HoodieWriteConfig")
+                                 "tables of version 8 and below: the complex key generator's "
+                                 "single-field key without the field name",
+                                 "HoodieWriteConfig.COMPLEX_KEYGEN_NEW_ENCODING")
 KEYGEN_DATETIME_PARSER = _o("hoodie.keygen.datetime.parser.class",
                             "org.apache.hudi.keygen.parser.HoodieDateTimeParser", "class", W,
                             "keys and partitions",
@@ -237,7 +239,7 @@ del _key
 # --- merging ---------------------------------------------------------------------------------
 ORDERING_FIELDS = _o("hoodie.table.ordering.fields", None, "list", T, "merging",
                      "the ordering field(s) of event-time merging (table version 9)",
-                     f"{_TC}.ORDERING_FIELDS")
+                     f"{_TC} (1.1; hoodie.table.precombine.field before)")
 PRECOMBINE_FIELD = _o("hoodie.table.precombine.field", None, "string", T, "merging",
                       "the ordering field before table version 9", f"{_TC}.PRECOMBINE_FIELD")
 RECORD_MERGE_MODE = _o("hoodie.record.merge.mode", None, "enum", T, "merging",
@@ -248,7 +250,8 @@ RECORD_MERGE_STRATEGY_ID = _o("hoodie.record.merge.strategy.id", None, "string",
                               f"{_TC}.RECORD_MERGE_STRATEGY_ID")
 COMPACTION_RECORD_MERGER_STRATEGY = _o("hoodie.compaction.record.merger.strategy", None,
                                        "string", T, "merging",
-                                       "older name of hoodie.record.merge.strategy.id", _TC)
+                                       "older name of hoodie.record.merge.strategy.id",
+                                       f"{_TC}.RECORD_MERGE_STRATEGY_ID (alternative)")
 PAYLOAD_CLASS = _o("hoodie.compaction.payload.class", None, "class", T, "merging",
                    "the payload class (table versions 6/8: decides the merge mode)",
                    f"{_TC}.PAYLOAD_CLASS_NAME")
@@ -256,15 +259,15 @@ TABLE_PARTIAL_UPDATE_MODE = _o("hoodie.table.partial.update.mode", None, "enum",
                                "partial updates; morlog refuses to write such a table and "
                                "does not prune on it", f"{_TC}.PARTIAL_UPDATE_MODE")
 WRITE_PARTIAL_UPDATE_MODE = _o("hoodie.write.partial.update.mode", None, "enum", T, "merging",
-                               "older name of hoodie.table.partial.update.mode",
-                               "HoodieWriteConfig")
+                               "partial updates, as a write setting; refused as the table "
+                               "property is", "HoodieWriteConfig (not in the Hudi source read)")
 WRITE_PRECOMBINE_FIELD = _o("hoodie.datasource.write.precombine.field", None, "string", W,
                             "merging", "ordering field of a new table",
                             "HoodieTableConfig.PRECOMBINE_FIELD (DataSourceWriteOptions)")
-WRITE_RECORD_MERGE_MODE = _o("hoodie.write.record.merge.mode", "EVENT_TIME_ORDERING", "enum",
-                             W, "merging",
+WRITE_RECORD_MERGE_MODE = _o("hoodie.write.record.merge.mode", None, "enum", W, "merging",
                              "merge mode of a new table: EVENT_TIME_ORDERING or "
-                             "COMMIT_TIME_ORDERING", "HoodieWriteConfig.RECORD_MERGE_MODE")
+                             "COMMIT_TIME_ORDERING (unset: event time when an ordering field "
+                             "is set)", "HoodieWriteConfig.RECORD_MERGE_MODE")
 
 # --- timeline --------------------------------------------------------------------------------
 TIMELINE_LAYOUT_VERSION = _o("hoodie.timeline.layout.version", None, "int", T, "timeline",

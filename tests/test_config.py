@@ -120,7 +120,8 @@ def test_known_defaults_match_the_services_settings() -> None:
     from morlog.writers.services.compaction import CompactionSettings
     from morlog.writers.services.logcompaction import LogCompactionSettings
 
-    clean, comp, logc = CleanSettings.of({}), CompactionSettings.of({}), LogCompactionSettings.of({})
+    clean, comp = CleanSettings.of({}), CompactionSettings.of({})
+    logc = LogCompactionSettings.of({})
     cfg = WriteConfig()
     d = {k: o.default for k, o in OPTIONS.items()}
     assert d[config.CLEAN_POLICY] == clean.policy
