@@ -274,13 +274,14 @@ TIMELINE_LAYOUT_VERSION = _o("hoodie.timeline.layout.version", None, "int", T, "
                              "timeline layout: 1 (table version 6) or 2 (8+)",
                              f"{_TC}.TIMELINE_LAYOUT_VERSION")
 TIMELINE_PATH = _o("hoodie.timeline.path", "timeline", "string", T, "timeline",
-                   "folder of the active timeline under .hoodie (layout 2)",
+                   "folder of the active timeline under .hoodie (layout 2; written, morlog "
+                   "reads timeline/)",
                    f"{_TC}.TIMELINE_PATH")
 TIMELINE_HISTORY_PATH = _o("hoodie.timeline.history.path", "history", "string", T, "timeline",
-                           "folder of the LSM timeline history (layout 2)",
+                           "folder of the LSM timeline history (layout 2; written at creation)",
                            f"{_TC}.TIMELINE_HISTORY_PATH")
 ARCHIVELOG_FOLDER = _o("hoodie.archivelog.folder", "archived", "string", T, "timeline",
-                       "folder of the archived timeline (layout 1)",
+                       "folder of the archived timeline (layout 1; written at creation)",
                        f"{_TC}.ARCHIVELOG_FOLDER")
 TIMELINE_TIMEZONE = _o("hoodie.table.timeline.timezone", "LOCAL", "enum", T, "timeline",
                        "instant times in LOCAL time or UTC", f"{_TC}.TIMELINE_TIMEZONE")
@@ -347,8 +348,8 @@ PARQUET_DICTIONARY_ENABLED = _o("hoodie.parquet.dictionary.enabled", "true", "bo
 ORC_COMPRESSION_CODEC = _o("hoodie.orc.compression.codec", "ZLIB", "enum", W, "base files",
                            "ORC base files' codec", f"{_SC}.ORC_COMPRESSION_CODEC_NAME")
 BLOOM_FILTER_TYPE = _o("hoodie.bloom.index.filter.type", "DYNAMIC_V0", "enum", W,
-                       "base files", "type of the bloom filter in base file footers and the "
-                       "MDT bloom_filters partition", f"{_SC}.BLOOM_FILTER_TYPE")
+                       "base files", "bloom filter type recorded in the MDT bloom_filters "
+                       "entries of base files", f"{_SC}.BLOOM_FILTER_TYPE")
 PARQUET_MAX_FILE_SIZE = _o("hoodie.parquet.max.file.size", str(120 * 1024 * 1024), "int", W,
                            "base files", "target size of a file group's base file in bytes",
                            f"{_SC}.PARQUET_MAX_FILE_SIZE")
@@ -502,9 +503,10 @@ RECORD_INDEX_ENABLE = _o("morlog.record.index.enable", "false", "bool", T, "reco
                          "every morlog writer maintains morlog's record index "
                          "(.hoodie/morlog/record_index)")
 RECORD_INDEX_SHARDS = _o("morlog.record.index.shards", None, "int", T, "record index",
-                         "property of the index table: its shard count")
-RECORD_INDEX_HASH = _o("morlog.record.index.hash", "xxh64", "string", T, "record index",
-                       "property of the index table: the hash assigning keys to shards")
+                         "property of the index table: its shard count (required)")
+RECORD_INDEX_HASH = _o("morlog.record.index.hash", None, "string", T, "record index",
+                       "property of the index table: the hash assigning keys to shards "
+                       "(required; xxh64)")
 RECORD_INDEX_BUILT_AS_OF = _o("morlog.record.index.built.as.of", None, "string", T,
                               "record index",
                               "property of the index table: the data instant it was built as of")

@@ -143,6 +143,11 @@ def test_known_defaults_match_the_services_settings() -> None:
     assert float(d[config.LOGFILE_TO_PARQUET_RATIO] or 0) == cfg.log_to_parquet_ratio
     assert d[config.LOGFILE_DATA_BLOCK_FORMAT] == cfg.carrier
     assert d[config.NEW_GROUPS] == cfg.new_groups
+    from morlog.logformat.column_stats_section import DEFAULT_MAX_COLUMNS
+    from morlog.writers.mdt.colstats import DEFAULT_BLOOM_TYPE
+
+    assert int(d[config.COLUMN_STATS_MAX_COLUMNS] or 0) == DEFAULT_MAX_COLUMNS
+    assert d[config.BLOOM_FILTER_TYPE] == DEFAULT_BLOOM_TYPE
 
 
 def test_config_imports_nothing_of_morlog() -> None:
