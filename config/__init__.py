@@ -89,6 +89,7 @@ def _o(key: str, default: str | None, type_: str, scope: Scope, area: str, doc: 
 
 T, W, C, F = Scope.TABLE, Scope.WRITE, Scope.COMMIT, Scope.FILE
 _TC = "HoodieTableConfig"
+_DS = "DataSourceWriteOptions"
 
 # --- table -----------------------------------------------------------------------------------
 TABLE_TYPE = _o("hoodie.table.type", "COPY_ON_WRITE", "enum", T, "table",
@@ -213,23 +214,28 @@ TS_SCALAR_UNIT = _o(TIMESTAMP_KEYGEN_PREFIX + "timestamp.scalar.time.unit", "SEC
                     W, "keys and partitions", "SCALAR timestamps: the Java TimeUnit",
                     f"{_TS}.INPUT_TIME_UNIT")
 TS_INPUT_FORMAT = _o(TIMESTAMP_KEYGEN_PREFIX + "input.dateformat", "", "string", W,
-                     "keys and partitions", "DATE_STRING/MIXED: the input pattern(s)",
+                     "keys and partitions",
+                     "DATE_STRING/MIXED: the input pattern(s), comma-separated",
                      f"{_TS}.TIMESTAMP_INPUT_DATE_FORMAT")
 TS_INPUT_DELIMITER = _o(TIMESTAMP_KEYGEN_PREFIX + "input.dateformat.list.delimiter.regex",
                         ",", "string", W, "keys and partitions",
-                        "the delimiter between input patterns",
+                        "the delimiter between input patterns (only , is supported)",
                         f"{_TS}.TIMESTAMP_INPUT_DATE_FORMAT_LIST_DELIMITER_REGEX")
-TS_INPUT_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "input.timezone", "", "string", W,
-                 "keys and partitions", "the zone of input date strings",
+TS_INPUT_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "input.timezone", None, "string", W,
+                 "keys and partitions",
+                 "the zone of input date strings (unset: the zone the string names)",
                  f"{_TS}.TIMESTAMP_INPUT_TIMEZONE_FORMAT")
 TS_OUTPUT_FORMAT = _o(TIMESTAMP_KEYGEN_PREFIX + "output.dateformat", "", "string", W,
                       "keys and partitions", "the partition path pattern",
                       f"{_TS}.TIMESTAMP_OUTPUT_DATE_FORMAT")
-TS_OUTPUT_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "output.timezone", "", "string", W,
-                  "keys and partitions", "the zone of the partition path",
+TS_OUTPUT_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "output.timezone", None, "string", W,
+                  "keys and partitions",
+                  "the zone of the partition path (unset: the parsed string's; numeric "
+                  "timestamps need one)",
                   f"{_TS}.TIMESTAMP_OUTPUT_TIMEZONE_FORMAT")
-TS_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "timezone", "", "string", W, "keys and partitions",
-           "the zone of input and output when neither is set", f"{_TS}.TIMESTAMP_TIMEZONE_FORMAT")
+TS_TZ = _o(TIMESTAMP_KEYGEN_PREFIX + "timezone", None, "string", W, "keys and partitions",
+           "deprecated: the zone of both input and output, over the two settings above",
+           f"{_TS}.TIMESTAMP_TIMEZONE_FORMAT")
 #: the older spelling of each timestamp key generator setting, read when the new one is absent
 for _key in [k for k in OPTIONS if k.startswith(TIMESTAMP_KEYGEN_PREFIX)]:
     _o(_key.replace(TIMESTAMP_KEYGEN_PREFIX, TIMESTAMP_KEYGEN_PREFIX_OLD), None, OPTIONS[_key].type,
@@ -263,7 +269,7 @@ WRITE_PARTIAL_UPDATE_MODE = _o("hoodie.write.partial.update.mode", None, "enum",
                                "property is", "HoodieWriteConfig (not in the Hudi source read)")
 WRITE_PRECOMBINE_FIELD = _o("hoodie.datasource.write.precombine.field", None, "string", W,
                             "merging", "ordering field of a new table",
-                            "HoodieTableConfig.PRECOMBINE_FIELD (DataSourceWriteOptions)")
+                            f"{_DS}.PRECOMBINE_FIELD")
 WRITE_RECORD_MERGE_MODE = _o("hoodie.write.record.merge.mode", None, "enum", W, "merging",
                              "merge mode of a new table: EVENT_TIME_ORDERING or "
                              "COMMIT_TIME_ORDERING (unset: event time when an ordering field "
@@ -380,7 +386,6 @@ LOGFILE_TO_PARQUET_RATIO = _o("hoodie.logfile.to.parquet.compression.ratio", "0.
                               f"{_SC}.LOGFILE_TO_PARQUET_COMPRESSION_RATIO_FRACTION")
 
 # --- write -----------------------------------------------------------------------------------
-_DS = "DataSourceWriteOptions"
 WRITE_TABLE_NAME = _o("hoodie.datasource.write.table.name", None, "string", W, "write",
                       "name of a new table (as hoodie.table.name)", f"{_DS}.TABLE_NAME")
 WRITE_OPERATION = _o("hoodie.datasource.write.operation", "upsert", "enum", W, "write",
