@@ -30,7 +30,8 @@ FEATURE_EXAMPLES = re.findall(_FENCE.format("python"), FEATURES, re.MULTILINE | 
 CLI_BLOCKS = [b for b in re.findall(_FENCE.format("sh"), README, re.MULTILINE | re.DOTALL)
               if all(ln.startswith("morlog ") for ln in b.splitlines() if ln.strip())]
 #: `morlog.<layer>...` in backticks, up to the first character that is not part of a dotted name
-NAMED = re.compile(r"`(morlog\.(?:logformat|compat|readers|writers|spark|bench|cli)(?:\.\w+)*)")
+NAMED = re.compile(r"`(morlog\.(?:config|logformat|compat|readers|writers|spark|bench|cli)"
+                   r"(?:\.\w+)*)")
 
 
 def _uses_spark(code: str) -> bool:
@@ -153,6 +154,45 @@ def test_link_check_finds_broken_links(tmp_path: Path) -> None:
     assert broken_links(doc, tmp_path / "docs") == [
         "b.md: no such file", "a.md#not-a-heading: no heading #not-a-heading in a.md",
         "../outside.md: outside the checkout"]
+
+
+#: a file or folder of the checkout named in a document's text: ``spec/table.md``,
+#: ``cli/common.py``, ``spec/vectors/``, or a module and a name in it
+#: (``readers/slice_blocks.effective_blocks``)
+CHECKOUT_PATH = re.compile(r"(?<![\w/.-])((?:api|config|logformat|compat|readers|writers|spark"
+                           r"|bench|cli|spec|docs|tests)/[\w./-]*)")
+
+
+def missing_paths(doc: Path, root: Path = REPO) -> list[str]:
+    """The checkout paths a document names (in its prose or its code blocks) that name no
+    file or folder under ``root`` (nor a module of it, for ``module.name``)."""
+    missing = []
+    for named in sorted(set(CHECKOUT_PATH.findall(doc.read_text()))):
+        path = named.rstrip(".")
+        module = path.rpartition(".")[0]
+        if not (root / path).exists() and not (module and (root / f"{module}.py").exists()):
+            missing.append(f"{named}: no such file in the checkout")
+    return missing
+
+
+@pytest.mark.parametrize("doc", [d for d in DOCS if d.parent.name != "design"],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_named_checkout_paths_exist(doc: Path) -> None:
+    """The files and modules README.md, docs/ and spec/ name by path exist (a design note
+    may name files still to be written; docs/design/ is left out)."""
+    missing = missing_paths(doc)
+    assert not missing, "\n".join(missing)
+
+
+def test_path_check_finds_missing_paths(tmp_path: Path) -> None:
+    (tmp_path / "readers").mkdir()
+    (tmp_path / "readers" / "table.py").write_text("")
+    doc = tmp_path / "a.md"
+    doc.write_text("`readers/table.py` and readers/table.Table, readers/ and the\n"
+                   "gone readers/cli.py, `writers/metadata.metadata_hooks`; ../shared/x.md\n")
+    assert missing_paths(doc, tmp_path) == [
+        "readers/cli.py: no such file in the checkout",
+        "writers/metadata.metadata_hooks: no such file in the checkout"]
 
 
 def _resolve(dotted: str) -> Any:
