@@ -595,6 +595,29 @@ def option(key: str) -> ConfigOption:
     return OPTIONS[key]
 
 
+def default(key: str) -> str:
+    """The default of option ``key`` (``KeyError`` when it has none: derived or required)."""
+    value = OPTIONS[key].default
+    if value is None:
+        raise KeyError(f"option {key} has no default")
+    return value
+
+
+def default_int(key: str) -> int:
+    """The default of the int option ``key``."""
+    return int(default(key))
+
+
+def default_float(key: str) -> float:
+    """The default of the float option ``key``."""
+    return float(default(key))
+
+
+def default_bool(key: str) -> bool:
+    """The default of the bool option ``key``."""
+    return default(key) == "true"
+
+
 def _cell(text: str | None) -> str:
     return "" if text is None else text.replace("|", "\\|")
 

@@ -114,11 +114,11 @@ class WriteConfig:
     """
 
     #: hoodie.parquet.max.file.size
-    max_file_size: int = 120 * 1024 * 1024
+    max_file_size: int = conf.default_int(conf.PARQUET_MAX_FILE_SIZE)
     #: hoodie.parquet.small.file.limit
-    small_file_limit: int = 100 * 1024 * 1024
+    small_file_limit: int = conf.default_int(conf.PARQUET_SMALL_FILE_LIMIT)
     #: hoodie.logfile.to.parquet.compression.ratio
-    log_to_parquet_ratio: float = 0.35
+    log_to_parquet_ratio: float = conf.default_float(conf.LOGFILE_TO_PARQUET_RATIO)
     #: where inserts that fit nowhere go: new file groups with a base file, or log-only groups
     new_groups: Literal["base", "log"] = "base"
     #: carrier of indexed blocks
@@ -131,7 +131,7 @@ class WriteConfig:
     record_size: int | None = None
     #: route inserts into existing small file groups (False: every batch's inserts go to new
     #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
-    route_inserts: bool = True
+    route_inserts: bool = conf.default_bool(conf.ROUTE_INSERTS)
     #: on a file system without atomic exclusive create (other than local and S3): the
     #: caller guarantees that no other writer writes the table
     single_writer: bool = False
@@ -141,7 +141,7 @@ class WriteConfig:
     #: hoodie.write.set.null.for.missing.columns: a batch without a nullable data column
     #: is refused (False, Hudi's default) or written with NULL in that column (True: the
     #: stored value of an updated record is replaced by NULL, as in Hudi)
-    set_null_for_missing_columns: bool = False
+    set_null_for_missing_columns: bool = conf.default_bool(conf.SET_NULL_FOR_MISSING_COLUMNS)
     #: Hudi write settings that are not table properties, by Hudi's keys; today the base
     #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
     #: ``.dictionary.enabled`` (``morlog.writers.core.base_file``; Hudi's defaults otherwise)
@@ -151,7 +151,7 @@ class WriteConfig:
     write_threads: int | None = None
     #: a base-key index beside every base file written (``morlog.readers.base_keys``):
     #: tagging reads it instead of the file's footer filter and key column
-    base_key_index: bool = True
+    base_key_index: bool = conf.default_bool(conf.BASE_KEY_INDEX)
 
     @classmethod
     def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:

@@ -118,13 +118,13 @@ class CleanSettings:
     """Hudi's clean settings from a table's properties and write options, with Hudi's
     defaults (``HoodieCleanConfig``, spec/services.md §8)."""
 
-    policy: str = KEEP_LATEST_COMMITS
-    commits_retained: int = 10
-    file_versions_retained: int = 3
-    hours_retained: int = 24
-    automatic: bool = True
-    max_commits: int = 1
-    incremental: bool = True
+    policy: str = conf.default(conf.CLEAN_POLICY)
+    commits_retained: int = conf.default_int(conf.CLEAN_COMMITS_RETAINED)
+    file_versions_retained: int = conf.default_int(conf.CLEAN_FILE_VERSIONS_RETAINED)
+    hours_retained: int = conf.default_int(conf.CLEAN_HOURS_RETAINED)
+    automatic: bool = conf.default_bool(conf.CLEAN_AUTOMATIC)
+    max_commits: int = conf.default_int(conf.CLEAN_TRIGGER_MAX_COMMITS)
+    incremental: bool = conf.default_bool(conf.CLEAN_INCREMENTAL)
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> CleanSettings:
@@ -169,16 +169,19 @@ class CleanSettings:
                                        (KEEP_LATEST_BY_HOURS, HOURS_RETAINED),
                                        (KEEP_LATEST_FILE_VERSIONS, FILE_VERSIONS_RETAINED))
                      if raw(keys) is not None]
-            policy = given[0] if len(given) == 1 else KEEP_LATEST_COMMITS
+            policy = given[0] if len(given) == 1 else cls.policy
         trigger = raw(TRIGGER_STRATEGY)
         if trigger is not None and trigger[1].upper() != "NUM_COMMITS":
             raise UsageError(f"{trigger[0]}: Hudi's only clean trigger is NUM_COMMITS",
                              expected=["NUM_COMMITS"], actual=trigger[1])
-        return cls(policy=policy, commits_retained=number(COMMITS_RETAINED, 10),
-                   file_versions_retained=number(FILE_VERSIONS_RETAINED, 3),
-                   hours_retained=number(HOURS_RETAINED, 24),
-                   automatic=flag(AUTOMATIC, True), max_commits=number(MAX_COMMITS, 1),
-                   incremental=flag(INCREMENTAL, True))
+        return cls(policy=policy,
+                   commits_retained=number(COMMITS_RETAINED, cls.commits_retained),
+                   file_versions_retained=number(FILE_VERSIONS_RETAINED,
+                                                 cls.file_versions_retained),
+                   hours_retained=number(HOURS_RETAINED, cls.hours_retained),
+                   automatic=flag(AUTOMATIC, cls.automatic),
+                   max_commits=number(MAX_COMMITS, cls.max_commits),
+                   incremental=flag(INCREMENTAL, cls.incremental))
 
 
 def settings_of(mt: MorTable, options: Mapping[str, str] | None = None) -> CleanSettings:

@@ -109,18 +109,18 @@ STRATEGIES = ("org.apache.hudi.table.action.compact.strategy."
 class CompactionSettings:
     """Hudi's compaction settings from a table's properties and write options."""
 
-    inline: bool = False
-    schedule_inline: bool = False
-    max_delta_commits: int = 5
-    max_delta_seconds: int = 3600
-    trigger: str = "NUM_COMMITS"
-    log_size_threshold: int = 0
-    target_io_mb: int = 512_000
+    inline: bool = conf.default_bool(INLINE)
+    schedule_inline: bool = conf.default_bool(SCHEDULE_INLINE)
+    max_delta_commits: int = conf.default_int(MAX_DELTA_COMMITS)
+    max_delta_seconds: int = conf.default_int(MAX_DELTA_SECONDS)
+    trigger: str = conf.default(TRIGGER_STRATEGY)
+    log_size_threshold: int = conf.default_int(LOG_SIZE_THRESHOLD)
+    target_io_mb: int = conf.default_int(TARGET_IO)
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> CompactionSettings:
         """From Hudi's option names (``UsageError`` naming a bad value)."""
-        trigger = str(options.get(TRIGGER_STRATEGY, "NUM_COMMITS")).strip().upper()
+        trigger = str(options.get(TRIGGER_STRATEGY, cls.trigger)).strip().upper()
         if trigger not in TRIGGERS:
             raise UsageError(f"{TRIGGER_STRATEGY}: unknown trigger strategy",
                              expected=list(TRIGGERS), actual=trigger)
@@ -128,13 +128,16 @@ class CompactionSettings:
         if strategy and strategy not in STRATEGIES:
             raise UsageError(f"{STRATEGY}: morlog plans with Hudi's default strategy",
                              expected=list(STRATEGIES), actual=strategy)
-        return cls(inline=option_flag(options, INLINE),
-                   schedule_inline=option_flag(options, SCHEDULE_INLINE),
-                   max_delta_commits=max(1, option_int(options, MAX_DELTA_COMMITS, 5)),
-                   max_delta_seconds=option_int(options, MAX_DELTA_SECONDS, 3600),
+        return cls(inline=option_flag(options, INLINE, cls.inline),
+                   schedule_inline=option_flag(options, SCHEDULE_INLINE, cls.schedule_inline),
+                   max_delta_commits=max(1, option_int(options, MAX_DELTA_COMMITS,
+                                                       cls.max_delta_commits)),
+                   max_delta_seconds=option_int(options, MAX_DELTA_SECONDS,
+                                                cls.max_delta_seconds),
                    trigger=trigger,
-                   log_size_threshold=option_int(options, LOG_SIZE_THRESHOLD, 0),
-                   target_io_mb=option_int(options, TARGET_IO, 512_000))
+                   log_size_threshold=option_int(options, LOG_SIZE_THRESHOLD,
+                                                 cls.log_size_threshold),
+                   target_io_mb=option_int(options, TARGET_IO, cls.target_io_mb))
 
 
 @dataclass

@@ -115,31 +115,32 @@ BLOCK_FORMATS = ("parquet", "avro")
 #: every key :meth:`LogCompactionSettings.of` reads
 SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES, BLOCK_FORMAT)
 #: Hudi's default data block size, 256 MiB (``LOGFILE_DATA_BLOCK_SIZE_MAX_BYTES``)
-DEFAULT_DATA_BLOCK_MAX = 256 * 1024 * 1024
+DEFAULT_DATA_BLOCK_MAX = conf.default_int(DATA_BLOCK_MAX_SIZE)
 
 
 @dataclass(frozen=True)
 class LogCompactionSettings:
     """Log compaction settings from a table's properties and write options."""
 
-    blocks_threshold: int = 5
-    inline: bool = False
+    blocks_threshold: int = conf.default_int(BLOCKS_THRESHOLD)
+    inline: bool = conf.default_bool(INLINE)
     data_block_max_bytes: int = DEFAULT_DATA_BLOCK_MAX
     max_block_bytes: int = DEFAULT_DATA_BLOCK_MAX // 2
-    block_format: str = "parquet"
+    block_format: str = conf.default(BLOCK_FORMAT)
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> LogCompactionSettings:
         """From Hudi's option names and ``morlog.log.compaction.max.block.bytes``
         (``UsageError`` naming a bad value)."""
         block_max = option_int(options, DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX, minimum=1)
-        fmt = options.get(BLOCK_FORMAT, "parquet").strip().lower()
+        fmt = options.get(BLOCK_FORMAT, cls.block_format).strip().lower()
         if fmt not in BLOCK_FORMATS:
             raise UsageError(f"{BLOCK_FORMAT} is parquet or avro",
                              actual=options.get(BLOCK_FORMAT))
         return cls(block_format=fmt,
-                   blocks_threshold=option_int(options, BLOCKS_THRESHOLD, 5, minimum=1),
-                   inline=option_flag(options, INLINE),
+                   blocks_threshold=option_int(options, BLOCKS_THRESHOLD, cls.blocks_threshold,
+                                               minimum=1),
+                   inline=option_flag(options, INLINE, cls.inline),
                    data_block_max_bytes=block_max,
                    max_block_bytes=option_int(options, MAX_BLOCK_BYTES,
                                               max(1, block_max // 2), minimum=1))
