@@ -76,11 +76,11 @@ def _report(path: str, seconds: float, out: TextIO) -> None:
     tl: Timeline = table.timeline
     last = tl.completed()[-1]
     extra: dict[str, Any] = tl.metadata(last).get("extraMetadata", {})
-    print(f"  commit {last.requested}: {extra.get('morlog.inserts')} inserts "
-          f"({extra.get('morlog.inserts.routed')} routed into existing file groups), "
-          f"{extra.get('morlog.updates')} updates; {extra.get('morlog.groups.touched')} file "
-          f"groups touched, {extra.get('morlog.files.created')} new files; "
-          f"{seconds:.1f} s end to end ({extra.get('morlog.seconds')} s in the commit)",
+    print(f"  commit {last.requested}: {extra.get(conf.STAT_INSERTS)} inserts "
+          f"({extra.get(conf.STAT_INSERTS_ROUTED)} routed into existing file groups), "
+          f"{extra.get(conf.STAT_UPDATES)} updates; {extra.get(conf.STAT_GROUPS_TOUCHED)} file "
+          f"groups touched, {extra.get(conf.STAT_FILES_CREATED)} new files; "
+          f"{seconds:.1f} s end to end ({extra.get(conf.STAT_SECONDS)} s in the commit)",
           file=out)
 
 

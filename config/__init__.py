@@ -586,6 +586,9 @@ STAT_RLI_DELETED = _o("morlog.rli.deleted", None, "int", C, _CM,
 # --- file metadata ---------------------------------------------------------------------------
 NAN_COUNTS = _o("morlog.nan_counts", None, "json", F, "file metadata",
                 "Parquet footer: NaN values of each float column (spec/prune.md §4.1)")
+INDEX_TRAILER_KEY = _o("morlog.index", None, "string", F, "file metadata",
+                       "Parquet-carrier data block footer: the block's index trailer, Base64 "
+                       "(spec/index.md §5.2)")
 
 del T, W, C, F
 

@@ -36,6 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
+
 from .errors import (
     ChecksumError,
     ContentError,
@@ -54,7 +56,7 @@ TAIL_LEN = TAIL.size  # 32
 ENTRY = struct.Struct("<HHIQQ")
 ENTRY_LEN = ENTRY.size  # 24
 #: Parquet key/value metadata key of the Parquet carrier
-PARQUET_KEY = b"morlog.index"
+PARQUET_KEY = conf.INDEX_TRAILER_KEY.encode()
 
 #: a KEYS section's decompressed size may be at most this many times its payload
 MAX_KEYS_RATIO = 256

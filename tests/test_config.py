@@ -23,22 +23,32 @@ PACKAGES = {"config", "logformat", "compat", "readers", "writers", "spark", "ben
             "errors"}
 #: strings shaped like keys that are file names, not options
 FILE_NAMES = {"hoodie.properties", "hoodie.properties.backup", "morlog.lock"}
-KEYLIKE = re.compile(r"^(hoodie|morlog)\.[A-Za-z0-9_.\-]+$")
+KEYLIKE = re.compile(r"(hoodie|morlog)\.[A-Za-z0-9_.\-]+")
 
 
 def spelled_keys(path: Path) -> list[tuple[int, str]]:
-    """(line, string) of every string constant in ``path`` that reads as an option key: a
-    ``hoodie.``/``morlog.`` literal that is no file name, module name or Avro namespace."""
+    """(line, string) of every constant in ``path`` that reads as an option key.
+
+    The rule: a ``str`` (or ``bytes``) constant of the AST that is entirely ``hoodie.`` or
+    ``morlog.`` followed by letters, digits, ``_``, ``-`` and dots (so no path: no ``/``, no
+    space, no newline) is an option key, unless it is a file name (:data:`FILE_NAMES`), a
+    module name (``morlog.<package>...``) or the value of a ``"namespace"`` entry of a dict
+    literal (an Avro namespace)."""
     tree = ast.parse(path.read_text(), str(path))
     namespaces = {id(v) for node in ast.walk(tree) if isinstance(node, ast.Dict)
                   for k, v in zip(node.keys, node.values, strict=True)
                   if isinstance(k, ast.Constant) and k.value == "namespace"}
     out = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        if not isinstance(node, ast.Constant):
             continue
-        s = node.value
-        if not KEYLIKE.match(s) or s in FILE_NAMES or id(node) in namespaces:
+        if isinstance(node.value, bytes) and node.value.isascii():
+            s = node.value.decode("ascii")
+        elif isinstance(node.value, str):
+            s = node.value
+        else:
+            continue
+        if not KEYLIKE.fullmatch(s) or s in FILE_NAMES or id(node) in namespaces:
             continue
         if s.startswith("morlog.") and s.split(".")[1] in PACKAGES:
             continue
@@ -59,13 +69,24 @@ def test_every_key_spelled_in_the_code_is_in_the_registry() -> None:
                          "their default and meaning):\n" + "\n".join(missing))
 
 
+def test_no_module_spells_a_key_the_registry_defines() -> None:
+    """Outside morlog.config an option key is written as the registry's constant
+    (``conf.COMPACT_INLINE``), never as a string: one place spells each key."""
+    spelled = [f"{py.relative_to(REPO)}:{line}: {s}"
+               for folder in CODE if folder != "config"
+               for py in sorted((REPO / folder).rglob("*.py"))
+               for line, s in spelled_keys(py)]
+    assert not spelled, ("spell these keys as morlog.config constants:\n" + "\n".join(spelled))
+
+
 def test_the_scan_sees_keys_and_leaves_out_file_and_module_names(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text('A = "hoodie.table.name"\nB = "hoodie.properties"\n'
                      'C = "morlog.readers.table"\nD = {"namespace": "hoodie.x", "k": "morlog.y"}\n'
-                     'E = "hoodie.keygen.timebased."\n')
+                     'E = "hoodie.keygen.timebased."\nF = b"morlog.index"\n'
+                     'G = "hoodie/x/hoodie.properties"\nH = b"morlog.writer\\n"\n')
     assert spelled_keys(probe) == [(1, "hoodie.table.name"), (4, "morlog.y"),
-                                   (5, "hoodie.keygen.timebased.")]
+                                   (5, "hoodie.keygen.timebased."), (6, "morlog.index")]
 
 
 def test_docs_options_md_is_current() -> None:
@@ -91,7 +112,7 @@ def test_every_option_is_listed_once_in_the_reference_with_its_default() -> None
 
 @pytest.mark.parametrize("o", list(OPTIONS.values()), ids=lambda o: o.key)
 def test_option_is_well_formed(o: ConfigOption) -> None:
-    assert KEYLIKE.match(o.key)
+    assert KEYLIKE.fullmatch(o.key)
     assert o.area in config.AREAS and isinstance(o.scope, Scope)
     assert o.type in {"string", "int", "float", "bool", "enum", "class", "list", "json"}
     assert o.doc and "\n" not in o.doc
@@ -105,7 +126,7 @@ def test_option_is_well_formed(o: ConfigOption) -> None:
 
 def test_the_constants_are_the_registry_keys() -> None:
     constants = {v for k, v in vars(config).items() if k.isupper() and isinstance(v, str)
-                 and KEYLIKE.match(v) and not v.endswith(".")}
+                 and KEYLIKE.fullmatch(v) and not v.endswith(".")}
     assert constants <= set(OPTIONS)
     # a constant for every key, but the older spellings of the timestamp settings (read by
     # prefix, logformat.keygen)
