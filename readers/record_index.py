@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from morlog.logformat import file_checksum
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import (
     ContentError,
@@ -171,6 +172,10 @@ class RecordIndex:
             raise ContentError("unknown shard hash of the record index", path=props.path,
                                expected=HASH, actual=h)
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
+        #: every base file of the shards carries a whole-file checksum, checked on open
+        #: (an index built before it was added has none: rebuild to get it)
+        self.sealed = (props.get(file_checksum.PROPERTY) or "").strip().lower() \
+            == file_checksum.PROPERTY_VALUE
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
         #: instant -> (file id, log file) of its log writes (completed index instants)
@@ -244,6 +249,8 @@ class RecordIndex:
             with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
+            if s.base_file is not None and self.sealed:
+                self._base_file(s)  # its checksum checked before the general merge reads it
             directory = self.table.slice_dir(s.partition)
             check_shard_blocks(shard_log_blocks(self.table.storage, directory, s.log_files),
                                self.location, self.log_writes(s), directory)
@@ -274,8 +281,14 @@ class RecordIndex:
         if format_of_path(path) is not BaseFormat.PARQUET:
             return None
         with decoder_errors(path, "record index base file does not open"):
-            return pq.ParquetFile(self.table.storage.open_input(path),
-                                  read_dictionary=list(_LOCATION))
+            if not self.sealed:
+                return pq.ParquetFile(self.table.storage.open_input(path),
+                                      read_dictionary=list(_LOCATION))
+            # the whole file is read once (the probe reads all its columns anyway), checked
+            # against its checksum, and decoded from those same bytes (spec/rli.md §1a)
+            data = self.table.storage.read(path)
+            file_checksum.check_sealed(data, path)
+            return pq.ParquetFile(pa.BufferReader(data), read_dictionary=list(_LOCATION))
 
     def _path(self, s: FileSlice, name: str) -> str:
         """The path of file ``name`` of shard slice ``s``."""
