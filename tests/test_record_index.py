@@ -773,6 +773,71 @@ def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: fl
         assert got["k00001"] == 1
 
 
+#: every how-many bytes of a shard base file the sweep flips one (and each of the footer's
+#: last 40 bytes); every how-many of those positions it also truncates the file there, and
+#: runs an upsert (a position whose damage goes unseen always runs one)
+_SWEEP_STEP = 19
+_SWEEP_EVERY = 5
+
+
+def _sweep_positions(size: int) -> list[tuple[str, int]]:
+    at = sorted(set(range(0, size, _SWEEP_STEP)) | set(range(max(0, size - 40), size)))
+    return [("flip", p) for p in at] + [("truncate", p) for p in at[::_SWEEP_EVERY]]
+
+
+def test_every_byte_of_a_shard_base_file_is_covered(tmp_path: Path) -> None:
+    """A deterministic sweep over one shard base file (a flipped byte every _SWEEP_STEP
+    bytes and at each of the footer's last 40, truncations): a flip that still decoded
+    (a key's bytes, a dictionary index, a row count of the footer) made the index answer
+    wrong, and the next upsert wrote a key the table held a second time. Now every change
+    is damage: lookup raises a typed error naming the file, verify reports the shard, the
+    upsert warns (DamagedIndexWarning), tags through the table's files and writes each key
+    once."""
+    import warnings
+
+    from morlog.logformat.errors import FormatError
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    _damaged_table(root)
+    keys = [f"k{i:05d}" for i in range(80)]
+    truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    data = base.read_bytes()
+    wrong: list[str] = []
+    for n, (how, pos) in enumerate(_sweep_positions(len(data))):
+        base.write_bytes(data[:pos] if how == "truncate"
+                         else data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:])
+        try:
+            got = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+        except FormatError as exc:
+            assert base.name in str(exc), (how, pos, exc)
+            got = None
+        if got is not None and got != truth:
+            wrong.append(f"{how}@{pos}: lookup answers differ")
+        if got is None and not verify(Table(str(root))).damaged:
+            wrong.append(f"{how}@{pos}: verify reports no damage")
+        if got is None and n % _SWEEP_EVERY:
+            continue
+        copy = tmp_path / "upsert"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            MorTable(str(copy), WriteConfig(fsync=False, route_inserts=False)).upsert(
+                _batch(range(50, 95), 4))
+        rows = Table(str(copy)).read().to_pylist()
+        if len(rows) != len({x["id"] for x in rows}) or len(rows) != 95:
+            wrong.append(f"{how}@{pos}: {len(rows)} rows for "
+                         f"{len({x['id'] for x in rows})} keys")
+        if got is None and not any(issubclass(w.category, DamagedIndexWarning)
+                                   for w in caught):
+            wrong.append(f"{how}@{pos}: the upsert did not warn")
+    base.write_bytes(data)
+    assert not wrong, wrong
+
+
 def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:
     """A shard log cut inside its block: readers skip a corrupt block (a writer that died
     mid-block), so the index silently lost the block's entries and an upsert of those keys
