@@ -60,9 +60,12 @@ def _value_at(data: bytes | memoryview, path: str | None) -> int:
 
 
 def _crc(data: bytes | memoryview, at: int) -> int:
-    crc = zlib.crc32(data[:at])
+    """The CRC-32 of ``data`` with its WIDTH bytes at ``at`` read as the placeholder (no
+    copy of the file)."""
+    view = memoryview(data)
+    crc = zlib.crc32(view[:at])
     crc = zlib.crc32(PLACEHOLDER, crc)
-    return zlib.crc32(data[at + WIDTH:], crc)
+    return zlib.crc32(view[at + WIDTH:], crc)
 
 
 def seal(data: bytes) -> bytes:

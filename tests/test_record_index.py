@@ -677,6 +677,38 @@ def test_shard_vectors() -> None:
         assert got == c["shard"] and shard_file_id(got) == c["file_id"], c
 
 
+def test_file_checksum_vectors() -> None:
+    """spec/vectors/rli/file_checksum.json (spec/rli.md §1a): sealing the file written with
+    the placeholder gives the sealed bytes; a reader accepts the sealed file and rejects
+    every damaged one (a typed error naming the file)."""
+    from morlog.logformat import file_checksum
+    from morlog.logformat.errors import ChecksumError, ContentError
+
+    doc = json.loads((Path(__file__).parent.parent / "spec" / "vectors" / "rli" /
+                      "file_checksum.json").read_text(encoding="utf-8"))
+    sealed = bytes.fromhex(doc["sealed_hex"])
+    assert file_checksum.seal(bytes.fromhex(doc["unsealed_hex"])) == sealed
+    at = doc["value_offset"]
+    assert sealed[at:at + file_checksum.WIDTH].decode() == doc["value"]
+    assert doc["value"] == f"{doc['crc32']}{doc['length']:016x}" and len(sealed) == doc["length"]
+    assert len(doc["cases"]) >= 8
+    for c in doc["cases"]:
+        data = bytes.fromhex(c["file_hex"]) if "file_hex" in c else sealed
+        damage = c.get("damage", {})
+        if "flip" in damage:
+            p = damage["flip"]
+            data = data[:p] + bytes([data[p] ^ 0xFF]) + data[p + 1:]
+        if "truncate" in damage:
+            data = data[:damage["truncate"]]
+        if c["ok"]:
+            file_checksum.check_sealed(data, "shard.parquet")
+            continue
+        with pytest.raises(ContentError, match="shard.parquet") as err:
+            file_checksum.check_sealed(data, "shard.parquet")
+        if c.get("error") == "ChecksumError":
+            assert isinstance(err.value, ChecksumError), c["name"]
+
+
 # --- damaged shard files (issue 23: untyped pyarrow errors blocked every write) ------------
 
 
