@@ -24,7 +24,8 @@ lookups then raise :class:`StaleIndexError`, and tagging falls back to the file 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,6 +41,7 @@ from morlog.logformat.errors import (
     ContentError,
     DamagedIndexWarning,
     StaleIndexError,
+    UnsupportedVersionError,
     UsageError,
 )
 from morlog.logformat.keybatch import KeyBatch
@@ -362,7 +364,7 @@ class RecordIndex:
                 blocks: list[LogBlock] = []
                 for name in s.log_files:
                     path = st.join(directory, name)
-                    with decoder_errors(path, "record index log file does not read"):
+                    with _log_errors(path):
                         r = LogFileReader(st.source(path))
                         readers.append(r)
                         blocks.extend(r.blocks())
@@ -515,10 +517,24 @@ def shard_log_blocks(storage: Any, directory: str, log_files: Sequence[str]
     blocks: list[LogBlock] = []
     for name in log_files:
         path = storage.join(directory, name)
-        with decoder_errors(path, "record index log file does not read"), \
+        with _log_errors(path), \
                 LogFileReader(storage.source(path)) as r:
             blocks.extend(r.blocks())
     return blocks
+
+
+@contextmanager
+def _log_errors(path: str) -> Iterator[None]:
+    """Reading a shard's log file ``path``: decoder errors typed (``decoder_errors``), and
+    a log format version this reader does not know is damage too (a changed version byte
+    of a block read as a newer format blocked every write): a :class:`ContentError`."""
+    try:
+        with decoder_errors(path, "record index log file does not read"):
+            yield
+    except UnsupportedVersionError as exc:
+        raise ContentError(f"record index log file does not read: {exc.message}",
+                           path=exc.path or path, offset=exc.offset, expected=exc.expected,
+                           actual=exc.actual) from exc
 
 
 def _check_utf8(t: pa.Table, path: str) -> None:

@@ -769,35 +769,42 @@ def test_a_damaged_shard_base_file_is_typed_and_writes_go_on(tmp_path: Path) -> 
     _agree(root, keys + ["k00089"])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(which=st.integers(0, 50), how=st.sampled_from(["truncate", "flip"]),
        at=st.floats(0.0, 0.999))
 def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: float) -> None:
     """A shard base file or log file truncated or with a byte flipped: lookup, verify and
-    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3), and an upsert
-    still succeeds and reads back."""
+    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3); lookup either
+    finds the damage (a FormatError; verify then reports the shard, the upsert warns) or
+    answers as before; an upsert still succeeds and reads back, each key once."""
     import tempfile
     import warnings
+
+    from morlog.logformat.errors import FormatError
+    from morlog.readers.record_index import DamagedIndexWarning
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "t"
         t = _damaged_table(root)
         files = _shard_files(root)
-        _damage(files[which % len(files)], how, at)
         keys = [f"k{i:05d}" for i in range(80)]
+        truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+        _damage(files[which % len(files)], how, at)
         try:
-            RecordIndex(Table(str(root))).lookup(keys)
-        except MorlogError:
-            pass
+            found = RecordIndex(Table(str(root))).lookup(keys).as_dict() != truth
+            assert not found, "the damaged shard answers wrong"
+        except FormatError:
+            found = True
         try:
-            verify(Table(str(root)))
+            assert verify(Table(str(root))).damaged or not found
         except MorlogError:
             pass
         assert main(["rli", "verify", str(root)]) in (0, 1, 2)
         assert main(["rli", "lookup", str(root), "k00001", "k00070"]) in (0, 2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             t.upsert(_batch(range(50, 95), 4))  # keys of base files, of logs, new ones
+        assert not found or any(issubclass(w.category, DamagedIndexWarning) for w in caught)
         rows = Table(str(root)).read().to_pylist()
         got = {x["id"]: x["v"] for x in rows}
         assert len(rows) == len(got) == 95, "a key reads twice"
@@ -868,6 +875,52 @@ def test_every_byte_of_a_shard_base_file_is_covered(tmp_path: Path) -> None:
             wrong.append(f"{how}@{pos}: the upsert did not warn")
     base.write_bytes(data)
     assert not wrong, wrong
+
+
+def test_bytes_of_a_shard_log_are_damage_or_change_nothing(tmp_path: Path) -> None:
+    """A sweep over a shard log (each of its first 40 bytes, then every 13th; truncations
+    every 61st): lookup raises a FormatError naming the log or answers as before. A flipped
+    byte of the first block's log format version (offset 14) raised
+    UnsupportedVersionError, which is no FormatError: tagging did not take it as damage
+    and the upsert failed. Now it is a ContentError; the upsert warns and goes on."""
+    import warnings
+
+    from morlog.logformat.errors import ContentError, FormatError
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    keys = [f"k{i:05d}" for i in range(80)]
+    truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    log = next(p for p in _shard_files(root) if ".log." in p.name)
+    data = log.read_bytes()
+    at = sorted(set(range(40)) | set(range(0, len(data), 13)))
+    wrong: list[str] = []
+    for how, pos in [("flip", p) for p in at] + [("truncate", p)
+                                                 for p in range(0, len(data), 61)]:
+        log.write_bytes(data[:pos] if how == "truncate"
+                        else data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:])
+        try:
+            got = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+        except FormatError as exc:
+            assert log.name in str(exc), (how, pos, exc)
+            continue
+        except MorlogError as exc:
+            wrong.append(f"{how}@{pos}: {type(exc).__name__}, not a FormatError")
+            continue
+        if got != truth:
+            wrong.append(f"{how}@{pos}: lookup answers differ")
+    assert not wrong, wrong
+    log.write_bytes(data[:14] + bytes([data[14] ^ 0xFF]) + data[15:])
+    with pytest.raises(ContentError, match="log format version"):
+        RecordIndex(Table(str(root))).lookup(keys)
+    assert verify(Table(str(root))).damaged
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t.upsert(_batch(range(50, 95), 4))
+    assert any(issubclass(w.category, DamagedIndexWarning) for w in caught)
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 95
 
 
 def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:
