@@ -176,8 +176,7 @@ class RecordIndex:
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
         #: every base file of the shards carries a whole-file checksum, checked on open
         #: (an index built before it was added has none: rebuild to get it)
-        self.sealed = (props.get(file_checksum.PROPERTY) or "").strip().lower() \
-            == file_checksum.PROPERTY_VALUE
+        self.sealed = self.table.sealed_base_files
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
         #: instant -> (file id, log file) of its log writes (completed index instants)
@@ -251,8 +250,6 @@ class RecordIndex:
             with decoder_errors(self._slice_file(s), "record index base file does not decode"):
                 t = base.read(columns=list(SCHEMA.names), use_threads=False)
         else:
-            if s.base_file is not None and self.sealed:
-                self._base_file(s)  # its checksum checked before the general merge reads it
             directory = self.table.slice_dir(s.partition)
             check_shard_blocks(shard_log_blocks(self.table.storage, directory, s.log_files),
                                self.location, self.log_writes(s), directory)

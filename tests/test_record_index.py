@@ -877,6 +877,42 @@ def test_every_byte_of_a_shard_base_file_is_covered(tmp_path: Path) -> None:
     assert not wrong, wrong
 
 
+def test_index_compaction_does_not_seal_a_damaged_base_file(tmp_path: Path) -> None:
+    """A shard base file changed by a byte so that it still decodes, to other entries:
+    compacting that shard (its base file and logs merged into a new base file) read it
+    unchecked and wrote the wrong entries into a new base file with a valid checksum.
+    Every read of a base file of the index table checks it: the compaction fails
+    (ChecksumError naming the file) and writes nothing."""
+    import pyarrow.parquet as pq
+
+    from morlog.logformat.errors import ContentError
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    data = base.read_bytes()
+    want = pq.read_table(pa.BufferReader(data))
+    for pos in range(4, len(data) - 8):
+        flipped = data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:]
+        try:
+            got = pq.read_table(pa.BufferReader(flipped))
+            got.validate(full=True)
+        except Exception:  # noqa: BLE001 - looking for a change that still decodes
+            continue
+        if not got.equals(want):
+            break
+    else:
+        pytest.skip("no single byte change of this file still decodes")
+    base.write_bytes(flipped)
+    before = sorted(p.name for p in _shard_files(root))
+    idx = t.record_index_client()
+    with pytest.raises(ContentError, match=base.name):
+        idx.compact()
+    assert not [n for n in (p.name for p in _shard_files(root)) if n not in before
+                and n.endswith(".parquet")]
+
+
 def test_bytes_of_a_shard_log_are_damage_or_change_nothing(tmp_path: Path) -> None:
     """A sweep over a shard log (each of its first 40 bytes, then every 13th; truncations
     every 61st): lookup raises a FormatError naming the log or answers as before. A flipped
