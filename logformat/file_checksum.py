@@ -19,7 +19,6 @@ a byte of the encoded key makes the entry not found; a truncation changes the le
 
 from __future__ import annotations
 
-import struct
 import zlib
 
 from .errors import ChecksumError, ContentError
@@ -46,7 +45,7 @@ def _value_at(data: bytes | memoryview, path: str | None) -> int:
     n = len(data)
     if n < 12 or bytes(data[n - 4:]) != _MAGIC:
         raise ContentError("not a Parquet file (no PAR1 magic at its end)", path=path)
-    (footer_len,) = struct.unpack("<I", bytes(data[n - 8:n - 4]))
+    footer_len = int.from_bytes(bytes(data[n - 8:n - 4]), "little")
     start = n - 8 - footer_len
     if footer_len <= 0 or start < 4:
         raise ContentError("Parquet footer length out of range", path=path,
