@@ -877,6 +877,28 @@ def test_every_byte_of_a_shard_base_file_is_covered(tmp_path: Path) -> None:
     assert not wrong, wrong
 
 
+def test_only_the_index_tables_base_files_are_sealed(tmp_path: Path) -> None:
+    """spec/rli.md §1a: the build and the index's compaction seal every base file of the
+    index (the footer entry checks); the data table's base files carry no such entry."""
+    import pyarrow.parquet as pq
+
+    from morlog.logformat import file_checksum
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    assert Table(index_location(Table(str(root)).location)).sealed_base_files
+    assert not Table(str(root)).sealed_base_files
+    t.record_index_client().compact()
+    index_bases = [p for p in _shard_files(root) if p.suffix == ".parquet"]
+    assert len(index_bases) == 4  # the build's and the compaction's
+    for p in index_bases:
+        file_checksum.check_sealed(p.read_bytes(), str(p))
+    data_bases = [p for p in root.rglob("*.parquet") if ".hoodie" not in p.parts]
+    assert data_bases
+    for p in data_bases:
+        assert file_checksum.KEY not in (pq.ParquetFile(p).metadata.metadata or {})
+
+
 def test_index_compaction_does_not_seal_a_damaged_base_file(tmp_path: Path) -> None:
     """A shard base file changed by a byte so that it still decodes, to other entries:
     compacting that shard (its base file and logs merged into a new base file) read it
