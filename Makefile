@@ -32,7 +32,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/morlog spark-demo
 
 lint: setup
-	$(BIN)/ruff check api logformat readers writers compat spark bench cli tests
+	$(BIN)/ruff check api config logformat readers writers compat spark bench cli tests
 
 # mypy cannot follow the package-dir mapping of the editable install, so it checks a tree of
 # symbolic links laid out as installed (morlog/ = api/, morlog/<layer>/ = <layer>/).
@@ -40,7 +40,7 @@ TYPETREE := build/typecheck
 typecheck: setup
 	rm -rf $(TYPETREE) && mkdir -p $(TYPETREE)/morlog
 	for f in api/*.py; do ln -s ../../../$$f $(TYPETREE)/morlog/; done
-	for d in logformat compat readers writers spark bench cli; do ln -s ../../../$$d $(TYPETREE)/morlog/$$d; done
+	for d in config logformat compat readers writers spark bench cli; do ln -s ../../../$$d $(TYPETREE)/morlog/$$d; done
 	MYPYPATH=$(TYPETREE) $(BIN)/mypy -p morlog
 
 pytest: setup

@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+import morlog.config as conf
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.sbbf import DEFAULT_FPP
 from morlog.logformat.xxh64 import xxh64_batch
@@ -100,7 +101,7 @@ GOAL_READ = 5.0
 GOAL_BYTES = 0.5
 GOAL_TIME = 1.5
 GOAL_FPP = 1.5
-NO_CLEAN = {"hoodie.clean.automatic": "false"}
+NO_CLEAN = {conf.CLEAN_AUTOMATIC: "false"}
 BIG = 1 << 40
 
 
@@ -122,7 +123,7 @@ QUICK = Sizes(rounds=25, records_per_round=200, absent_keys=2_000, table_rows=20
 def _config(new_groups: str = "base", metadata: bool | None = None) -> WriteConfig:
     opts = dict(NO_CLEAN)
     if metadata is not None:
-        opts["hoodie.metadata.enable"] = "true" if metadata else "false"
+        opts[conf.METADATA_ENABLE] = "true" if metadata else "false"
     return WriteConfig(fsync=False, new_groups=new_groups,  # type: ignore[arg-type]
                        small_file_limit=BIG, max_file_size=2 * BIG, hoodie_options=opts)
 

@@ -94,6 +94,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.constants import BlockType, CommandType
 from morlog.readers import predicate as pr
 from morlog.readers.logfile import LogFileReader
@@ -125,7 +126,7 @@ GOAL_SUPERSET = 0.0
 GOAL_UNSOUND = 0.0
 GOAL_GAIN = 0.0
 GOAL_PROPORTIONAL = 0.25
-NO_CLEAN = {"hoodie.clean.automatic": "false"}
+NO_CLEAN = {conf.CLEAN_AUTOMATIC: "false"}
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
@@ -73,27 +74,27 @@ KEY_FIELD = "uuid"
 PARTITION_FIELD = "region"
 ORDERING_FIELD = "ts"
 BASE_OPTIONS: dict[str, str] = {
-    "hoodie.table.name": "bench_upsert",
-    "hoodie.datasource.write.recordkey.field": KEY_FIELD,
-    "hoodie.datasource.write.partitionpath.field": PARTITION_FIELD,
-    "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
-    "morlog.max.file.size": str(MAX_FILE_SIZE),
-    "morlog.small.file.limit": str(SMALL_FILE_LIMIT),
+    conf.TABLE_NAME: "bench_upsert",
+    conf.WRITE_RECORDKEY_FIELD: KEY_FIELD,
+    conf.WRITE_PARTITIONPATH_FIELD: PARTITION_FIELD,
+    conf.WRITE_PRECOMBINE_FIELD: ORDERING_FIELD,
+    conf.MAX_FILE_SIZE: str(MAX_FILE_SIZE),
+    conf.SMALL_FILE_LIMIT: str(SMALL_FILE_LIMIT),
 }
 #: method -> its options on top of BASE_OPTIONS (the first two carry the goals)
 METHODS: dict[str, dict[str, str]] = {
     "morlog": {},
-    "baseline": {"morlog.route.inserts": "false"},
-    "morlog_parquet": {"morlog.carrier": "parquet"},
+    "baseline": {conf.ROUTE_INSERTS: "false"},
+    "morlog_parquet": {conf.CARRIER: "parquet"},
 }
 #: the per-commit entries of the timeline, as reported (extraMetadata key -> report name)
 COMMIT_FIELDS = {
-    "morlog.inserts": "inserts",
-    "morlog.inserts.routed": "inserts_routed",
-    "morlog.updates": "updates",
-    "morlog.groups.touched": "groups_touched",
-    "morlog.groups.new": "groups_new",
-    "morlog.files.created": "files_created",
+    conf.STAT_INSERTS: "inserts",
+    conf.STAT_INSERTS_ROUTED: "inserts_routed",
+    conf.STAT_UPDATES: "updates",
+    conf.STAT_GROUPS_TOUCHED: "groups_touched",
+    conf.STAT_GROUPS_NEW: "groups_new",
+    conf.STAT_FILES_CREATED: "files_created",
 }
 HISTOGRAM_BINS = 24
 #: the Python write client (no Spark), measured on the same batches
@@ -257,7 +258,7 @@ def commits(path: str) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"instant": inst.requested}
         for k, name in COMMIT_FIELDS.items():
             row[name] = int(extra.get(k, 0))
-        row["commit_seconds"] = num(float(extra.get("morlog.seconds", 0.0)))
+        row["commit_seconds"] = num(float(extra.get(conf.STAT_SECONDS, 0.0)))
         out.append(row)
     return out
 

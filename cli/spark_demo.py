@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any, TextIO
 
+import morlog.config as conf
 from morlog.cli.common import EXIT_OK, EXIT_PROBLEMS, Commands, output
 from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
@@ -36,10 +37,10 @@ def run(master: str, path: str, batches: int, rows: int, out: TextIO) -> int:
     if os.path.isdir(path):
         shutil.rmtree(path)
     # a few-thousand-row demo shows routing only with small files: 1 MB "max file size"
-    opts = {"hoodie.table.name": "rides", "hoodie.datasource.write.recordkey.field": "uuid",
-            "hoodie.datasource.write.partitionpath.field": "city",
-            "hoodie.datasource.write.precombine.field": "ts",
-            "morlog.max.file.size": "1000000", "morlog.small.file.limit": "900000"}
+    opts = {conf.TABLE_NAME: "rides", conf.WRITE_RECORDKEY_FIELD: "uuid",
+            conf.WRITE_PARTITIONPATH_FIELD: "city",
+            conf.WRITE_PRECOMBINE_FIELD: "ts",
+            conf.MAX_FILE_SIZE: "1000000", conf.SMALL_FILE_LIMIT: "900000"}
     cities = ["san_francisco", "sao_paulo", "chennai"]
     written = 0
     try:

@@ -37,6 +37,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.config import COLUMN_STATS_COLUMN_LIST, COLUMN_STATS_MAX_COLUMNS
+
 from .errors import ContentError, LengthError, UsageError
 from .mdt_records import META_FIELD_NAMES
 
@@ -48,8 +50,8 @@ HAS_BOUNDS = 0x01
 #: ``HoodieTableMetadataUtil.META_COLS_TO_ALWAYS_INDEX`` (sorted, as Hudi's TreeMap)
 ALWAYS_INDEXED = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
 #: ``hoodie.metadata.index.column.stats.column.list`` / ``...max.columns.to.index``
-COLUMN_LIST_KEY = "hoodie.metadata.index.column.stats.column.list"
-MAX_COLUMNS_KEY = "hoodie.metadata.index.column.stats.max.columns.to.index"
+COLUMN_LIST_KEY = COLUMN_STATS_COLUMN_LIST
+MAX_COLUMNS_KEY = COLUMN_STATS_MAX_COLUMNS
 DEFAULT_MAX_COLUMNS = 32
 #: the smallest column entry: empty name, no payload
 _MIN_ENTRY = 4 + 1 + 1 + 8 + 8 + 4

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import zlib
 
+from morlog.config import BASE_FILE_CHECKSUM, FILE_CHECKSUM
+
 from .errors import ChecksumError, ContentError
 
 #: table property (hoodie.properties): every Parquet base file of the table is sealed
 #: (value ``crc32``; written by morlog's record index table, spec/rli.md §1a)
-PROPERTY = "morlog.base.file.checksum"
+PROPERTY = BASE_FILE_CHECKSUM
 PROPERTY_VALUE = "crc32"
 #: the footer key/value metadata key of the checksum
-KEY = b"morlog.file.checksum"
+KEY = FILE_CHECKSUM.encode("ascii")
 #: the width of its value: 8 hex digits of CRC-32, 16 of the file length
 WIDTH = 24
 PLACEHOLDER = b"0" * WIDTH

@@ -28,6 +28,39 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.config import (
+    COMPLEX_KEYGEN_ENCODING,
+    COMPLEX_KEYGEN_NEW_ENCODING,
+    CONSISTENT_LOGICAL_TIMESTAMP,
+    DROP_PARTITION_COLUMNS,
+    HIVE_STYLE_PARTITIONING,
+    KEYGEN_CLASS,
+    KEYGEN_DATETIME_PARSER,
+    KEYGEN_DATETIME_PARSER_OLD,
+    KEYGEN_TYPE,
+    PARTITION_FIELDS,
+    POPULATE_META_FIELDS,
+    RECORDKEY_FIELDS,
+    SLASH_SEPARATED_DATE,
+    TABLE_VERSION,
+    TIMESTAMP_KEYGEN_PREFIX,
+    TIMESTAMP_KEYGEN_PREFIX_OLD,
+    TS_INPUT_DELIMITER,
+    TS_INPUT_FORMAT,
+    TS_INPUT_TZ,
+    TS_OUTPUT_FORMAT,
+    TS_OUTPUT_TZ,
+    TS_SCALAR_UNIT,
+    TS_TYPE,
+    TS_TZ,
+    URL_ENCODE_PARTITIONING,
+    WRITE_KEYGEN_CLASS,
+    WRITE_KEYGEN_TYPE,
+    WRITE_PARTITIONPATH_FIELD,
+    WRITE_RECORDKEY_FIELD,
+    WRITE_TABLE_VERSION,
+)
+
 from . import joda_time as jt
 from .errors import KeyGenError, UnsupportedSettingError
 from .partition_path import (
@@ -40,36 +73,17 @@ from .partition_path import (
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 
-# --- setting names ---------------------------------------------------------------------------
-KEYGEN_CLASS = "hoodie.table.keygenerator.class"
-KEYGEN_TYPE = "hoodie.table.keygenerator.type"
-WRITE_KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
-WRITE_KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
-RECORDKEY_FIELDS = "hoodie.table.recordkey.fields"
-WRITE_RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
-PARTITION_FIELDS = "hoodie.table.partition.fields"
-WRITE_PARTITION_FIELD = "hoodie.datasource.write.partitionpath.field"
-HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
-URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
-SLASH_DATE = "hoodie.datasource.write.slash.separated.date.partitioning"
-CONSISTENT_TIMESTAMP = "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled"
-DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
-POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
-TABLE_VERSION = "hoodie.table.version"
-WRITE_TABLE_VERSION = "hoodie.write.table.version"
-COMPLEX_ENCODING = "hoodie.table.complex.keygen.encoding"
-COMPLEX_NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding"
-DATE_TIME_PARSER = "hoodie.keygen.datetime.parser.class"
-_TS = "hoodie.keygen.timebased."
-_TS_OLD = "hoodie.deltastreamer.keygen.timebased."
-TS_TYPE = _TS + "timestamp.type"
-TS_SCALAR_UNIT = _TS + "timestamp.scalar.time.unit"
-TS_INPUT_FORMAT = _TS + "input.dateformat"
-TS_INPUT_DELIMITER = _TS + "input.dateformat.list.delimiter.regex"
-TS_INPUT_TZ = _TS + "input.timezone"
-TS_OUTPUT_FORMAT = _TS + "output.dateformat"
-TS_OUTPUT_TZ = _TS + "output.timezone"
-TS_TZ = _TS + "timezone"
+# --- setting names (morlog.config; the timestamp settings also read under _TS_OLD) ----------
+WRITE_PARTITION_FIELD = WRITE_PARTITIONPATH_FIELD
+HIVE_STYLE = HIVE_STYLE_PARTITIONING
+URL_ENCODE = URL_ENCODE_PARTITIONING
+SLASH_DATE = SLASH_SEPARATED_DATE
+CONSISTENT_TIMESTAMP = CONSISTENT_LOGICAL_TIMESTAMP
+COMPLEX_ENCODING = COMPLEX_KEYGEN_ENCODING
+COMPLEX_NEW_ENCODING = COMPLEX_KEYGEN_NEW_ENCODING
+DATE_TIME_PARSER = KEYGEN_DATETIME_PARSER
+_TS = TIMESTAMP_KEYGEN_PREFIX
+_TS_OLD = TIMESTAMP_KEYGEN_PREFIX_OLD
 
 
 class KeyGenKind(Enum):
@@ -146,7 +160,7 @@ class TimestampConfig:
             return key, None
 
         parser_class = get(DATE_TIME_PARSER) or get(
-            "hoodie.deltastreamer.keygen.datetime.parser.class")
+            KEYGEN_DATETIME_PARSER_OLD)
         if parser_class not in (None, "", "org.apache.hudi.keygen.parser.HoodieDateTimeParser"):
             raise UnsupportedSettingError("only Hudi's own date-time parser is implemented",
                                           property=DATE_TIME_PARSER, value=parser_class)

@@ -17,6 +17,35 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 
+from morlog.config import (
+    ARCHIVELOG_FOLDER,
+    DATABASE_NAME,
+    DROP_PARTITION_COLUMNS,
+    HIVE_STYLE_PARTITIONING,
+    KEYGEN_CLASS,
+    KEYGEN_TYPE,
+    METADATA_PARTITIONS,
+    ORDERING_FIELDS,
+    PARTITION_FIELDS,
+    PAYLOAD_CLASS,
+    PRECOMBINE_FIELD,
+    RECORD_INDEX_ENABLE,
+    RECORD_MERGE_MODE,
+    RECORD_MERGE_STRATEGY_ID,
+    RECORDKEY_FIELDS,
+    TABLE_CHECKSUM,
+    TABLE_CREATE_SCHEMA,
+    TABLE_FORMAT,
+    TABLE_INITIAL_VERSION,
+    TABLE_NAME,
+    TABLE_TYPE,
+    TABLE_VERSION,
+    TIMELINE_HISTORY_PATH,
+    TIMELINE_LAYOUT_VERSION,
+    TIMELINE_PATH,
+    URL_ENCODE_PARTITIONING,
+)
+
 from .errors import ContentError
 
 #: the file, under ``.hoodie/``, that holds a table's properties
@@ -27,7 +56,7 @@ PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
 #: the file that marks a directory as a partition of the table
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 #: ``hoodie.properties`` key saying morlog's writers keep morlog's record index (spec/rli.md)
-RECORD_INDEX_ENABLE_PROPERTY = "morlog.record.index.enable"
+RECORD_INDEX_ENABLE_PROPERTY = RECORD_INDEX_ENABLE
 #: record payloads: latest commit wins, or greatest ordering value wins
 PAYLOAD_COMMIT_TIME = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 PAYLOAD_EVENT_TIME = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
@@ -102,11 +131,11 @@ def properties_usable(props: Mapping[str, str]) -> bool:
     checksum does not validate, ``HoodieTableConfig.validateChecksum``)."""
     if not props:
         return False
-    checksum = props.get("hoodie.table.checksum")
+    checksum = props.get(TABLE_CHECKSUM)
     if checksum is None:
         return True
-    return checksum.strip() == table_checksum(props.get("hoodie.table.name") or "",
-                                              props.get("hoodie.database.name") or "")
+    return checksum.strip() == table_checksum(props.get(TABLE_NAME) or "",
+                                              props.get(DATABASE_NAME) or "")
 
 
 def format_properties(props: Mapping[str, str]) -> str:
@@ -153,52 +182,52 @@ def new_table_properties(*, name: str, key_field: str, partition_field: str | No
     writer of that version creates them. ``create_schema``: the Avro schema as JSON text."""
     keygen = "SIMPLE" if partition_field else "NON_PARTITION"
     props = {
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": str(version),
-        "hoodie.table.name": name,
-        "hoodie.table.recordkey.fields": key_field,
-        "hoodie.table.partition.fields": partition_field or "",
+        TABLE_TYPE: "MERGE_ON_READ",
+        TABLE_VERSION: str(version),
+        TABLE_NAME: name,
+        RECORDKEY_FIELDS: key_field,
+        PARTITION_FIELDS: partition_field or "",
     }
     if version >= 8:
         props.update({
-            "hoodie.table.initial.version": str(version),
-            "hoodie.table.keygenerator.type": keygen,
-            "hoodie.timeline.layout.version": "2",
-            "hoodie.timeline.path": "timeline",
-            "hoodie.timeline.history.path": "history",
-            "hoodie.table.create.schema": create_schema,
-            "hoodie.datasource.write.hive_style_partitioning": "false",
-            "hoodie.datasource.write.partitionpath.urlencode": "false",
-            "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.record.merge.mode": "EVENT_TIME_ORDERING" if event_time_ordering
+            TABLE_INITIAL_VERSION: str(version),
+            KEYGEN_TYPE: keygen,
+            TIMELINE_LAYOUT_VERSION: "2",
+            TIMELINE_PATH: "timeline",
+            TIMELINE_HISTORY_PATH: "history",
+            TABLE_CREATE_SCHEMA: create_schema,
+            HIVE_STYLE_PARTITIONING: "false",
+            URL_ENCODE_PARTITIONING: "false",
+            DROP_PARTITION_COLUMNS: "false",
+            RECORD_MERGE_MODE: "EVENT_TIME_ORDERING" if event_time_ordering
             else "COMMIT_TIME_ORDERING",
-            "hoodie.table.metadata.partitions": metadata_partitions,
-            "hoodie.table.checksum": table_checksum(name),
+            METADATA_PARTITIONS: metadata_partitions,
+            TABLE_CHECKSUM: table_checksum(name),
         })
         if version == 8:
-            props["hoodie.record.merge.strategy.id"] = (
+            props[RECORD_MERGE_STRATEGY_ID] = (
                 EVENT_TIME_STRATEGY if event_time_ordering else COMMIT_TIME_STRATEGY)
-            props["hoodie.compaction.payload.class"] = (
+            props[PAYLOAD_CLASS] = (
                 PAYLOAD_EVENT_TIME if event_time_ordering else PAYLOAD_COMMIT_TIME)
         else:
-            props["hoodie.table.format"] = "native"
+            props[TABLE_FORMAT] = "native"
         if ordering_field:
-            props["hoodie.table.ordering.fields" if version >= 9
-                  else "hoodie.table.precombine.field"] = ordering_field
+            props[ORDERING_FIELDS if version >= 9
+                  else PRECOMBINE_FIELD] = ordering_field
     else:
         props.update({
-            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
+            KEYGEN_CLASS: "org.apache.hudi.keygen.SimpleKeyGenerator"
             if partition_field else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.table.create.schema": create_schema,
-            "hoodie.datasource.write.hive_style_partitioning": "false",
-            "hoodie.compaction.payload.class": PAYLOAD_EVENT_TIME if event_time_ordering
+            TIMELINE_LAYOUT_VERSION: "1",
+            TABLE_CREATE_SCHEMA: create_schema,
+            HIVE_STYLE_PARTITIONING: "false",
+            PAYLOAD_CLASS: PAYLOAD_EVENT_TIME if event_time_ordering
             else PAYLOAD_COMMIT_TIME,
         })
     if archive_folder is not None:
-        props["hoodie.archivelog.folder"] = archive_folder
+        props[ARCHIVELOG_FOLDER] = archive_folder
     if ordering_field and version < 8:
-        props["hoodie.table.precombine.field"] = ordering_field
+        props[PRECOMBINE_FIELD] = ordering_field
     return props
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from morlog.compat.base_footer import BaseFileIndex, parse_base_footer
+from morlog.config import BASE_FILE_FORMAT, RO_FILE_FORMAT
 from morlog.logformat.errors import (
     FormatError,
     MorlogError,
@@ -41,8 +42,8 @@ from morlog.logformat.naming import BaseFileName
 from .storage import LocalFileSource, LocalStorage, RangedSource, Storage, decoder_errors
 
 #: the table property naming the format of its base files, and its older alternative
-FORMAT_PROPERTY = "hoodie.table.base.file.format"
-FORMAT_PROPERTY_ALT = "hoodie.table.ro.file.format"
+FORMAT_PROPERTY = BASE_FILE_FORMAT
+FORMAT_PROPERTY_ALT = RO_FILE_FORMAT
 LANCE_EXTRA = "pip install 'morlog[lance]'"
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from morlog.config import NAN_COUNTS
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import (
@@ -51,7 +52,7 @@ from .storage import Storage, decoder_errors
 
 #: the Parquet key/value metadata key of the NaN counts morlog's writer records in its base
 #: files: JSON ``{"rows": <the file's rows>, "columns": {<float column>: <NaN values>}}``
-NAN_COUNTS_KEY = "morlog.nan_counts"
+NAN_COUNTS_KEY = NAN_COUNTS
 #: the end of a block fetched in one read: footer map, trailer tail, section table and,
 #: usually, the COLUMN_STATS section right before the table
 END_WINDOW = 16 * 1024

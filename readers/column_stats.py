@@ -37,6 +37,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.config import (
+    COLUMN_STATS_COLUMN_LIST,
+    COLUMN_STATS_MAX_COLUMNS,
+    INDEX_DEFS_PATH,
+    POPULATE_META_FIELDS,
+)
 from morlog.logformat.errors import ContentError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.mdt_records import META_FIELD_NAMES, NAMESPACE
@@ -50,9 +56,9 @@ META_COLS_TO_ALWAYS_INDEX = ("_hoodie_commit_time", "_hoodie_partition_path",
                              "_hoodie_record_key")
 #: ``HoodieMetadataConfig.COLUMN_STATS_INDEX_MAX_COLUMNS`` default
 DEFAULT_MAX_COLUMNS = 32
-MAX_COLUMNS_KEY = "hoodie.metadata.index.column.stats.max.columns.to.index"
-COLUMN_LIST_KEY = "hoodie.metadata.index.column.stats.column.list"
-INDEX_DEFS_PATH_KEY = "hoodie.table.index.defs.path"
+MAX_COLUMNS_KEY = COLUMN_STATS_MAX_COLUMNS
+COLUMN_LIST_KEY = COLUMN_STATS_COLUMN_LIST
+INDEX_DEFS_PATH_KEY = INDEX_DEFS_PATH
 #: ``DecimalWrapper``'s precision and scale (``HoodieMetadata.avsc``)
 _DECIMAL_MAX_PRECISION = 30
 _DECIMAL_MAX_SCALE = 15
@@ -162,7 +168,7 @@ def columns_to_index(props: Mapping[str, str], schema_text: str,
     types = _avro_field_types(schema_text)
     if index_definition is not None and index_definition.get("sourceFields"):
         return [str(c) for c in index_definition["sourceFields"]]
-    meta = (props.get("hoodie.populate.meta.fields", "true").strip().lower() != "false")
+    meta = (props.get(POPULATE_META_FIELDS, "true").strip().lower() != "false")
     out: list[str] = list(META_COLS_TO_ALWAYS_INDEX) if meta else []
     listed = [c.strip() for c in (props.get(COLUMN_LIST_KEY) or "").split(",") if c.strip()]
     if listed:

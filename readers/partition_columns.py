@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from morlog.config import DROP_PARTITION_COLUMNS
 from morlog.logformat.errors import ContentError, UsageError
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def check_partition_columns_parse(spec: Any, where: str | None) -> None:
     partition paths (needed when the data files drop the partition columns)."""
     from morlog.logformat.errors import UnsupportedSettingError
 
-    key = "hoodie.datasource.write.drop.partition.columns"
+    key = DROP_PARTITION_COLUMNS
     if any(p.timestamp for p in spec.partition_spec):
         raise UnsupportedSettingError(
             "partition values formatted by the timestamp key generator cannot be parsed "

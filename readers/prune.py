@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from morlog.config import PAYLOAD_CLASS, TABLE_PARTIAL_UPDATE_MODE, WRITE_PARTIAL_UPDATE_MODE
 from morlog.logformat.constants import BlockType, CommandType, HeaderKey
 from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.table_files import RECORD_INDEX_ENABLE_PROPERTY
@@ -309,10 +310,10 @@ def whole_record_merges(table: Table) -> bool:
     props = table.config.props
     if table.config.merge_mode not in (COMMIT_TIME, EVENT_TIME):
         return False
-    for key in ("hoodie.write.partial.update.mode", "hoodie.table.partial.update.mode"):
+    for key in (WRITE_PARTIAL_UPDATE_MODE, TABLE_PARTIAL_UPDATE_MODE):
         if (props.get(key) or "NONE").strip().upper() not in ("", "NONE"):
             return False
-    payload = (props.get("hoodie.compaction.payload.class") or "").strip()
+    payload = (props.get(PAYLOAD_CLASS) or "").strip()
     return not payload or payload.rsplit(".", 1)[-1] in WHOLE_RECORD_PAYLOADS
 
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from morlog.config import RECORD_INDEX_BUILT_AS_OF, RECORD_INDEX_HASH, RECORD_INDEX_SHARDS
 from morlog.logformat import file_checksum
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import (
@@ -63,9 +64,9 @@ INDEX_DIR = ("morlog", "record_index")
 #: data table property: every morlog writer maintains the index (``true``)
 ENABLE_PROPERTY = RECORD_INDEX_ENABLE_PROPERTY
 #: index table properties: the shard count, the shard hash, the data instant it was built as of
-SHARDS_PROPERTY = "morlog.record.index.shards"
-HASH_PROPERTY = "morlog.record.index.hash"
-BUILT_AS_OF_PROPERTY = "morlog.record.index.built.as.of"
+SHARDS_PROPERTY = RECORD_INDEX_SHARDS
+HASH_PROPERTY = RECORD_INDEX_HASH
+BUILT_AS_OF_PROPERTY = RECORD_INDEX_BUILT_AS_OF
 HASH = "xxh64"
 #: the index's columns
 SCHEMA = pa.schema([pa.field("key", pa.string(), nullable=False),

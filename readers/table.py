@@ -18,6 +18,23 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from morlog.config import (
+    DROP_PARTITION_COLUMNS,
+    HIVE_STYLE_PARTITIONING,
+    KEYGEN_CLASS,
+    KEYGEN_TYPE,
+    ORDERING_FIELDS,
+    PARTITION_FIELDS,
+    PAYLOAD_CLASS,
+    POPULATE_META_FIELDS,
+    PRECOMBINE_FIELD,
+    RECORD_MERGE_MODE,
+    RECORDKEY_FIELDS,
+    TABLE_CREATE_SCHEMA,
+    TABLE_NAME,
+    TABLE_TYPE,
+    TABLE_VERSION,
+)
 from morlog.logformat import file_checksum
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.errors import ContentError, FormatError, UnsupportedVersionError, UsageError
@@ -56,7 +73,7 @@ class TableConfig:
     def version(self) -> int:
         """``hoodie.table.version``; a :class:`FormatError` naming the file and the setting
         when it is not a (small) decimal number."""
-        raw = (self.props.get("hoodie.table.version", "0") or "0").strip()
+        raw = (self.props.get(TABLE_VERSION, "0") or "0").strip()
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
             raise FormatError("hoodie.table.version is not a table version number",
                               path=self.path, actual=raw[:40])
@@ -71,15 +88,15 @@ class TableConfig:
 
     @property
     def table_type(self) -> str:
-        return self.props.get("hoodie.table.type", "COPY_ON_WRITE")
+        return self.props.get(TABLE_TYPE, "COPY_ON_WRITE")
 
     @property
     def name(self) -> str:
-        return self.props.get("hoodie.table.name", "")
+        return self.props.get(TABLE_NAME, "")
 
     @property
     def record_key_fields(self) -> list[str]:
-        raw = self.props.get("hoodie.table.recordkey.fields", "")
+        raw = self.props.get(RECORDKEY_FIELDS, "")
         return [f for f in raw.split(",") if f]
 
     @property
@@ -94,13 +111,13 @@ class TableConfig:
 
     @property
     def partition_fields(self) -> list[str]:
-        raw = self.props.get("hoodie.table.partition.fields", "")
+        raw = self.props.get(PARTITION_FIELDS, "")
         return [f.split(":")[0] for f in raw.split(",") if f]
 
     @property
     def ordering_fields(self) -> list[str]:
-        raw = (self.props.get("hoodie.table.ordering.fields")
-               or self.props.get("hoodie.table.precombine.field") or "")
+        raw = (self.props.get(ORDERING_FIELDS)
+               or self.props.get(PRECOMBINE_FIELD) or "")
         return [f for f in raw.split(",") if f]
 
     @property
@@ -108,7 +125,7 @@ class TableConfig:
         """``hoodie.populate.meta.fields`` (default true; ``HoodieTableConfig
         .POPULATE_META_FIELDS``): false leaves the ``_hoodie_*`` columns null and readers
         derive record keys from the key fields (``morlog.logformat.virtual_keys``)."""
-        return (self.props.get("hoodie.populate.meta.fields", "true") or "true"
+        return (self.props.get(POPULATE_META_FIELDS, "true") or "true"
                 ).strip().lower() != "false"
 
     @property
@@ -116,26 +133,26 @@ class TableConfig:
         """``hoodie.datasource.write.drop.partition.columns`` (default false;
         ``HoodieTableConfig.DROP_PARTITION_COLUMNS``): true keeps the partition columns out
         of the data files; readers put them back from the partition path."""
-        return (self.props.get("hoodie.datasource.write.drop.partition.columns", "false")
+        return (self.props.get(DROP_PARTITION_COLUMNS, "false")
                 or "false").strip().lower() == "true"
 
     @property
     def key_generator(self) -> str:
-        return (self.props.get("hoodie.table.keygenerator.class")
-                or self.props.get("hoodie.table.keygenerator.type") or "")
+        return (self.props.get(KEYGEN_CLASS)
+                or self.props.get(KEYGEN_TYPE) or "")
 
     @property
     def hive_style_partitioning(self) -> bool:
-        return self.props.get("hoodie.datasource.write.hive_style_partitioning",
+        return self.props.get(HIVE_STYLE_PARTITIONING,
                               "false").lower() == "true"
 
     @property
     def merge_mode(self) -> str:
         """COMMIT_TIME_ORDERING or EVENT_TIME_ORDERING (CUSTOM payloads are not supported)."""
-        mode = self.props.get("hoodie.record.merge.mode")
+        mode = self.props.get(RECORD_MERGE_MODE)
         if mode:
             return mode
-        payload = self.props.get("hoodie.compaction.payload.class", "")
+        payload = self.props.get(PAYLOAD_CLASS, "")
         if payload.endswith("DefaultHoodieRecordPayload") or payload.endswith(
                 "EventTimeAvroPayload"):
             return "EVENT_TIME_ORDERING"
@@ -285,7 +302,7 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         """The table's schema: ``hoodie.table.create.schema`` with Hudi's meta fields first
         (when the table populates them)."""
-        text = self.config.get("hoodie.table.create.schema")
+        text = self.config.get(TABLE_CREATE_SCHEMA)
         if not text:
             raise UsageError("table has no hoodie.table.create.schema", path=self.path)
         return self._with_meta(text, self.config.path)
@@ -375,7 +392,7 @@ class Table:
 
     def _records_schema(self) -> bool:
         """Whether the table records a schema (create schema or a write's)."""
-        if self.config.get("hoodie.table.create.schema"):
+        if self.config.get(TABLE_CREATE_SCHEMA):
             return True
         try:
             self.schema()

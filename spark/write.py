@@ -65,6 +65,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+import morlog.config as conf
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keygen import KeyGenSpec
@@ -414,12 +415,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                  "partitionPath": r["partition"]})
         inserts = sum(n for b in bins.values() for _, n, _ in b)
         routed = sum(n for b in bins.values() for _, n, new in b if not new)
-        summary = {"morlog.inserts": str(inserts),
-                   "morlog.inserts.routed": str(routed),
-                   "morlog.groups.touched": str(len(touched)),
-                   "morlog.groups.new": str(sum(1 for b in bins.values() for x in b if x[2])),
-                   "morlog.files.created": str(sum(1 for r in stats_rows if r["created"])),
-                   "morlog.rows.written": str(sum(r["num_writes"] for r in stats_rows))}
+        summary = {conf.STAT_INSERTS: str(inserts),
+                   conf.STAT_INSERTS_ROUTED: str(routed),
+                   conf.STAT_GROUPS_TOUCHED: str(len(touched)),
+                   conf.STAT_GROUPS_NEW: str(sum(1 for b in bins.values() for x in b if x[2])),
+                   conf.STAT_FILES_CREATED: str(sum(1 for r in stats_rows if r["created"])),
+                   conf.STAT_ROWS_WRITTEN: str(sum(r["num_writes"] for r in stats_rows))}
 
         def changes() -> RecordChanges:
             # inserts (routed ones too) and tagged deletes, collected only when the record

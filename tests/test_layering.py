@@ -1,7 +1,8 @@
 """Layering: no import cycle between modules, and each module imports only its own layer or
-the layers below it (:data:`LAYER_ORDER`: logformat -> compat -> readers -> writers.core ->
-writers.mdt -> writers.services -> writers.client -> spark -> bench -> cli -> api), over the
-import graph of the code, function-local imports included; pyspark only in Spark modules.
+the layers below it (:data:`LAYER_ORDER`: config -> logformat -> compat -> readers ->
+writers.core -> writers.mdt -> writers.services -> writers.client -> spark -> bench -> cli ->
+api), over the import graph of the code, function-local imports included; pyspark only in
+Spark modules.
 
 Every folder is imported as ``morlog.<folder>``; a bare ``import readers`` would only work from
 a source checkout (and collide with other projects' top-level packages), so it is rejected.
@@ -20,7 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: the folders of code; api/ is the package root ``morlog``, the others ``morlog.<folder>``
-FOLDERS = ["logformat", "compat", "readers", "writers", "spark", "bench", "cli", "api"]
+FOLDERS = ["config", "logformat", "compat", "readers", "writers", "spark", "bench", "cli", "api"]
 FOREIGN_HEAVY = {"pyspark"}
 
 
@@ -382,6 +383,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 #: before it, function-local imports included (``TYPE_CHECKING`` imports are left out: they
 #: never run). A module belongs to the layer of the longest prefix naming it.
 LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
+    ("config", ("morlog.config",)),
     ("logformat", ("morlog.logformat",)),
     ("compat", ("morlog.compat",)),
     ("readers", ("morlog.readers",)),
@@ -424,7 +426,8 @@ def test_modules_import_only_their_layer_or_lower_ones() -> None:
 def test_the_layer_rule_flags_an_upward_import() -> None:
     assert layer_of("morlog.writers.core.commit") < layer_of("morlog.writers.services.compaction")
     assert layer_of("morlog.writers.client") > layer_of("morlog.writers.services.base")
-    assert layer_of("morlog.logformat.errors") == 0
+    assert layer_of("morlog.config") == 0
+    assert layer_of("morlog.logformat.errors") == 1
     assert layer_of("morlog") == len(LAYER_ORDER) - 1
 
 

@@ -37,6 +37,7 @@ VERSION = PYPROJECT["project"]["version"]
 #: source folder -> where it lands in the wheel
 FOLDERS = {
     "api": "morlog",
+    "config": "morlog/config",
     "logformat": "morlog/logformat",
     "compat": "morlog/compat",
     "readers": "morlog/readers",

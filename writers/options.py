@@ -77,6 +77,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import morlog.config as conf
 from morlog.logformat.column_stats_section import COLUMN_LIST_KEY, MAX_COLUMNS_KEY
 from morlog.logformat.errors import UsageError
 from morlog.writers.core.base_file import (
@@ -163,28 +164,28 @@ class WriteConfig:
 
 #: hoodie.properties key of Hudi's partition URL-encoding (HoodieTableConfig
 #: URL_ENCODE_PARTITIONING, from KeyGeneratorOptions; default false)
-URLENCODE_PROPERTY = "hoodie.datasource.write.partitionpath.urlencode"
+URLENCODE_PROPERTY = conf.URL_ENCODE_PARTITIONING
 
 
 #: Hudi's write option choosing the table version of a new table
-WRITE_TABLE_VERSION = "hoodie.write.table.version"
+WRITE_TABLE_VERSION = conf.WRITE_TABLE_VERSION
 
 
-TABLE_NAME = "hoodie.table.name"
-RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
-PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
-PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
-ORDERING_FIELDS = "hoodie.table.ordering.fields"
-OPERATION = "hoodie.datasource.write.operation"
-PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
-TABLE_TYPE = "hoodie.datasource.write.table.type"
-MERGE_MODE = "hoodie.write.record.merge.mode"
-HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
-URLENCODE = "hoodie.datasource.write.partitionpath.urlencode"
-KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
-KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
-BLOCK_FORMAT = "hoodie.logfile.data.block.format"
-METADATA_ENABLE = "hoodie.metadata.enable"
+TABLE_NAME = conf.TABLE_NAME
+RECORDKEY_FIELD = conf.WRITE_RECORDKEY_FIELD
+PARTITIONPATH_FIELD = conf.WRITE_PARTITIONPATH_FIELD
+PRECOMBINE_FIELD = conf.WRITE_PRECOMBINE_FIELD
+ORDERING_FIELDS = conf.ORDERING_FIELDS
+OPERATION = conf.WRITE_OPERATION
+PARTITIONS_TO_DELETE = conf.WRITE_PARTITIONS_TO_DELETE
+TABLE_TYPE = conf.WRITE_TABLE_TYPE
+MERGE_MODE = conf.WRITE_RECORD_MERGE_MODE
+HIVE_STYLE = conf.HIVE_STYLE_PARTITIONING
+URLENCODE = conf.URL_ENCODE_PARTITIONING
+KEYGEN_CLASS = conf.WRITE_KEYGEN_CLASS
+KEYGEN_TYPE = conf.WRITE_KEYGEN_TYPE
+BLOCK_FORMAT = conf.LOGFILE_DATA_BLOCK_FORMAT
+METADATA_ENABLE = conf.METADATA_ENABLE
 STATS_COLUMN_LIST = COLUMN_LIST_KEY
 STATS_MAX_COLUMNS = MAX_COLUMNS_KEY
 
@@ -197,18 +198,18 @@ OPERATIONS = {"upsert": "upsert", "insert": "insert", "bulk_insert": "insert",
 #: Hudi options that only tune Hudi's own engine (parallelism, markers, its timeline server,
 #: its row writer, sort modes, its file-size estimate): accepted and ignored
 IGNORED_HOODIE_OPTIONS = frozenset({
-    "hoodie.upsert.shuffle.parallelism",
-    "hoodie.insert.shuffle.parallelism",
-    "hoodie.bulkinsert.shuffle.parallelism",
-    "hoodie.delete.shuffle.parallelism",
-    "hoodie.finalize.write.parallelism",
-    "hoodie.markers.delete.parallelism",
-    "hoodie.rollback.parallelism",
-    "hoodie.embed.timeline.server",
-    "hoodie.write.markers.type",
-    "hoodie.datasource.write.row.writer.enable",
-    "hoodie.bulkinsert.sort.mode",
-    "hoodie.parquet.compression.ratio",
+    conf.UPSERT_SHUFFLE_PARALLELISM,
+    conf.INSERT_SHUFFLE_PARALLELISM,
+    conf.BULKINSERT_SHUFFLE_PARALLELISM,
+    conf.DELETE_SHUFFLE_PARALLELISM,
+    conf.FINALIZE_WRITE_PARALLELISM,
+    conf.MARKERS_DELETE_PARALLELISM,
+    conf.ROLLBACK_PARALLELISM,
+    conf.EMBED_TIMELINE_SERVER,
+    conf.WRITE_MARKERS_TYPE,
+    conf.ROW_WRITER_ENABLE,
+    conf.BULKINSERT_SORT_MODE,
+    conf.PARQUET_COMPRESSION_RATIO,
 })
 
 #: the Spark data source's own keys and short aliases -> the Hudi key they stand for
@@ -216,35 +217,35 @@ SPARK_ALIASES = {"path": "path", "table": TABLE_NAME, "key": RECORDKEY_FIELD,
                  "partition": PARTITIONPATH_FIELD, "ordering": PRECOMBINE_FIELD,
                  "operation": OPERATION}
 
-_TABLE_FIELDS = {TABLE_NAME: "table_name", "hoodie.datasource.write.table.name": "table_name",
+_TABLE_FIELDS = {TABLE_NAME: "table_name", conf.WRITE_TABLE_NAME: "table_name",
                  RECORDKEY_FIELD: "key", PARTITIONPATH_FIELD: "partition",
                  PRECOMBINE_FIELD: "ordering", ORDERING_FIELDS: "ordering"}
 #: write options that become table properties of a new table (key in hoodie.properties)
 _TABLE_PROPERTIES = {HIVE_STYLE: HIVE_STYLE, URLENCODE: URLENCODE_PROPERTY,
-                     KEYGEN_CLASS: "hoodie.table.keygenerator.class",
-                     KEYGEN_TYPE: "hoodie.table.keygenerator.type"}
+                     KEYGEN_CLASS: conf.KEYGEN_CLASS,
+                     KEYGEN_TYPE: conf.KEYGEN_TYPE}
 _BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
 #: options kept in WriteConfig.hoodie_options under their own keys
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
-                   "hoodie.orc.compression.codec", *CLEAN_OPTIONS, *COMPACTION_OPTIONS,
+                   conf.ORC_COMPRESSION_CODEC, *CLEAN_OPTIONS, *COMPACTION_OPTIONS,
                    *LOG_COMPACTION_OPTIONS, STATS_COLUMN_LIST, STATS_MAX_COLUMNS,
                    UPDATE_PARTITION_PATH}
 _BOOLEAN_OPTIONS = {DICTIONARY_ENABLED, *METADATA_SWITCHES, *CLEAN_BOOLEANS,
                     *COMPACTION_BOOLEANS, LOG_COMPACTION_INLINE, UPDATE_PARTITION_PATH}
-_INTS = {"hoodie.parquet.max.file.size": "max_file_size",
-         "morlog.max.file.size": "max_file_size",
-         "hoodie.parquet.small.file.limit": "small_file_limit",
-         "morlog.small.file.limit": "small_file_limit",
-         "morlog.record.size": "record_size",
-         "morlog.write.threads": "write_threads"}
+_INTS = {conf.PARQUET_MAX_FILE_SIZE: "max_file_size",
+         conf.MAX_FILE_SIZE: "max_file_size",
+         conf.PARQUET_SMALL_FILE_LIMIT: "small_file_limit",
+         conf.SMALL_FILE_LIMIT: "small_file_limit",
+         conf.RECORD_SIZE: "record_size",
+         conf.WRITE_THREADS: "write_threads"}
 _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
-            "morlog.carrier": ("carrier", ("avro", "parquet")),
-            "morlog.new.groups": ("new_groups", ("base", "log"))}
-_BOOLS = {"hoodie.write.set.null.for.missing.columns": "set_null_for_missing_columns",
-          "morlog.route.inserts": "route_inserts",
-          "morlog.base.key.index": "base_key_index"}
-_FLOATS = {"hoodie.logfile.to.parquet.compression.ratio": "log_to_parquet_ratio"}
+            conf.CARRIER: ("carrier", ("avro", "parquet")),
+            conf.NEW_GROUPS: ("new_groups", ("base", "log"))}
+_BOOLS = {conf.SET_NULL_FOR_MISSING_COLUMNS: "set_null_for_missing_columns",
+          conf.ROUTE_INSERTS: "route_inserts",
+          conf.BASE_KEY_INDEX: "base_key_index"}
+_FLOATS = {conf.LOGFILE_TO_PARQUET_RATIO: "log_to_parquet_ratio"}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from morlog.config import METADATA_PARTITIONS, TABLE_VERSION
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import MorlogError
@@ -38,7 +39,7 @@ from morlog.readers.timeline import Timeline
 METADATA_DIR = "metadata"
 COLUMN_STATS = "column_stats"
 #: ``HoodieTableConfig.TABLE_METADATA_PARTITIONS``
-PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
+PARTITIONS_PROPERTY = METADATA_PARTITIONS
 
 
 def listed_partitions(props: Mapping[str, str]) -> set[str]:
@@ -73,7 +74,7 @@ def open_mdt(storage: Storage, table_path: str) -> MdtView:
     """The metadata table of the data table at ``table_path``."""
     mdt = storage.join(table_path, ".hoodie", METADATA_DIR)
     props, _ = read_properties(storage, mdt)
-    version = int((props.get("hoodie.table.version") or "6").strip() or "6")
+    version = int((props.get(TABLE_VERSION) or "6").strip() or "6")
     return MdtView(storage, mdt, version, Timeline.load(mdt, version, storage))
 
 

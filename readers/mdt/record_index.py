@@ -54,6 +54,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.config import INDEX_DEFS_PATH
 from morlog.logformat.avro_content import parse_schema
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import decode_delete_columns
@@ -89,7 +90,7 @@ _SHARD_ID = re.compile(r"record-index-(\d+)(?:-0)?")
 #: (``SOLO_COMMIT_TIMESTAMP``)
 SOLO_COMMIT_TIMESTAMP = "00000000000000"
 #: ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH``
-INDEX_DEFS_PROPERTY = "hoodie.table.index.defs.path"
+INDEX_DEFS_PROPERTY = INDEX_DEFS_PATH
 
 
 @dataclass

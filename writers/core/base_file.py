@@ -42,16 +42,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.compat.orc_footer import add_user_metadata
 from morlog.logformat import file_checksum
 from morlog.logformat.errors import UsageError
 from morlog.readers.base_files import BaseFormat, require_lance
 from morlog.readers.block_stats import NAN_COUNTS_KEY
 
-COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
-BLOCK_SIZE = "hoodie.parquet.block.size"
-PAGE_SIZE = "hoodie.parquet.page.size"
-DICTIONARY_ENABLED = "hoodie.parquet.dictionary.enabled"
+COMPRESSION_CODEC = conf.PARQUET_COMPRESSION_CODEC
+BLOCK_SIZE = conf.PARQUET_BLOCK_SIZE
+PAGE_SIZE = conf.PARQUET_PAGE_SIZE
+DICTIONARY_ENABLED = conf.PARQUET_DICTIONARY_ENABLED
 
 #: Hudi's defaults for the settings above (HoodieStorageConfig)
 DEFAULTS: dict[str, str] = {
@@ -171,7 +172,7 @@ def row_group_rows(table: pa.Table, props: Mapping[str, str]) -> int:
     return max(1, block // per_row)
 
 
-ORC_COMPRESSION_CODEC = "hoodie.orc.compression.codec"
+ORC_COMPRESSION_CODEC = conf.ORC_COMPRESSION_CODEC
 #: the Avro schema's key in ORC user metadata (``HoodieOrcConfig.AVRO_SCHEMA_METADATA_KEY``)
 ORC_AVRO_SCHEMA_KEY = b"orc.avro.schema"
 #: Hudi's ORC codec names (ORC's CompressionKind, any case) -> pyarrow's

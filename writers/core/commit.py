@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.blocks import rollback_block
 from morlog.logformat.errors import HeartbeatWarning, MorlogError, UsageError, WriteError
 from morlog.logformat.partition_path import UnsafePathError
@@ -594,10 +595,10 @@ class CommitResult:
     def summary(self) -> dict[str, str]:
         """What the commit did, as ``morlog.*`` entries of the commit's extra metadata
         (Hudi keeps such string entries; Spark jobs read them back from the timeline)."""
-        return {"morlog.inserts": str(self.inserts), "morlog.updates": str(self.updates),
-                "morlog.deletes": str(self.deletes),
-                "morlog.inserts.routed": str(self.inserts_routed_to_existing),
-                "morlog.groups.touched": str(len(self.groups_touched)),
-                "morlog.groups.new": str(len(self.new_groups)),
-                "morlog.files.created": str(len(self.files_created)),
-                "morlog.seconds": f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}
+        return {conf.STAT_INSERTS: str(self.inserts), conf.STAT_UPDATES: str(self.updates),
+                conf.STAT_DELETES: str(self.deletes),
+                conf.STAT_INSERTS_ROUTED: str(self.inserts_routed_to_existing),
+                conf.STAT_GROUPS_TOUCHED: str(len(self.groups_touched)),
+                conf.STAT_GROUPS_NEW: str(len(self.new_groups)),
+                conf.STAT_FILES_CREATED: str(len(self.files_created)),
+                conf.STAT_SECONDS: f"{sum(v for k, v in self.seconds.items() if k != 'total'):.3f}"}

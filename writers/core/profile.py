@@ -40,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
+import morlog.config as conf
 from morlog.logformat.avroschema import avro_to_arrow_schema, parse_avro_schema
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import (
@@ -120,57 +121,57 @@ def check_config(cfg: TableConfig) -> None:
                                       path=where)
 
     if cfg.table_type != "MERGE_ON_READ":
-        refuse("hoodie.table.type", "morlog writes merge-on-read tables only",
+        refuse(conf.TABLE_TYPE, "morlog writes merge-on-read tables only",
                "MERGE_ON_READ")
     if cfg.version not in WRITE_VERSIONS:
         raise UnsupportedSettingError("morlog writes table versions 6, 8 and 9",
-                                      property="hoodie.table.version",
+                                      property=conf.TABLE_VERSION,
                                       value=str(cfg.version), path=where)
-    layout = props.get("hoodie.timeline.layout.version")
+    layout = props.get(conf.TIMELINE_LAYOUT_VERSION)
     if layout and layout.strip() != str(WRITE_VERSIONS[cfg.version]):
-        refuse("hoodie.timeline.layout.version",
+        refuse(conf.TIMELINE_LAYOUT_VERSION,
                f"table version {cfg.version} uses timeline layout "
                f"{WRITE_VERSIONS[cfg.version]}", str(WRITE_VERSIONS[cfg.version]))
     if not cfg.record_key_fields:
-        refuse("hoodie.table.recordkey.fields", "morlog writes keyed tables only")
+        refuse(conf.RECORDKEY_FIELDS, "morlog writes keyed tables only")
     if len(cfg.ordering_fields) > 1 and cfg.version < 9:
         # Hudi 1.1 compares several ordering fields (HoodieTableConfig.getOrderingFields,
         # OrderingValues); the readers of table versions 6 and 8 (Hudi 0.x, 1.0) take the
         # precombine field as one field name
-        key = ("hoodie.table.ordering.fields" if props.get("hoodie.table.ordering.fields")
-               else "hoodie.table.precombine.field")
+        key = (conf.ORDERING_FIELDS if props.get(conf.ORDERING_FIELDS)
+               else conf.PRECOMBINE_FIELD)
         refuse(key, "several ordering fields need table version 9 (Hudi 1.1): older "
                "readers take the precombine field as one field", "one field")
-    mode = props.get("hoodie.record.merge.mode")
+    mode = props.get(conf.RECORD_MERGE_MODE)
     if mode and mode not in _MERGE_MODES:
-        refuse("hoodie.record.merge.mode", "custom record mergers are not supported",
+        refuse(conf.RECORD_MERGE_MODE, "custom record mergers are not supported",
                list(_MERGE_MODES))
-    strategy = props.get("hoodie.record.merge.strategy.id") or props.get(
-        "hoodie.compaction.record.merger.strategy")
+    strategy = props.get(conf.RECORD_MERGE_STRATEGY_ID) or props.get(
+        conf.COMPACTION_RECORD_MERGER_STRATEGY)
     if strategy and strategy not in _STRATEGIES:
-        key = ("hoodie.record.merge.strategy.id" if props.get("hoodie.record.merge.strategy.id")
-               else "hoodie.compaction.record.merger.strategy")
+        key = (conf.RECORD_MERGE_STRATEGY_ID if props.get(conf.RECORD_MERGE_STRATEGY_ID)
+               else conf.COMPACTION_RECORD_MERGER_STRATEGY)
         refuse(key, "custom record merge strategies are not supported", sorted(_STRATEGIES))
-    payload = props.get("hoodie.compaction.payload.class")
+    payload = props.get(conf.PAYLOAD_CLASS)
     if payload and payload not in _PAYLOADS and not mode:
-        refuse("hoodie.compaction.payload.class",
+        refuse(conf.PAYLOAD_CLASS,
                "morlog merges with the overwrite and event-time payloads only",
                sorted(_PAYLOADS))
     if not cfg.populate_meta_fields:
         _check_virtual_keys(cfg, refuse)
     if cfg.drop_partition_columns:
         _check_drop_partition_columns(cfg, refuse)
-    if _flag(props, "hoodie.table.cdc.enabled", "false"):
-        refuse("hoodie.table.cdc.enabled", "morlog does not write change-data-capture logs",
+    if _flag(props, conf.TABLE_CDC_ENABLED, "false"):
+        refuse(conf.TABLE_CDC_ENABLED, "morlog does not write change-data-capture logs",
                "false")
-    if props.get("hoodie.bootstrap.base.path"):
-        refuse("hoodie.bootstrap.base.path", "bootstrapped tables are not supported")
-    fmt = props.get("hoodie.table.format")
+    if props.get(conf.BOOTSTRAP_BASE_PATH):
+        refuse(conf.BOOTSTRAP_BASE_PATH, "bootstrapped tables are not supported")
+    fmt = props.get(conf.TABLE_FORMAT)
     if fmt and fmt.strip().lower() != "native":
-        refuse("hoodie.table.format", "morlog writes Hudi's native table format", "native")
-    if props.get("hoodie.write.partial.update.mode") or props.get(
-            "hoodie.table.partial.update.mode"):
-        refuse("hoodie.table.partial.update.mode", "partial updates are not supported")
+        refuse(conf.TABLE_FORMAT, "morlog writes Hudi's native table format", "native")
+    if props.get(conf.WRITE_PARTIAL_UPDATE_MODE) or props.get(
+            conf.TABLE_PARTIAL_UPDATE_MODE):
+        refuse(conf.TABLE_PARTIAL_UPDATE_MODE, "partial updates are not supported")
 
 
 def _keygen(cfg: Any) -> Any:
@@ -186,12 +187,12 @@ def _check_virtual_keys(cfg: Any, refuse: Any) -> None:
     of one field as its bare value (``RecordContext.virtualKeyExtractor``), so a one-field
     complex key written as ``field:value`` would never match."""
     props = cfg.props
-    cls = (props.get("hoodie.table.keygenerator.class") or "").strip()
-    key = "hoodie.table.keygenerator.class"
+    cls = (props.get(conf.KEYGEN_CLASS) or "").strip()
+    key = conf.KEYGEN_CLASS
     if not cls:
-        raw = (props.get("hoodie.table.keygenerator.type") or "").strip()
+        raw = (props.get(conf.KEYGEN_TYPE) or "").strip()
         if raw:
-            key = "hoodie.table.keygenerator.type"
+            key = conf.KEYGEN_TYPE
             cls = _KEYGEN_TYPE_CLASSES.get(raw.upper(), raw)
     if cls and cls not in VIRTUAL_KEY_GENERATORS:
         refuse(key, "Hudi allows only the simple, complex and non-partitioned key "
@@ -199,12 +200,12 @@ def _check_virtual_keys(cfg: Any, refuse: Any) -> None:
                sorted(VIRTUAL_KEY_GENERATORS))
     spec = _keygen(cfg)
     if len(spec.key_fields) == 1 and spec.single_key_field_prefixed:
-        refuse("hoodie.table.recordkey.fields",
+        refuse(conf.RECORDKEY_FIELDS,
                "a one-field complex key is written as 'field:value' but Hudi's readers of a "
                "table without meta fields key records by the bare value", "several fields, "
                "or the simple key generator")
     if any("." in f for f in spec.key_fields):
-        refuse("hoodie.table.recordkey.fields",
+        refuse(conf.RECORDKEY_FIELDS,
                "nested record key fields on a table without meta fields are not supported")
 
 
@@ -221,7 +222,7 @@ def _check_drop_partition_columns(cfg: Any, refuse: Any) -> None:
     if not cfg.populate_meta_fields:
         clash += [f for f in spec.key_fields if f in parts]
     if clash:
-        refuse("hoodie.datasource.write.drop.partition.columns",
+        refuse(conf.DROP_PARTITION_COLUMNS,
                f"fields {sorted(set(clash))} are both partition columns (dropped from the data "
                "files) and record key or ordering fields (read from the data files)", "false")
 
@@ -240,7 +241,7 @@ def table_schema_json(table: Table) -> str:
         text = extra.get("schema") if isinstance(extra, dict) else None
         if isinstance(text, str) and text.strip():
             return text
-    text = table.config.get("hoodie.table.create.schema")
+    text = table.config.get(conf.TABLE_CREATE_SCHEMA)
     if not text:
         raise UsageError("table has no hoodie.table.create.schema and no commit with a "
                          "schema", path=table.config.path)
@@ -292,8 +293,8 @@ def write_profile(table: Table) -> WriteProfile:
         if f not in data.names:
             raise UnsupportedSettingError(
                 f"the ordering field is not a column of the table schema {data.names}",
-                property="hoodie.table.ordering.fields"
-                if cfg.get("hoodie.table.ordering.fields") else "hoodie.table.precombine.field",
+                property=conf.ORDERING_FIELDS
+                if cfg.get(conf.ORDERING_FIELDS) else conf.PRECOMBINE_FIELD,
                 value=f, path=cfg.path)
     return WriteProfile(version=cfg.version, layout=WRITE_VERSIONS[cfg.version],
                         ordering_field=ordering[0] if ordering else None,
@@ -316,7 +317,7 @@ def _with_partition_columns(text: str, table: Table, dropped: tuple[str, ...]) -
     if not missing:
         return text
     created: dict[str, Any] = {}
-    create = table.config.get("hoodie.table.create.schema")
+    create = table.config.get(conf.TABLE_CREATE_SCHEMA)
     if create:
         try:
             c = parse_avro_schema(create)

@@ -14,6 +14,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.errors import (
     FormatError,
     MorlogError,
@@ -33,7 +34,7 @@ from morlog.readers.table import Table
 #: RECORD_INDEX_UPDATE_PARTITION_PATH_ENABLE``, default ``false``): a record whose key lives in
 #: another partition than the batch gives it is moved there (``true``: a delete in the old
 #: partition and an insert in the new) or written where the key lives (``false``)
-UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+UPDATE_PARTITION_PATH = conf.RECORD_INDEX_UPDATE_PARTITION_PATH
 
 
 UPDATE_PARTITION_PATH_DEFAULT = "false"

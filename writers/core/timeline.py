@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import morlog.config as conf
 from morlog.logformat.errors import MorlogError, UsageError
 from morlog.logformat.naming import (
     COMPLETED,
@@ -50,14 +51,14 @@ from morlog.writers.core.store import (
 #: the write token of every file morlog writes (``taskPartitionId-stageId-taskAttemptId``)
 WRITE_TOKEN = "0-1-1"
 #: extra metadata entry of a morlog writer's inflight instant
-MORLOG_WRITER_KEY = "morlog.writer"
+MORLOG_WRITER_KEY = conf.WRITER_MARK
 #: the timeline file of each state of an instant, by the names the protocol uses
 _STATES = {"requested": REQUESTED, "inflight": INFLIGHT, "completed": COMPLETED}
 
 
 #: the table property choosing the time zone of instant times (``HoodieTableConfig``
 #: TIMELINE_TIMEZONE: LOCAL, Hudi's default, or UTC; ``HoodieInstantTimeGenerator``)
-TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
+TIMELINE_TIMEZONE = conf.TIMELINE_TIMEZONE
 
 
 def timeline_utc(props: Mapping[str, str]) -> bool:

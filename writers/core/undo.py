@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import morlog.config as conf
 from morlog.logformat.errors import ContentError, MorlogError, UsageError
 from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.timeline_meta import (
@@ -63,7 +64,7 @@ LOG_COMPACTION = "logcompaction"
 
 #: extra metadata entry of the plans morlog schedules (the next writer may undo their dead
 #: attempts; another engine's pending plans are never touched)
-MORLOG_PLAN_KEY = "morlog.writer"
+MORLOG_PLAN_KEY = conf.WRITER_MARK
 
 
 def read_plan(store: WriteStore, location: TableLocation, table: Table, instant: str,

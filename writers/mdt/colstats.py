@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import morlog.config as conf
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.mdt_records import (
@@ -48,7 +49,7 @@ COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
 BLOOM_FILTERS = "bloom_filters"
 #: ``HoodieIndexConfig.BLOOM_FILTER_TYPE`` and its default
-BLOOM_TYPE_KEY = "hoodie.bloom.index.filter.type"
+BLOOM_TYPE_KEY = conf.BLOOM_FILTER_TYPE
 DEFAULT_BLOOM_TYPE = "DYNAMIC_V0"
 #: Parquet footer keys of a base file's bloom filter (``HoodieAvroWriteSupport``)
 _BLOOM_FOOTER_KEYS = (b"org.apache.hudi.bloomfilter", b"com.uber.hoodie.bloomfilter")
@@ -77,7 +78,7 @@ class _Commit:
         self.v2 = (str(cdef["version"]).upper() != "V1" if cdef and cdef.get("version")
                    else self.version >= 9)
         self.pv2 = self.version >= 9
-        schema = self.table.config.get("hoodie.table.create.schema")
+        schema = self.table.config.get(conf.TABLE_CREATE_SCHEMA)
         if not schema:
             raise UsageError("the table has no hoodie.table.create.schema, which column "
                              "statistics need", path=self.table.config.path)
@@ -176,14 +177,14 @@ def _check_settings(table: Table, partition: str) -> None:
         raise UnsupportedSettingError(
             f"morlog cannot keep the metadata table's {partition} partition true: "
             f"{exc.message}; set {_SWITCH[partition]}=false to drop it as Hudi's writer does",
-            property="hoodie.table.metadata.partitions",
-            value=table.config.get("hoodie.table.metadata.partitions"),
+            property=conf.METADATA_PARTITIONS,
+            value=table.config.get(conf.METADATA_PARTITIONS),
             path=table.config.path) from None
 
 
 #: Hudi's write option that turns each partition off
-_SWITCH = {COLUMN_STATS: "hoodie.metadata.index.column.stats.enable",
-           PARTITION_STATS: "hoodie.metadata.index.partition.stats.enable"}
+_SWITCH = {COLUMN_STATS: conf.METADATA_COLUMN_STATS_ENABLE,
+           PARTITION_STATS: conf.METADATA_PARTITION_STATS_ENABLE}
 
 
 class ColumnStatsKeeper(PartitionKeeper):
@@ -271,8 +272,8 @@ class PartitionStatsKeeper(PartitionKeeper):
 
 
 def _listed(props: Mapping[str, str]) -> set[str]:
-    return {p.strip() for key in ("hoodie.table.metadata.partitions",
-                                  "hoodie.table.metadata.partitions.inflight")
+    return {p.strip() for key in (conf.METADATA_PARTITIONS,
+                                  conf.METADATA_PARTITIONS_INFLIGHT)
             for p in (props.get(key) or "").split(",") if p.strip()}
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+import morlog.config as conf
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.table_files import (
@@ -59,20 +60,20 @@ from morlog.writers.mdt.writer import (
     keeper_for,
 )
 
-PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
-INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
-ENABLE = "hoodie.metadata.enable"
+PARTITIONS_PROPERTY = conf.METADATA_PARTITIONS
+INFLIGHT_PROPERTY = conf.METADATA_PARTITIONS_INFLIGHT
+ENABLE = conf.METADATA_ENABLE
 #: MDT partitions (or name prefixes ending in ``_``) morlog keeps true on every commit
 KEPT: frozenset[str] = frozenset(KEEPERS)
 #: the switch that turns each MDT partition (by name or name prefix) off
 _SWITCHES = {
     "files": ENABLE,
-    "column_stats": "hoodie.metadata.index.column.stats.enable",
-    "partition_stats": "hoodie.metadata.index.partition.stats.enable",
-    "record_index": "hoodie.metadata.record.index.enable",
-    "bloom_filters": "hoodie.metadata.index.bloom.filter.enable",
-    "secondary_index_": "hoodie.metadata.index.secondary.enable",
-    "expr_index_": "hoodie.metadata.index.expression.enable",
+    "column_stats": conf.METADATA_COLUMN_STATS_ENABLE,
+    "partition_stats": conf.METADATA_PARTITION_STATS_ENABLE,
+    "record_index": conf.METADATA_RECORD_INDEX_ENABLE,
+    "bloom_filters": conf.METADATA_BLOOM_FILTER_ENABLE,
+    "secondary_index_": conf.METADATA_SECONDARY_ENABLE,
+    "expr_index_": conf.METADATA_EXPRESSION_ENABLE,
 }
 
 
@@ -289,7 +290,7 @@ def rebuild_metadata_table(store: WriteStore, location: TableLocation, table: Ta
     store.remove_tree(mdt)
     if table.version < 8:
         return "dropped"
-    name = (props.get("hoodie.table.name") or "").strip() or "morlog_table"
+    name = (props.get(conf.TABLE_NAME) or "").strip() or "morlog_table"
     create_metadata_table(store, location, name=name, version=table.version, fsync=fsync,
                           files=live_data_files(store, table))
     update_properties(store, location, {**props, PARTITIONS_PROPERTY: FILES}, fsync=fsync)

@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.errors import MorlogError, UnsupportedSettingError, UsageError
 from morlog.logformat.java_hash import java_string_hashes
 from morlog.logformat.mdt_records import META_FIELD_NAMES, TYPE_SECONDARY_INDEX
@@ -57,10 +58,10 @@ from morlog.writers.mdt.keeper import CommitContext, PartitionKeeper, key_to_fil
 #: ``HoodieTableMetadataUtil.PARTITION_NAME_SECONDARY_INDEX_PREFIX``
 PARTITION_PREFIX = "secondary_index_"
 #: ``HoodieTableConfig.RELATIVE_INDEX_DEFINITION_PATH`` and its default
-INDEX_DEFS_PROPERTY = "hoodie.table.index.defs.path"
+INDEX_DEFS_PROPERTY = conf.INDEX_DEFS_PATH
 DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 #: the switch that drops every secondary index (spec/table.md §15)
-SWITCH = "hoodie.metadata.index.secondary.enable"
+SWITCH = conf.METADATA_SECONDARY_ENABLE
 #: ``HoodieMetadataPayload.SECONDARY_INDEX_RECORD_KEY_SEPARATOR`` and
 #: ``SecondaryIndexKeyUtils.ESCAPE_CHAR`` / ``NULL_CHAR``
 SEPARATOR = "$"
@@ -94,8 +95,8 @@ def _refuse(table: Table, partition: str, why: str) -> UnsupportedSettingError:
     return UnsupportedSettingError(
         f"morlog cannot keep the metadata table's {partition!r} partition true: {why}; set "
         f"{SWITCH}=false to drop it as Hudi's writer does",
-        property="hoodie.table.metadata.partitions",
-        value=table.config.get("hoodie.table.metadata.partitions"), path=table.config.path)
+        property=conf.METADATA_PARTITIONS,
+        value=table.config.get(conf.METADATA_PARTITIONS), path=table.config.path)
 
 
 def read_definition(table: Table, partition: str) -> IndexDefinition:

@@ -33,6 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 
+import morlog.config as conf
 from morlog.logformat.blocks import delete_block, hfile_data_block
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue
@@ -155,7 +156,7 @@ class MetadataTable:
 
     @property
     def version(self) -> int:
-        return int(self.props.get("hoodie.table.version", "6"))
+        return int(self.props.get(conf.TABLE_VERSION, "6"))
 
     @property
     def layout(self) -> int:
@@ -487,23 +488,23 @@ def metadata_table_properties(*, name: str, version: int) -> dict[str, str]:
     database name, so the checksum is CRC-32 of ``.<name>_metadata``, as on the fixtures)."""
     mdt_name = f"{name}_metadata"
     return {
-        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-        "hoodie.table.initial.version": str(version),
-        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.archivelog.folder": "history",
-        "hoodie.timeline.layout.version": "2",
-        "hoodie.timeline.history.path": "history",
-        "hoodie.table.checksum": table_checksum(mdt_name),
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-        "hoodie.table.recordkey.fields": "key",
-        "hoodie.table.name": mdt_name,
-        "hoodie.timeline.path": "timeline",
-        "hoodie.populate.meta.fields": "false",
-        "hoodie.table.base.file.format": "HFILE",
-        "hoodie.record.merge.mode": "CUSTOM",
-        "hoodie.table.version": str(version),
+        conf.PAYLOAD_CLASS: "org.apache.hudi.metadata.HoodieMetadataPayload",
+        conf.TABLE_INITIAL_VERSION: str(version),
+        conf.KEYGEN_TYPE: "HOODIE_TABLE_METADATA",
+        conf.TABLE_TYPE: "MERGE_ON_READ",
+        conf.ARCHIVELOG_FOLDER: "history",
+        conf.TIMELINE_LAYOUT_VERSION: "2",
+        conf.TIMELINE_HISTORY_PATH: "history",
+        conf.TABLE_CHECKSUM: table_checksum(mdt_name),
+        conf.DROP_PARTITION_COLUMNS: "false",
+        conf.RECORD_MERGE_STRATEGY_ID: "00000000-0000-0000-0000-000000000000",
+        conf.RECORDKEY_FIELDS: "key",
+        conf.TABLE_NAME: mdt_name,
+        conf.TIMELINE_PATH: "timeline",
+        conf.POPULATE_META_FIELDS: "false",
+        conf.BASE_FILE_FORMAT: "HFILE",
+        conf.RECORD_MERGE_MODE: "CUSTOM",
+        conf.TABLE_VERSION: str(version),
     }
 
 

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import morlog.config as conf
 from morlog.logformat.errors import (
     CleanPlanError,
     ContentError,
@@ -83,15 +84,15 @@ if TYPE_CHECKING:
 CLEAN = "clean"
 
 #: Hudi's clean settings (``HoodieCleanConfig``): the 1.x key first, then the older name
-POLICY = ("hoodie.clean.policy", "hoodie.cleaner.policy")
-COMMITS_RETAINED = ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained")
-FILE_VERSIONS_RETAINED = ("hoodie.clean.fileversions.retained",
-                          "hoodie.cleaner.fileversions.retained")
-HOURS_RETAINED = ("hoodie.clean.hours.retained", "hoodie.cleaner.hours.retained")
-AUTOMATIC = ("hoodie.clean.automatic",)
-MAX_COMMITS = ("hoodie.clean.trigger.max.commits", "hoodie.clean.max.commits")
-TRIGGER_STRATEGY = ("hoodie.clean.trigger.strategy",)
-INCREMENTAL = ("hoodie.clean.incremental.enabled", "hoodie.cleaner.incremental.mode")
+POLICY = (conf.CLEAN_POLICY, conf.CLEANER_POLICY)
+COMMITS_RETAINED = (conf.CLEAN_COMMITS_RETAINED, conf.CLEANER_COMMITS_RETAINED)
+FILE_VERSIONS_RETAINED = (conf.CLEAN_FILE_VERSIONS_RETAINED,
+                          conf.CLEANER_FILE_VERSIONS_RETAINED)
+HOURS_RETAINED = (conf.CLEAN_HOURS_RETAINED, conf.CLEANER_HOURS_RETAINED)
+AUTOMATIC = (conf.CLEAN_AUTOMATIC,)
+MAX_COMMITS = (conf.CLEAN_TRIGGER_MAX_COMMITS, conf.CLEAN_MAX_COMMITS)
+TRIGGER_STRATEGY = (conf.CLEAN_TRIGGER_STRATEGY,)
+INCREMENTAL = (conf.CLEAN_INCREMENTAL, conf.CLEANER_INCREMENTAL_MODE)
 
 #: every clean option a writer takes (``WriteConfig.hoodie_options``), and the true/false ones
 OPTION_KEYS = frozenset({*POLICY, *COMMITS_RETAINED, *FILE_VERSIONS_RETAINED, *HOURS_RETAINED,

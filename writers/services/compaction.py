@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+import morlog.config as conf
 from morlog.logformat.errors import (
     ContentError,
     MorlogError,
@@ -84,14 +85,14 @@ COMPACTION = "compaction"
 FILE_NAME_FIELD = "_hoodie_file_name"
 
 #: Hudi's compaction settings (``HoodieCompactionConfig``) and their defaults
-INLINE = "hoodie.compact.inline"
-SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
-MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
-MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
-TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
-LOG_SIZE_THRESHOLD = "hoodie.compaction.logfile.size.threshold"
-TARGET_IO = "hoodie.compaction.target.io"
-STRATEGY = "hoodie.compaction.strategy"
+INLINE = conf.COMPACT_INLINE
+SCHEDULE_INLINE = conf.COMPACT_SCHEDULE_INLINE
+MAX_DELTA_COMMITS = conf.COMPACT_MAX_DELTA_COMMITS
+MAX_DELTA_SECONDS = conf.COMPACT_MAX_DELTA_SECONDS
+TRIGGER_STRATEGY = conf.COMPACT_TRIGGER_STRATEGY
+LOG_SIZE_THRESHOLD = conf.COMPACTION_LOGFILE_SIZE_THRESHOLD
+TARGET_IO = conf.COMPACTION_TARGET_IO
+STRATEGY = conf.COMPACTION_STRATEGY
 #: every compaction setting (write options kept in ``WriteConfig.hoodie_options``)
 OPTION_KEYS = frozenset({INLINE, SCHEDULE_INLINE, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS,
                          TRIGGER_STRATEGY, LOG_SIZE_THRESHOLD, TARGET_IO, STRATEGY})

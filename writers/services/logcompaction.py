@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import (
@@ -103,13 +104,13 @@ if TYPE_CHECKING:
     from morlog.writers.client import MorTable
 
 #: Hudi's settings (``HoodieCompactionConfig``, ``HoodieStorageConfig``) and morlog's own
-BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
-INLINE = "hoodie.log.compaction.inline"
-DATA_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
-MAX_BLOCK_BYTES = "morlog.log.compaction.max.block.bytes"
+BLOCKS_THRESHOLD = conf.LOG_COMPACTION_BLOCKS_THRESHOLD
+INLINE = conf.LOG_COMPACTION_INLINE
+DATA_BLOCK_MAX_SIZE = conf.LOGFILE_DATA_BLOCK_MAX_SIZE
+MAX_BLOCK_BYTES = conf.LOG_COMPACTION_MAX_BLOCK_BYTES
 #: the data block type log compaction writes (spec/services.md §3.4): ``parquet`` (default)
 #: or ``avro``, whatever the table's ``hoodie.logfile.data.block.format``
-BLOCK_FORMAT = "morlog.log.compaction.block.format"
+BLOCK_FORMAT = conf.LOG_COMPACTION_BLOCK_FORMAT
 BLOCK_FORMATS = ("parquet", "avro")
 #: every key :meth:`LogCompactionSettings.of` reads
 SETTINGS = (BLOCKS_THRESHOLD, INLINE, DATA_BLOCK_MAX_SIZE, MAX_BLOCK_BYTES, BLOCK_FORMAT)

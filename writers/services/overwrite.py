@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.errors import UsageError
 from morlog.logformat.partition_path import check_relative_partition_path
@@ -134,7 +135,7 @@ def _replace(table: MorTable, batch: pa.Table | None, operation: str,
                     result.files_created.append(w.path)
         result.seconds["write"] = time.perf_counter() - t1
         result.seconds["total"] = time.perf_counter() - t0
-        summary = {**result.summary(), "morlog.groups.replaced": str(
+        summary = {**result.summary(), conf.STAT_GROUPS_REPLACED: str(
             sum(len(v) for v in result.replaced.values()))}
         replaced_slices = [s for s in view.file_slices()
                            if s.file_id in result.replaced.get(s.partition, ())]

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.logformat import file_checksum
 from morlog.logformat.errors import (
     FormatError,
@@ -78,15 +79,15 @@ DEFAULT_SHARDS = 16
 #: Parquet base files and blocks: random keys shrink to about half (hex digits), and zstd
 #: decodes them faster than snappy (bench rli: 22 instead of 37 bytes per mapping)
 INDEX_OPTIONS = {
-    "hoodie.metadata.enable": "false",
-    "hoodie.parquet.compression.codec": "zstd",
-    "hoodie.log.compaction.inline": "true",
-    "hoodie.log.compaction.blocks.threshold": "5",
-    "hoodie.compact.inline": "true",
-    "hoodie.compact.inline.max.delta.commits": "10",
-    "hoodie.clean.automatic": "true",
-    "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
-    "hoodie.cleaner.fileversions.retained": "2",
+    conf.METADATA_ENABLE: "false",
+    conf.PARQUET_COMPRESSION_CODEC: "zstd",
+    conf.LOG_COMPACTION_INLINE: "true",
+    conf.LOG_COMPACTION_BLOCKS_THRESHOLD: "5",
+    conf.COMPACT_INLINE: "true",
+    conf.COMPACT_MAX_DELTA_COMMITS: "10",
+    conf.CLEAN_AUTOMATIC: "true",
+    conf.CLEANER_POLICY: "KEEP_LATEST_FILE_VERSIONS",
+    conf.CLEANER_FILE_VERSIONS_RETAINED: "2",
 }
 INDEX_VERSION = 6
 
@@ -186,8 +187,8 @@ class RecordIndexWriter(CommitHooks):
                 for w in mt.write_group(instant, "", fid, None if s is None else s.base_instant,
                                         recs, gone, slice_logs=s.log_files if s else ()):
                     stats.setdefault("", []).append(w.stat(self.store, self.location.path))
-            c.complete(stats, {"morlog.rli.inserted": str(ins.num_rows),
-                               "morlog.rli.deleted": str(len(dels))})
+            c.complete(stats, {conf.STAT_RLI_INSERTED: str(ins.num_rows),
+                               conf.STAT_RLI_DELETED: str(len(dels))})
 
     def _damaged_shards(self, work: list[int]) -> list[str]:
         """The typed errors of the shards in ``work`` whose log files do not read: what a
@@ -385,7 +386,7 @@ def build(mt: MorTable, shards: int = DEFAULT_SHARDS, *, threads: int | None = N
                         config=type(mt.config)(fsync=mt.config.fsync,
                                            hoodie_options=dict(INDEX_OPTIONS)),
                         table_version=INDEX_VERSION,
-                        table_properties={"hoodie.populate.meta.fields": "false",
+                        table_properties={conf.POPULATE_META_FIELDS: "false",
                                           SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
                                           file_checksum.PROPERTY:
                                               file_checksum.PROPERTY_VALUE,
@@ -396,7 +397,7 @@ def build(mt: MorTable, shards: int = DEFAULT_SHARDS, *, threads: int | None = N
             writes, entries, nslices = run(table, as_of or None, shards, idx, c.instant)
             t1 = time.perf_counter()
             c.complete({"": writes} if writes else {},
-                       {"morlog.rli.inserted": str(entries)})
+                       {conf.STAT_RLI_INSERTED: str(entries)})
             instant = c.instant
         props = dict(Table(loc).config.props)
         props[ENABLE_PROPERTY] = "true"
