@@ -515,6 +515,9 @@ RECORD_INDEX_HASH = _o("morlog.record.index.hash", None, "string", T, "record in
 RECORD_INDEX_BUILT_AS_OF = _o("morlog.record.index.built.as.of", None, "string", T,
                               "record index",
                               "property of the index table: the data instant it was built as of")
+BASE_FILE_CHECKSUM = _o("morlog.base.file.checksum", None, "string", T, "record index",
+                        "crc32: every Parquet base file of the table is sealed with a whole-file "
+                        "checksum readers check (set on the index table; spec/rli.md §1a)")
 RECORD_INDEX_UPDATE_PARTITION_PATH = _o("hoodie.record.index.update.partition.path", "false",
                                         "bool", W, "record index",
                                         "a key given another partition moves there (false: "
@@ -589,6 +592,9 @@ NAN_COUNTS = _o("morlog.nan_counts", None, "json", F, "file metadata",
 INDEX_TRAILER_KEY = _o("morlog.index", None, "string", F, "file metadata",
                        "Parquet-carrier data block footer: the block's index trailer, Base64 "
                        "(spec/index.md §5.2)")
+FILE_CHECKSUM = _o("morlog.file.checksum", None, "string", F, "file metadata",
+                   "Parquet footer of a sealed base file: CRC-32 and length of the whole file, "
+                   "24 hex digits (spec/rli.md §1a)")
 
 del T, W, C, F
 

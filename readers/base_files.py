@@ -36,6 +36,7 @@ from morlog.logformat.errors import (
     UnsupportedFormatError,
     UsageError,
 )
+from morlog.logformat.file_checksum import check_sealed
 from morlog.logformat.naming import BaseFileName
 
 from .storage import LocalFileSource, LocalStorage, RangedSource, Storage, decoder_errors
@@ -300,10 +301,13 @@ class BaseFileReader:
 
 
 def read_base_file(path: str, columns: Sequence[str] | None = None,
-                   storage: Storage | None = None, fmt: BaseFormat | None = None) -> pa.Table:
+                   storage: Storage | None = None, fmt: BaseFormat | None = None,
+                   sealed: bool = False) -> pa.Table:
     """A base file's records (``columns``: those of them it has, in file order), any format
     by its extension (or ``fmt``). Parquet and ORC are read through the storage's native
-    input file."""
+    input file. ``sealed``: the table seals its Parquet base files
+    (``morlog.logformat.file_checksum``): the file is read whole, checked and decoded from
+    those bytes."""
     st = storage or LocalStorage()
     fmt = fmt or format_of_path(path)
     _refuse_hfile(fmt, path)
@@ -311,7 +315,12 @@ def read_base_file(path: str, columns: Sequence[str] | None = None,
         if fmt is BaseFormat.PARQUET:
             import pyarrow.parquet as pq
 
-            pf = pq.ParquetFile(st.open_input(path))
+            if sealed:
+                data = st.read(path)
+                check_sealed(data, path)
+                pf = pq.ParquetFile(pa.BufferReader(data))
+            else:
+                pf = pq.ParquetFile(st.open_input(path))
             names = pf.schema_arrow.names
             return pf.read(columns=None if columns is None else
                            [c for c in names if c in columns])

@@ -381,8 +381,9 @@ class DeleteRows:
 
 def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
                spec: MergeSpec, timeline: Timeline | None,
-               storage: Storage | None = None) -> pa.Table:
-    """Merged records of one file slice (``directory`` holds its files)."""
+               storage: Storage | None = None, sealed: bool = False) -> pa.Table:
+    """Merged records of one file slice (``directory`` holds its files; ``sealed``: its
+    base file's whole-file checksum is checked, ``read_base_file``)."""
     st = storage or LocalStorage()
     base = None
     if base_file is not None:
@@ -390,7 +391,7 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
         if spec.columns is not None:
             want = list(dict.fromkeys([*spec.columns, *spec.needed_columns()]))
         path = st.join(directory, base_file)
-        base = read_base_file(path, want, st)
+        base = read_base_file(path, want, st, sealed=sealed)
         missing = [c for c in key_columns(spec.key_field) if c not in base.column_names]
         if missing:
             raise ContentError(f"base file has no key field {missing[0]!r}", path=path)

@@ -24,7 +24,8 @@ lookups then raise :class:`StaleIndexError`, and tagging falls back to the file 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -35,11 +36,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from morlog.config import RECORD_INDEX_BUILT_AS_OF, RECORD_INDEX_HASH, RECORD_INDEX_SHARDS
+from morlog.logformat import file_checksum
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import (
     ContentError,
     DamagedIndexWarning,
     StaleIndexError,
+    UnsupportedVersionError,
     UsageError,
 )
 from morlog.logformat.keybatch import KeyBatch
@@ -172,6 +175,9 @@ class RecordIndex:
             raise ContentError("unknown shard hash of the record index", path=props.path,
                                expected=HASH, actual=h)
         self.built_as_of = (props.get(BUILT_AS_OF_PROPERTY) or "").strip()
+        #: every base file of the shards carries a whole-file checksum, checked on open
+        #: (an index built before it was added has none: rebuild to get it)
+        self.sealed = self.table.sealed_base_files
         self.raw_timeline = self.table.timeline
         self.table.timeline = index_timeline(self.raw_timeline, data.timeline)
         #: instant -> (file id, log file) of its log writes (completed index instants)
@@ -275,8 +281,14 @@ class RecordIndex:
         if format_of_path(path) is not BaseFormat.PARQUET:
             return None
         with decoder_errors(path, "record index base file does not open"):
-            return pq.ParquetFile(self.table.storage.open_input(path),
-                                  read_dictionary=list(_LOCATION))
+            if not self.sealed:
+                return pq.ParquetFile(self.table.storage.open_input(path),
+                                      read_dictionary=list(_LOCATION))
+            # the whole file is read once (the probe reads all its columns anyway), checked
+            # against its checksum, and decoded from those same bytes (spec/rli.md §1a)
+            data = self.table.storage.read(path)
+            file_checksum.check_sealed(data, path)
+            return pq.ParquetFile(pa.BufferReader(data), read_dictionary=list(_LOCATION))
 
     def _path(self, s: FileSlice, name: str) -> str:
         """The path of file ``name`` of shard slice ``s``."""
@@ -350,7 +362,7 @@ class RecordIndex:
                 blocks: list[LogBlock] = []
                 for name in s.log_files:
                     path = st.join(directory, name)
-                    with decoder_errors(path, "record index log file does not read"):
+                    with _log_errors(path):
                         r = LogFileReader(st.source(path))
                         readers.append(r)
                         blocks.extend(r.blocks())
@@ -503,10 +515,24 @@ def shard_log_blocks(storage: Any, directory: str, log_files: Sequence[str]
     blocks: list[LogBlock] = []
     for name in log_files:
         path = storage.join(directory, name)
-        with decoder_errors(path, "record index log file does not read"), \
+        with _log_errors(path), \
                 LogFileReader(storage.source(path)) as r:
             blocks.extend(r.blocks())
     return blocks
+
+
+@contextmanager
+def _log_errors(path: str) -> Iterator[None]:
+    """Reading a shard's log file ``path``: decoder errors typed (``decoder_errors``), and
+    a log format version this reader does not know is damage too (a changed version byte
+    of a block read as a newer format blocked every write): a :class:`ContentError`."""
+    try:
+        with decoder_errors(path, "record index log file does not read"):
+            yield
+    except UnsupportedVersionError as exc:
+        raise ContentError(f"record index log file does not read: {exc.message}",
+                           path=exc.path or path, offset=exc.offset, expected=exc.expected,
+                           actual=exc.actual) from exc
 
 
 def _check_utf8(t: pa.Table, path: str) -> None:

@@ -35,6 +35,7 @@ from morlog.config import (
     TABLE_TYPE,
     TABLE_VERSION,
 )
+from morlog.logformat import file_checksum
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.errors import ContentError, FormatError, UnsupportedVersionError, UsageError
 from morlog.logformat.naming import BaseFileName, LogFileName
@@ -416,12 +417,20 @@ class Table:
                             i.completed if i.is_completed else None)
                 for i in self.timeline.instants]
 
+    @property
+    def sealed_base_files(self) -> bool:
+        """Whether the table seals its Parquet base files with a whole-file checksum that
+        readers check (``morlog.base.file.checksum=crc32``: morlog's record index table,
+        spec/rli.md §1a)."""
+        raw = self.config.get(file_checksum.PROPERTY) or ""
+        return raw.strip().lower() == file_checksum.PROPERTY_VALUE
+
     def read_slice(self, s: FileSlice, as_of: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
         """The merged records of one file slice (memory bounded by that slice)."""
         spec = self.merge_spec(as_of, columns)
         out = read_slice(self.slice_dir(s.partition), s.base_file, s.log_files, spec,
-                         self.timeline, self.storage)
+                         self.timeline, self.storage, sealed=self.sealed_base_files)
         if self.config.drop_partition_columns and out.num_columns:
             out = self._partition_columns.restore(out, s.partition)
         if columns is not None and out.num_columns:

@@ -677,6 +677,38 @@ def test_shard_vectors() -> None:
         assert got == c["shard"] and shard_file_id(got) == c["file_id"], c
 
 
+def test_file_checksum_vectors() -> None:
+    """spec/vectors/rli/file_checksum.json (spec/rli.md §1a): sealing the file written with
+    the placeholder gives the sealed bytes; a reader accepts the sealed file and rejects
+    every damaged one (a typed error naming the file)."""
+    from morlog.logformat import file_checksum
+    from morlog.logformat.errors import ChecksumError, ContentError
+
+    doc = json.loads((Path(__file__).parent.parent / "spec" / "vectors" / "rli" /
+                      "file_checksum.json").read_text(encoding="utf-8"))
+    sealed = bytes.fromhex(doc["sealed_hex"])
+    assert file_checksum.seal(bytes.fromhex(doc["unsealed_hex"])) == sealed
+    at = doc["value_offset"]
+    assert sealed[at:at + file_checksum.WIDTH].decode() == doc["value"]
+    assert doc["value"] == f"{doc['crc32']}{doc['length']:016x}" and len(sealed) == doc["length"]
+    assert len(doc["cases"]) >= 8
+    for c in doc["cases"]:
+        data = bytes.fromhex(c["file_hex"]) if "file_hex" in c else sealed
+        damage = c.get("damage", {})
+        if "flip" in damage:
+            p = damage["flip"]
+            data = data[:p] + bytes([data[p] ^ 0xFF]) + data[p + 1:]
+        if "truncate" in damage:
+            data = data[:damage["truncate"]]
+        if c["ok"]:
+            file_checksum.check_sealed(data, "shard.parquet")
+            continue
+        with pytest.raises(ContentError, match="shard.parquet") as err:
+            file_checksum.check_sealed(data, "shard.parquet")
+        if c.get("error") == "ChecksumError":
+            assert isinstance(err.value, ChecksumError), c["name"]
+
+
 # --- damaged shard files (issue 23: untyped pyarrow errors blocked every write) ------------
 
 
@@ -737,40 +769,226 @@ def test_a_damaged_shard_base_file_is_typed_and_writes_go_on(tmp_path: Path) -> 
     _agree(root, keys + ["k00089"])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(which=st.integers(0, 50), how=st.sampled_from(["truncate", "flip"]),
        at=st.floats(0.0, 0.999))
 def test_fuzzed_shard_files_raise_only_typed_errors(which: int, how: str, at: float) -> None:
     """A shard base file or log file truncated or with a byte flipped: lookup, verify and
-    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3), and an upsert
-    still succeeds and reads back."""
+    the CLI raise only the library's typed errors (exit 0, 1 or 2, never 3); lookup either
+    finds the damage (a FormatError; verify then reports the shard, the upsert warns) or
+    answers as before; an upsert still succeeds and reads back, each key once."""
     import tempfile
     import warnings
+
+    from morlog.logformat.errors import FormatError
+    from morlog.readers.record_index import DamagedIndexWarning
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "t"
         t = _damaged_table(root)
         files = _shard_files(root)
-        _damage(files[which % len(files)], how, at)
         keys = [f"k{i:05d}" for i in range(80)]
+        truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+        _damage(files[which % len(files)], how, at)
         try:
-            RecordIndex(Table(str(root))).lookup(keys)
-        except MorlogError:
-            pass
+            found = RecordIndex(Table(str(root))).lookup(keys).as_dict() != truth
+            assert not found, "the damaged shard answers wrong"
+        except FormatError:
+            found = True
         try:
-            verify(Table(str(root)))
+            assert verify(Table(str(root))).damaged or not found
         except MorlogError:
             pass
         assert main(["rli", "verify", str(root)]) in (0, 1, 2)
         assert main(["rli", "lookup", str(root), "k00001", "k00070"]) in (0, 2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             t.upsert(_batch(range(50, 95), 4))  # keys of base files, of logs, new ones
+        assert not found or any(issubclass(w.category, DamagedIndexWarning) for w in caught)
         rows = Table(str(root)).read().to_pylist()
         got = {x["id"]: x["v"] for x in rows}
         assert len(rows) == len(got) == 95, "a key reads twice"
         assert all(got[f"k{i:05d}"] == 4 for i in range(50, 95))
         assert got["k00001"] == 1
+
+
+#: every how-many bytes of a shard base file the sweep flips one (and each of the footer's
+#: last 40 bytes); every how-many of those positions it also truncates the file there, and
+#: runs an upsert (a position whose damage goes unseen always runs one)
+_SWEEP_STEP = 19
+_SWEEP_EVERY = 5
+
+
+def _mutated(data: bytes, how: str, pos: int) -> bytes:
+    """``data`` cut at ``pos`` (``truncate``) or with its byte there flipped."""
+    return data[:pos] if how == "truncate" else data[:pos] + bytes([data[pos] ^ 0xFF]) + \
+        data[pos + 1:]
+
+
+def _answers(root: Path, keys: list[str], damaged: str) -> dict[str, Any] | None:
+    """The index's answers for ``keys``; None when the lookup finds damage (a FormatError,
+    which must name the file ``damaged``)."""
+    from morlog.logformat.errors import FormatError
+
+    try:
+        return RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    except FormatError as exc:
+        assert damaged in str(exc), exc
+        return None
+
+
+def _sweep_positions(size: int) -> list[tuple[str, int]]:
+    at = sorted(set(range(0, size, _SWEEP_STEP)) | set(range(max(0, size - 40), size)))
+    return [("flip", p) for p in at] + [("truncate", p) for p in at[::_SWEEP_EVERY]]
+
+
+def test_every_byte_of_a_shard_base_file_is_covered(tmp_path: Path) -> None:
+    """A deterministic sweep over one shard base file (a flipped byte every _SWEEP_STEP
+    bytes and at each of the footer's last 40, truncations): a flip that still decoded
+    (a key's bytes, a dictionary index, a row count of the footer) made the index answer
+    wrong, and the next upsert wrote a key the table held a second time. Now every change
+    is damage: lookup raises a typed error naming the file, verify reports the shard, the
+    upsert warns (DamagedIndexWarning), tags through the table's files and writes each key
+    once."""
+    import warnings
+
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    _damaged_table(root)
+    keys = [f"k{i:05d}" for i in range(80)]
+    truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    data = base.read_bytes()
+    wrong: list[str] = []
+    for n, (how, pos) in enumerate(_sweep_positions(len(data))):
+        base.write_bytes(_mutated(data, how, pos))
+        got = _answers(root, keys, base.name)
+        if got is not None and got != truth:
+            wrong.append(f"{how}@{pos}: lookup answers differ")
+        if got is None and not verify(Table(str(root))).damaged:
+            wrong.append(f"{how}@{pos}: verify reports no damage")
+        if got is None and n % _SWEEP_EVERY:
+            continue
+        copy = tmp_path / "upsert"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            MorTable(str(copy), WriteConfig(fsync=False, route_inserts=False)).upsert(
+                _batch(range(50, 95), 4))
+        rows = Table(str(copy)).read().to_pylist()
+        if len(rows) != len({x["id"] for x in rows}) or len(rows) != 95:
+            wrong.append(f"{how}@{pos}: {len(rows)} rows for "
+                         f"{len({x['id'] for x in rows})} keys")
+        if got is None and not any(issubclass(w.category, DamagedIndexWarning)
+                                   for w in caught):
+            wrong.append(f"{how}@{pos}: the upsert did not warn")
+    base.write_bytes(data)
+    assert not wrong, wrong
+
+
+def test_only_the_index_tables_base_files_are_sealed(tmp_path: Path) -> None:
+    """spec/rli.md §1a: the build and the index's compaction seal every base file of the
+    index (the footer entry checks); the data table's base files carry no such entry."""
+    import pyarrow.parquet as pq
+
+    from morlog.logformat import file_checksum
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    assert Table(index_location(Table(str(root)).location)).sealed_base_files
+    assert not Table(str(root)).sealed_base_files
+    t.record_index_client().compact()
+    index_bases = [p for p in _shard_files(root) if p.suffix == ".parquet"]
+    assert len(index_bases) == 4  # the build's and the compaction's
+    for p in index_bases:
+        file_checksum.check_sealed(p.read_bytes(), str(p))
+    data_bases = [p for p in root.rglob("*.parquet") if ".hoodie" not in p.parts]
+    assert data_bases
+    for p in data_bases:
+        assert file_checksum.KEY not in (pq.ParquetFile(p).metadata.metadata or {})
+
+
+def test_index_compaction_does_not_seal_a_damaged_base_file(tmp_path: Path) -> None:
+    """A shard base file changed by a byte so that it still decodes, to other entries:
+    compacting that shard (its base file and logs merged into a new base file) read it
+    unchecked and wrote the wrong entries into a new base file with a valid checksum.
+    Every read of a base file of the index table checks it: the compaction fails
+    (ChecksumError naming the file) and writes nothing."""
+    import pyarrow.parquet as pq
+
+    from morlog.logformat.errors import ContentError
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    base = next(p for p in _shard_files(root) if p.suffix == ".parquet"
+                and p.name.startswith(shard_file_id(0)))
+    data = base.read_bytes()
+    want = pq.read_table(pa.BufferReader(data))
+    for pos in range(4, len(data) - 8):
+        flipped = _mutated(data, "flip", pos)
+        try:
+            got = pq.read_table(pa.BufferReader(flipped))
+            got.validate(full=True)
+        except Exception:  # noqa: BLE001 - looking for a change that still decodes
+            continue
+        if not got.equals(want):
+            break
+    else:
+        pytest.skip("no single byte change of this file still decodes")
+    base.write_bytes(flipped)
+    before = sorted(p.name for p in _shard_files(root))
+    idx = t.record_index_client()
+    with pytest.raises(ContentError, match=base.name):
+        idx.compact()
+    assert not [n for n in (p.name for p in _shard_files(root)) if n not in before
+                and n.endswith(".parquet")]
+
+
+def test_bytes_of_a_shard_log_are_damage_or_change_nothing(tmp_path: Path) -> None:
+    """A sweep over a shard log (each of its first 40 bytes, then every 13th; truncations
+    every 61st): lookup raises a FormatError naming the log or answers as before. A flipped
+    byte of the first block's log format version (offset 14) raised
+    UnsupportedVersionError, which is no FormatError: tagging did not take it as damage
+    and the upsert failed. Now it is a ContentError; the upsert warns and goes on."""
+    import warnings
+
+    from morlog.logformat.errors import ContentError
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    keys = [f"k{i:05d}" for i in range(80)]
+    truth = RecordIndex(Table(str(root))).lookup(keys).as_dict()
+    log = next(p for p in _shard_files(root) if ".log." in p.name)
+    data = log.read_bytes()
+    at = sorted(set(range(40)) | set(range(0, len(data), 13)))
+    wrong: list[str] = []
+    for how, pos in [("flip", p) for p in at] + [("truncate", p)
+                                                 for p in range(0, len(data), 61)]:
+        log.write_bytes(_mutated(data, how, pos))
+        try:
+            got = _answers(root, keys, log.name)
+        except MorlogError as exc:
+            wrong.append(f"{how}@{pos}: {type(exc).__name__}, not a FormatError")
+            continue
+        if got is None:
+            continue
+        if got != truth:
+            wrong.append(f"{how}@{pos}: lookup answers differ")
+    assert not wrong, wrong
+    log.write_bytes(data[:14] + bytes([data[14] ^ 0xFF]) + data[15:])
+    with pytest.raises(ContentError, match="log format version"):
+        RecordIndex(Table(str(root))).lookup(keys)
+    assert verify(Table(str(root))).damaged
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t.upsert(_batch(range(50, 95), 4))
+    assert any(issubclass(w.category, DamagedIndexWarning) for w in caught)
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({x["id"] for x in rows}) == 95
 
 
 def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:

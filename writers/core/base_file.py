@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 import morlog.config as conf
 from morlog.compat.orc_footer import add_user_metadata
+from morlog.logformat import file_checksum
 from morlog.logformat.errors import UsageError
 from morlog.readers.base_files import BaseFormat, require_lance
 from morlog.readers.block_stats import NAN_COUNTS_KEY
@@ -204,6 +205,18 @@ def nan_counts_entry(records: pa.Table) -> dict[bytes, bytes]:
                                                        separators=(",", ":")).encode("utf-8")}
 
 
+def _sealed(props: Mapping[str, str]) -> bool:
+    """Whether the table seals its Parquet base files with a whole-file checksum
+    (``morlog.base.file.checksum=crc32``: morlog's record index, spec/rli.md §1a)."""
+    raw = props.get(file_checksum.PROPERTY)
+    if raw is None or not str(raw).strip():
+        return False
+    if str(raw).strip().lower() != file_checksum.PROPERTY_VALUE:
+        raise UsageError(f"unsupported {file_checksum.PROPERTY}",
+                         expected=file_checksum.PROPERTY_VALUE, actual=raw)
+    return True
+
+
 def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str],
                      footer: Mapping[bytes, bytes], avro_schema: str | None = None) -> bytes:
     """The bytes of a base file of format ``fmt`` holding ``records`` (meta columns first),
@@ -217,10 +230,15 @@ def encode_base_file(records: pa.Table, fmt: BaseFormat, props: Mapping[str, str
         opts = parquet_write_options(props)
         if opts["use_dictionary"] is True:
             opts["use_dictionary"] = dictionary_columns(records)
+        sealed = _sealed(props)
+        extra = {file_checksum.KEY: file_checksum.PLACEHOLDER} if sealed else {}
         with pq.ParquetWriter(buf, records.schema, store_schema=False, **opts) as w:
-            w.add_key_value_metadata({**footer, **nan_counts_entry(records)})
+            w.add_key_value_metadata({**footer, **nan_counts_entry(records), **extra})
             w.write_table(records, row_group_size=row_group_rows(records, props))
-        return buf.getvalue()
+        return file_checksum.seal(buf.getvalue()) if sealed else buf.getvalue()
+    if _sealed(props):
+        raise UsageError(f"{file_checksum.PROPERTY} needs Parquet base files",
+                         expected="PARQUET", actual=fmt.value)
     if fmt is BaseFormat.ORC:
         import pyarrow.orc as orc
 

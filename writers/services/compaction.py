@@ -384,7 +384,7 @@ def _compact_one(mt: MorTable, table: Table, instant: str, op: PlanOperation
     """Merge one planned slice into the new base file; (op, its name or None, rows, stat)."""
     spec = table.merge_spec(None, None)
     rows = read_slice(table.slice_dir(op.partition), op.base_file, list(op.log_files), spec,
-                      table.timeline, table.storage)
+                      table.timeline, table.storage, sealed=table.sealed_base_files)
     if rows.num_rows == 0 and op.base_file is None:
         # a log-only slice whose records are all deleted: Hudi writes no file for it [V]
         return op, None, 0, {}

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import morlog.config as conf
+from morlog.logformat import file_checksum
 from morlog.logformat.errors import (
     FormatError,
     IndexServiceWarning,
@@ -387,6 +388,8 @@ def build(mt: MorTable, shards: int = DEFAULT_SHARDS, *, threads: int | None = N
                         table_version=INDEX_VERSION,
                         table_properties={conf.POPULATE_META_FIELDS: "false",
                                           SHARDS_PROPERTY: str(shards), HASH_PROPERTY: HASH,
+                                          file_checksum.PROPERTY:
+                                              file_checksum.PROPERTY_VALUE,
                                           BUILT_AS_OF_PROPERTY: as_of})
         idx = mt.record_index_client()
         with idx.commit("bulk_insert") as c:
