@@ -324,10 +324,12 @@ def test_an_executor_killed_mid_write(spark_cluster: Cluster, uri: str, tmp_path
 
 
 #: the memory test's batches: rows (about 250 bytes each), the large one 8x the small one
+#: (measured on a loaded 2-core machine: the data source's commit worker 282 -> 416 MiB,
+#: the distributed upsert's driver-side processes +8 MiB at most)
 MEMORY_BATCHES = (25_000, 200_000)
 #: a driver-side process grows by less than this (MiB) from the small batch to the large
 #: one (the large batch is about 45 MiB of Arrow data more)
-MEMORY_GROWTH_LIMIT_MB = 24
+MEMORY_GROWTH_LIMIT_MB = 48
 
 
 @pytest.mark.parametrize("how", [
