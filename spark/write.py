@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -167,11 +166,10 @@ class MorlogWriter(DataSourceArrowWriter):
         self._clean(self._store())
 
     def _clean(self, store: WriteStore) -> None:
-        """Remove the stage (every task attempt's file, failed attempts' too)."""
-        for name in store.listdir(self.stage):
-            store.delete(store.join(self.stage, name))
-        if store.can_append:
-            shutil.rmtree(self.stage, ignore_errors=True)
+        """Remove the stage (every task attempt's file, failed attempts' too) and its
+        folder (on S3 too: ``morlog repair`` reports a staging folder left as a write that
+        never committed)."""
+        store.remove_tree(self.stage)
 
 
 def table_exists(location: str | TableLocation) -> bool:

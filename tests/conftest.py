@@ -1,5 +1,6 @@
 """Test configuration: hypothesis profiles, a local S3 server, the Spark session (from
-tests/spark_session.py). Fixture helpers live in tests/hudi_fixtures.py."""
+tests/spark_session.py) and the Spark cluster (tests/spark_cluster.py). Fixture helpers live
+in tests/hudi_fixtures.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from . import hudi_fixtures
+from .spark_cluster import spark_cluster  # noqa: F401  (the module-scoped cluster fixture)
 from .spark_session import spark  # noqa: F401  (the session-scoped Spark fixture)
 
 settings.register_profile("dev", max_examples=200, deadline=None)

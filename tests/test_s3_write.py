@@ -325,3 +325,23 @@ def test_properties_are_replaced_in_one_put_and_the_backup_is_read(s3: str) -> N
     MorTable(uri).upsert(_batch([3], 2))
     assert set(_rows(uri)) == {"k00001", "k00002", "k00003"}
     assert store.client.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+
+
+def test_a_removed_folder_leaves_no_empty_folder_on_s3(s3: str) -> None:
+    """Removing a folder (a Spark write's staging folder, a dropped partition) removes its
+    name too: pyarrow keeps an empty "folder/" marker object when the last file under a
+    prefix is deleted, which ``morlog repair`` took for a Spark write that never committed
+    (SPARK_STAGING, after every successful data source write on S3)."""
+    from morlog.writers.repair import plan_repair
+
+    uri = _uri(s3)
+    MorTable.create(uri, _batch([1], 1).schema, key_field="id", ordering_field="ts")
+    store, inner = store_for(uri)
+    stage = store.join(inner, ".hoodie", ".temp", "spark-0123")
+    for name in ("part-0.arrow", "sub/part-1.arrow"):
+        assert store.create(store.join(stage, name), b"x")
+    assert [f.kind for f in plan_repair(uri).findings] == ["SPARK_STAGING"]
+    store.remove_tree(stage)
+    assert not store.storage.subdirs(store.join(inner, ".hoodie", ".temp"))
+    assert plan_repair(uri).findings == []
+    store.remove_tree(stage)  # absent: nothing to do

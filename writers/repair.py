@@ -471,13 +471,7 @@ def _apply_one(store: WriteStore, f: Finding) -> None:
     elif f.kind == ORPHAN_TEMP:
         store.delete(f.path)
     elif f.kind == SPARK_STAGING:
-        for p, _ in _walk_files(store, f.path):
-            store.delete(p)
-        if isinstance(store, LocalStore):
-            for d, dirs, _files in os.walk(f.path, topdown=False):
-                for x in dirs:
-                    os.rmdir(os.path.join(d, x))
-            os.rmdir(f.path)
+        store.remove_tree(f.path)
 
 
 # --- the metadata table -----------------------------------------------------------------------

@@ -364,6 +364,17 @@ class ArrowStore(WriteStore):
             self.fs.delete_file(path)
         return True
 
+    def remove_tree(self, directory: str) -> None:
+        """The folder and its name: on an object store pyarrow keeps an empty ``folder/``
+        marker object when the last file under a prefix is deleted, so deleting the files
+        one by one would leave the folder listed."""
+        import pyarrow.fs as pafs
+
+        if self.fs.get_file_info(directory).type == pafs.FileType.NotFound:
+            return
+        with write_errors("deleting the folder", directory):
+            self.fs.delete_dir(directory)
+
     def lock(self, table_path: str) -> WriterLock:
         return _NoLock()
 
