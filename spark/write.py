@@ -440,7 +440,9 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             return RecordChanges.of_arrays(t.filter(pa.compute.invert(gone)), t.filter(gone))
 
         commit.complete(stats, summary, changes=changes)
-        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary}
+        # the planned bins: (file id, inserts planned, new group?) per partition
+        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary,
+                "insert_bins": bins}
     table.table_services()  # inline services, on the driver
     return done
 
