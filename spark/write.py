@@ -5,8 +5,9 @@ Spark 4's Python Data Source API. :class:`MorlogDataSource` is the read source o
 slice) with the writer added. Spark finds it without any call: at its first use of a Python
 data source, Spark imports every installed top-level module named ``pyspark_*`` and registers
 its ``DefaultSource`` (``pyspark/sql/worker/lookup_data_sources.py``); morlog installs
-``pyspark_morlog`` for that. :func:`register` installs it explicitly (needed where the
-package is not installed as such, e.g. from a source checkout or an editable install).
+``pyspark_morlog`` for that (``make setup``'s editable install too). :func:`register`
+installs it explicitly (needed where morlog is importable but not installed, e.g. on
+``PYTHONPATH``).
 
 Save modes, as Hudi's data source has them (``HoodieSparkSqlWriter``):
 
