@@ -392,8 +392,9 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                 bins[part] = table.insert_bins(part, count, record_size, slices)
             touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
         groups = _assign(tagged, bins, _KEY, operation, F)
-        if operation != "delete":
-            # a moving record: also a (natural) delete where its key lives
+        if operation != "delete" and check.moves:
+            # a moving record: also a (natural) delete where its key lives (only with
+            # hoodie.record.index.update.partition.path: another pass over the rows)
             leaving = (tagged.filter(F.col(_OLDFID).isNotNull())
                        .withColumn(_PART, F.col(_OLDPART)).withColumn(_FID, F.col(_OLDFID))
                        .withColumn(_NEW, F.lit(False)).withColumn(_INS, F.lit(False))
@@ -585,27 +586,31 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
     inserts = tagged.filter(F.col(_FID).isNull())
     if not bins:
         return known.withColumn(_DEL, F.lit(False))
+    # one SQL expression each (a Column built call by call costs a JVM round trip a call)
+    part = f"`{_PART}`"
+    totals = " ".join(f"WHEN {part} = {_sql_text(p)} THEN {max(1, sum(c for _, c, _ in b))}"
+                      for p, b in bins.items())
     slot = "__morlog_slot"
-    totals = None
-    for part, part_bins in bins.items():
-        cond = F.col(_PART) == part
-        n = max(1, sum(c for _, c, _ in part_bins))
-        totals = F.when(cond, n) if totals is None else totals.when(cond, n)
-    assert totals is not None
-    inserts = inserts.withColumn(slot, F.pmod(F.xxhash64(F.col(key)), totals))
-    fid_expr = None
-    new_expr = None
-    for part, part_bins in bins.items():
+    fids, news = [], []
+    for p, part_bins in bins.items():
         start = 0
         for fid, n, new in part_bins:
-            cond = (F.col(_PART) == part) & (F.col(slot) >= start) & (F.col(slot) < start + n)
-            fid_expr = F.when(cond, fid) if fid_expr is None else fid_expr.when(cond, fid)
-            new_expr = F.when(cond, new) if new_expr is None else new_expr.when(cond, new)
+            cond = (f"WHEN {part} = {_sql_text(p)} AND `{slot}` >= {start} "
+                    f"AND `{slot}` < {start + n}")
+            fids.append(f"{cond} THEN {_sql_text(fid)}")
+            news.append(f"{cond} THEN {str(new).lower()}")
             start += n
-    assert fid_expr is not None and new_expr is not None
-    inserts = (inserts.withColumn(_FID, fid_expr).withColumn(_NEW, new_expr)
-               .drop(slot).withColumn(_INS, F.lit(True)))
+    inserts = (inserts.withColumn(slot, F.expr(f"pmod(xxhash64(`{key}`), CASE {totals} END)"))
+               .withColumns({_FID: F.expr(f"CASE {' '.join(fids)} END"),
+                             _NEW: F.expr(f"CASE {' '.join(news)} END"),
+                             _INS: F.lit(True)})
+               .drop(slot))
     return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
+
+
+def _sql_text(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 #: what a write task reports per file it wrote (and, on a group's first row, the group's
