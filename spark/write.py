@@ -738,11 +738,14 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
                     current, held, count, first = fid, [], 0, True
                     whole = (operation != "delete" and cfg.new_groups == "base"
                              and bool(run.column(_NEW)[0].as_py()))
-                held.append(run)
-                count += run.num_rows
-                if not whole and count >= max_rows:
-                    write_chunk(fid, held, first)
-                    held, count, first = [], 0, False
+                while run.num_rows:
+                    take = run.num_rows if whole else min(run.num_rows, max_rows - count)
+                    held.append(run.slice(0, take))
+                    run = run.slice(take)
+                    count += take
+                    if not whole and count >= max_rows:
+                        write_chunk(fid, held, first)
+                        held, count, first = [], 0, False
         finish()
         if out["path"]:
             yield pa.RecordBatch.from_pydict(out, schema=_STATS_SCHEMA)

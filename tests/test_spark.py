@@ -503,3 +503,32 @@ def test_client_and_spark_route_a_batch_to_the_same_bins(spark: Any, tmp_path: P
     assert max(spark_files.values()) <= cfg.max_file_size * 1.05, spark_files
     rows = Table(str(tmp_path / "spark")).read(columns=["id"])["id"].to_pylist()
     assert len(rows) == len(set(rows)) == 30000
+
+
+def test_write_tasks_write_a_file_groups_rows_in_blocks_as_they_fill(
+        spark: Any, tmp_path: Path) -> None:
+    """A write task holds at most one block's rows of a file group
+    (``hoodie.logfile.data.block.max.size`` at the record size: 10,000 bytes at 100 bytes a
+    record, 100 rows here) and writes each block as it fills, retried task included. Before,
+    a task held every row of its file groups and wrote one block per group."""
+    from morlog.readers import LogFileReader
+    from morlog.spark.write import upsert
+    from morlog.writers.options import WriteConfig
+
+    path = str(tmp_path / "c")
+    cfg = WriteConfig(fsync=False, record_size=100,
+                      hoodie_options={"hoodie.logfile.data.block.max.size": "10000"})
+    kw = dict(key="id", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(300), 1), path, **kw)
+    upsert(spark, _df(spark, range(300), 2), path,
+           task_hook=_fail_first_attempt(), **kw)
+    table = Table(path)
+    rows = {r["id"]: r["ts"] for r in table.read().to_pylist()}
+    assert len(rows) == 300 and set(rows.values()) == {2}
+    instant = table.timeline.completed()[-1].requested
+    counts = []
+    for s in table.file_slices():
+        for name in s.log_files:
+            with LogFileReader(str(tmp_path / "c" / s.partition / name)) as r:
+                counts += [b.record_count() for b in r.blocks() if b.instant == instant]
+    assert sorted(counts) == [100, 100, 100]
