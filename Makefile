@@ -13,10 +13,24 @@ DEMO_STAMP := $(VENV)/.morlog-demo-installed
 
 .PHONY: setup demo test lint typecheck pytest clean
 
+# PySpark finds format("morlog") by listing the top-level pyspark_* modules on sys.path
+# (pkgutil.iter_modules in pyspark/sql/worker/lookup_data_sources.py). The editable install
+# maps morlog's folders through an import hook, which that listing does not see; so a .pth
+# file puts on sys.path a directory holding only a link to spark/pyspark_morlog. (Not
+# setuptools' strict editable mode: its tree of per-file links misses every module added
+# after `make setup`.) tests/test_packaging.py checks it.
+DISCOVERY := build/spark-discovery
+define spark_discovery
+	mkdir -p $(DISCOVERY)
+	ln -sfn ../../spark/pyspark_morlog $(DISCOVERY)/pyspark_morlog
+	$(BIN)/python -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "morlog-spark-discovery.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)/$(DISCOVERY)"
+endef
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"
+	$(spark_discovery)
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -25,6 +39,7 @@ $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[spark]"
+	$(spark_discovery)
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)

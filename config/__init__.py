@@ -408,7 +408,18 @@ NEW_GROUPS = _o("morlog.new.groups", "base", "enum", W, "write",
 ROUTE_INSERTS = _o("morlog.route.inserts", "true", "bool", W, "write",
                    "route inserts into small file groups (false: new groups only)")
 RECORD_SIZE = _o("morlog.record.size", None, "int", W, "write",
-                 "estimated bytes per record in a base file (unset: from the batch)")
+                 "bytes per record in a base file, fixed (unset: estimated from past commits)")
+RECORD_SIZE_ESTIMATE = _o("hoodie.copyonwrite.record.size.estimate", "1024", "int", W, "write",
+                          "bytes per record before any past commit gives an average",
+                          "HoodieCompactionConfig.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE")
+RECORD_SIZE_ESTIMATION_THRESHOLD = _o(
+    "hoodie.record.size.estimation.threshold", "1.0", "float", W, "write",
+    "a past commit's base files count for the average when their bytes exceed this times "
+    "hoodie.parquet.small.file.limit", "HoodieCompactionConfig.RECORD_SIZE_ESTIMATION_THRESHOLD")
+RECORD_SIZE_ESTIMATOR_MAX_COMMITS = _o(
+    "_hoodie.record.size.estimator.max.commits", "5", "int", W, "write",
+    "how many of the newest completed commits the average reads",
+    "HoodieCompactionConfig.RECORD_SIZE_ESTIMATOR_MAX_COMMITS")
 WRITE_THREADS = _o("morlog.write.threads", None, "int", W, "write",
                    "file groups written at once (unset: the cores, at most 4)")
 

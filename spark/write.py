@@ -5,8 +5,9 @@ Spark 4's Python Data Source API. :class:`MorlogDataSource` is the read source o
 slice) with the writer added. Spark finds it without any call: at its first use of a Python
 data source, Spark imports every installed top-level module named ``pyspark_*`` and registers
 its ``DefaultSource`` (``pyspark/sql/worker/lookup_data_sources.py``); morlog installs
-``pyspark_morlog`` for that. :func:`register` installs it explicitly (needed where the
-package is not installed as such, e.g. from a source checkout or an editable install).
+``pyspark_morlog`` for that (``make setup``'s editable install too). :func:`register`
+installs it explicitly (needed where morlog is importable but not installed, e.g. on
+``PYTHONPATH``).
 
 Save modes, as Hudi's data source has them (``HoodieSparkSqlWriter``):
 
@@ -292,11 +293,22 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     Steps: lock and roll back dead writers' instants (driver) -> tag every row with its
     record key, partition path and file group (executors, the table's key generator and
     ``KeyTagger``) -> combine duplicate keys -> count inserts per partition and plan their
-    bins (driver) -> assign inserts to bins -> write requested and inflight (driver) ->
-    repartition by file group and write each group's blocks in one task (executors) ->
-    complete the instant with the tasks' write stats (driver). A retried task first discards
-    what an earlier attempt wrote for this instant, so retries never duplicate records;
-    speculative execution must stay off (two live attempts would share a file group).
+    bins at the table's record size estimate (driver, ``MorTable.record_size``, as the
+    write client) -> assign each insert to a bin by its key's hash -> write requested and
+    inflight (driver) -> repartition by file group and write each group's rows, in order,
+    in blocks of at most ``chunk_rows`` rows (executors) -> complete the instant with the
+    tasks' write stats (driver). A retried task first discards what an earlier attempt
+    wrote for this instant, so retries never duplicate records; speculative execution must
+    stay off (two live attempts would share a file group).
+
+    Memory: nothing is cached; the counting job and the write job each compute the tagged
+    rows (a second pass over the input, ~15% of a 50k-row batch's time on ``local[2]``,
+    against a batch-sized cache that executors must hold). A write task holds one block's
+    rows (``hoodie.logfile.data.block.max.size`` at the estimated record size; default
+    256 MiB) or, for a new file group with a base file, that group's rows (at most one
+    ``hoodie.parquet.max.file.size`` file's worth, by routing); the driver holds the
+    per-file-group counts and write stats, never rows (the record index's key changes
+    aside, collected only when that index is kept).
 
     ``task_hook`` (for fault-injection tests) runs in each write task after each file group
     is written, with the group's file id.
@@ -363,14 +375,16 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             # several ordering fields compare as a tuple (spec/table.md §14.2)
             by = list(table.ordering_fields) if len(table.ordering_fields) > 1 else ordering
             tagged = _combine_duplicates(tagged, _KEY, by, F, Window)
-        tagged = tagged.cache()
+        # not cached: a batch larger than the executors' memory must not be held; counting
+        # and writing each compute the tagged rows (the tagging reads only the key index)
         # routing: inserts per partition -> bins (driver)
         pending = view.timeline.pending_services()
         slices = {(s.partition, s.file_id): s for s in view.file_slices()
                   if (s.partition, s.file_id) not in pending.compaction
                   and (s.partition, s.file_id) not in pending.clustering}
         bins: dict[str, list[tuple[str, int, bool]]] = {}
-        record_size = cfg.record_size or max(16, _estimate_record_size(arrow_schema))
+        # Hudi's estimate from the table's past commits, the write client's too
+        record_size = table.record_size(view)
         # one Spark job for both: rows per (partition, file group) of the tagged batch
         # (no file group: the partition's inserts) give the insert counts to route and the
         # existing groups touched; the routed-to groups come from the bins
@@ -387,9 +401,10 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             for part, count in new_rows.items():
                 bins[part] = table.insert_bins(part, count, record_size, slices)
             touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
-        groups = _assign(tagged, bins, _KEY, operation, F, Window)
-        if operation != "delete":
-            # a moving record: also a (natural) delete where its key lives
+        groups = _assign(tagged, bins, _KEY, operation, F)
+        if operation != "delete" and check.moves:
+            # a moving record: also a (natural) delete where its key lives (only with
+            # hoodie.record.index.update.partition.path: another pass over the rows)
             leaving = (tagged.filter(F.col(_OLDFID).isNotNull())
                        .withColumn(_PART, F.col(_OLDPART)).withColumn(_FID, F.col(_OLDFID))
                        .withColumn(_NEW, F.lit(False)).withColumn(_INS, F.lit(False))
@@ -401,22 +416,28 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         commit.start(sorted(touched))
         n_tasks = max(1, min(len(touched), spark.sparkContext.defaultParallelism * 4))
         stats_schema = ("partition string, file_id string, path string, num_writes long, "
-                        "created boolean")
-        stats_rows = (groups.repartition(n_tasks, _FID)
-                      .mapInArrow(_group_writer(location, cfg, instant, operation, task_hook),
-                                  stats_schema)
-                      .collect())
+                        "created boolean, size long, inserts long, new boolean")
+        # each task gets its file groups' rows one group after the other (sorted: Spark
+        # spills what does not fit) and writes them in blocks as they fill
+        writer = _group_writer(location, cfg, instant, operation, task_hook,
+                               chunk_rows(cfg, record_size))
+        stats_rows = (groups.repartition(n_tasks, _FID).sortWithinPartitions(_FID)
+                      .mapInArrow(writer, stats_schema).collect())
         stats: dict[str, list[dict[str, Any]]] = {}
         for r in stats_rows:
-            stats.setdefault(r["partition"], []).append(
-                {"fileId": r["file_id"], "path": r["path"], "numWrites": r["num_writes"],
-                 "partitionPath": r["partition"]})
-        inserts = sum(n for b in bins.values() for _, n, _ in b)
-        routed = sum(n for b in bins.values() for _, n, new in b if not new)
+            stat: dict[str, Any] = {"fileId": r["file_id"], "path": r["path"],
+                                    "numWrites": r["num_writes"],
+                                    "partitionPath": r["partition"]}
+            if r["size"]:
+                stat["totalWriteBytes"] = stat["fileSizeInBytes"] = r["size"]
+            stats.setdefault(r["partition"], []).append(stat)
+        inserts = sum(r["inserts"] for r in stats_rows)
+        routed = sum(r["inserts"] for r in stats_rows if not r["new"])
         summary = {conf.STAT_INSERTS: str(inserts),
                    conf.STAT_INSERTS_ROUTED: str(routed),
                    conf.STAT_GROUPS_TOUCHED: str(len(touched)),
-                   conf.STAT_GROUPS_NEW: str(sum(1 for b in bins.values() for x in b if x[2])),
+                   conf.STAT_GROUPS_NEW: str(len({r["file_id"] for r in stats_rows
+                                                      if r["new"]})),
                    conf.STAT_FILES_CREATED: str(sum(1 for r in stats_rows if r["created"])),
                    conf.STAT_ROWS_WRITTEN: str(sum(r["num_writes"] for r in stats_rows))}
 
@@ -431,8 +452,9 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             return RecordChanges.of_arrays(t.filter(pa.compute.invert(gone)), t.filter(gone))
 
         commit.complete(stats, summary, changes=changes)
-        tagged.unpersist()
-        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary}
+        # the planned bins: (file id, inserts planned, new group?) per partition
+        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary,
+                "insert_bins": bins}
     table.table_services()  # inline services, on the driver
     return done
 
@@ -444,11 +466,6 @@ def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructTyp
     for name, typ in extra:
         out = out.add(name, typ)
     return out
-
-
-def _estimate_record_size(schema: pa.Schema) -> int:
-    fixed = {pa.int64(): 8, pa.float64(): 8, pa.int32(): 4, pa.float32(): 4, pa.bool_(): 1}
-    return sum(fixed.get(f.type, 16) for f in schema) // 2 + 8
 
 
 def _combine_duplicates(df: Any, key: str, ordering: str | list[str] | None, F: Any,
@@ -563,9 +580,14 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
 
 
 def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
-            operation: str, F: Any, Window: Any) -> Any:
-    """Every row with its file group: tagged rows keep theirs; inserts get a bin by their
-    rank within the partition (by key), so the assignment is deterministic."""
+            operation: str, F: Any) -> Any:
+    """Every row with its file group: tagged rows keep theirs; an insert goes to the bin
+    its key hashes to, as Hudi's ``UpsertPartitioner.getPartition`` routes inserts (apache/
+    hudi ``hudi-client/hudi-spark-client/.../table/action/commit/UpsertPartitioner.java``:
+    the key's hash modulo the partition's insert count, against the bins' cumulative
+    weights). A row expression, no window: the inserts of a partition are spread over the
+    tasks as its bins are, and a recomputed row lands where it landed first (the hash is
+    the key's). Each bin gets its planned count up to the spread of the hash."""
     if operation == "delete":
         return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
                 .withColumn(_INS, F.lit(False)).withColumn(_DEL, F.lit(True)))
@@ -574,58 +596,95 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
     inserts = tagged.filter(F.col(_FID).isNull())
     if not bins:
         return known.withColumn(_DEL, F.lit(False))
-    rank = F.row_number().over(Window.partitionBy(_PART).orderBy(key)) - 1
-    inserts = inserts.withColumn("__morlog_rank", rank)
-    fid_expr = None
-    new_expr = None
-    for part, part_bins in bins.items():
+    # one SQL expression each (a Column built call by call costs a JVM round trip a call)
+    part = f"`{_PART}`"
+    totals = " ".join(f"WHEN {part} = {_sql_text(p)} THEN {max(1, sum(c for _, c, _ in b))}"
+                      for p, b in bins.items())
+    slot = "__morlog_slot"
+    fids, news = [], []
+    for p, part_bins in bins.items():
         start = 0
         for fid, n, new in part_bins:
-            cond = (F.col(_PART) == part) & (F.col("__morlog_rank") >= start) & (
-                F.col("__morlog_rank") < start + n)
-            fid_expr = F.when(cond, fid) if fid_expr is None else fid_expr.when(cond, fid)
-            new_expr = F.when(cond, new) if new_expr is None else new_expr.when(cond, new)
+            cond = (f"WHEN {part} = {_sql_text(p)} AND `{slot}` >= {start} "
+                    f"AND `{slot}` < {start + n}")
+            fids.append(f"{cond} THEN {_sql_text(fid)}")
+            news.append(f"{cond} THEN {str(new).lower()}")
             start += n
-    assert fid_expr is not None and new_expr is not None
-    inserts = (inserts.withColumn(_FID, fid_expr).withColumn(_NEW, new_expr)
-               .drop("__morlog_rank").withColumn(_INS, F.lit(True)))
+    inserts = (inserts.withColumn(slot, F.expr(f"pmod(xxhash64(`{key}`), CASE {totals} END)"))
+               .withColumns({_FID: F.expr(f"CASE {' '.join(fids)} END"),
+                             _NEW: F.expr(f"CASE {' '.join(news)} END"),
+                             _INS: F.lit(True)})
+               .drop(slot))
     return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
 
 
+def _sql_text(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+#: what a write task reports per file it wrote (and, on a group's first row, the group's
+#: inserts and whether they were routed into an existing group)
+_STATS_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()),
+                           ("path", pa.string()), ("num_writes", pa.int64()),
+                           ("created", pa.bool_()), ("size", pa.int64()),
+                           ("inserts", pa.int64()), ("new", pa.bool_())])
+
+
+def chunk_rows(cfg: WriteConfig, record_size: int) -> int:
+    """How many rows a write task holds of a file group before it writes them as a block:
+    ``hoodie.logfile.data.block.max.size`` (Hudi's ``HoodieAppendHandle`` cuts its data
+    blocks there; default 256 MiB) at ``record_size`` bytes per record."""
+    from morlog.writers.services.base import option_int
+    from morlog.writers.services.logcompaction import (
+        DATA_BLOCK_MAX_SIZE,
+        DEFAULT_DATA_BLOCK_MAX,
+    )
+
+    block = option_int(cfg.hoodie_options, DATA_BLOCK_MAX_SIZE, DEFAULT_DATA_BLOCK_MAX,
+                       minimum=1)
+    return max(1, block // max(1, record_size))
+
+
 def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, operation: str,
-                  hook: Callable[[str], None] | None) -> Any:
+                  hook: Callable[[str], None] | None, max_rows: int) -> Any:
+    """The write task: its rows arrive sorted by file group; each group's rows are written
+    in blocks of at most ``max_rows`` rows as they come (a new file group with a base file
+    is one file: its rows, at most one file's worth by routing, are held until it ends)."""
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.writers.core.logwriter import discard_uncommitted
 
         table = MorTable(location, cfg)
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
-            return
-        data = pa.Table.from_batches(parts)
-        # the latest slice of every existing group (inserts routed into a group carry no
-        # base instant of their own); the new instant is not completed, so this is stable
-        latest = {(s.partition, s.file_id): s for s in table.table().file_slices()}
         st = table.store
         base_ext = table_base_format(table.props).ext
-        out: list[dict[str, Any]] = []
-        for fid in pc_unique(data.column(_FID)):
-            g = data.filter(pa.compute.equal(data.column(_FID), fid))
+        latest: dict[tuple[str, str], Any] | None = None
+        out: dict[str, list[Any]] = {f.name: [] for f in _STATS_SCHEMA}
+
+        def write_chunk(fid: str, parts: list[pa.RecordBatch], first: bool) -> None:
+            nonlocal latest
+            g = pa.Table.from_batches(parts)
             partition = g.column(_PART)[0].as_py()
             new = bool(g.column(_NEW)[0].as_py())
             base = None
             slice_logs: list[str] = []
             if not new:
+                if latest is None:
+                    # the latest slice of every existing group (inserts routed into a group
+                    # carry no base instant of their own); the new instant is not completed,
+                    # so this is stable
+                    latest = {(s.partition, s.file_id): s for s in table.table().file_slices()}
                 s = latest.get((partition, fid))
                 if s is None:
                     raise UsageError("file group vanished during the upsert",
                                      path=location.uri, actual=(partition, fid))
                 base, slice_logs = s.base_instant, s.log_files
             directory = table.partition_path(partition)
-            # a retried task: drop what an earlier attempt wrote for this instant (its own
-            # log files in table version 8+, named after the instant)
-            discard_uncommitted(directory, fid, instant if base is None or table.version >= 8
-                                else base, instant, st)
-            st.delete(st.join(directory, base_file_name(fid, instant, base_ext)))
+            if first:
+                # a retried task: drop what an earlier attempt wrote for this instant (its
+                # own log files in table version 8+, named after the instant)
+                discard_uncommitted(directory, fid, instant if base is None
+                                    or table.version >= 8 else base, instant, st)
+                st.delete(st.join(directory, base_file_name(fid, instant, base_ext)))
             data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
             rows = g.select(data_cols)
             if operation == "delete":
@@ -640,15 +699,55 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
                                            rows if rows.num_rows else None,
                                            leaving if leaving.num_rows else None,
                                            slice_logs=slice_logs)
-            out += [{"partition": w.partition, "file_id": w.file_id,
-                     "path": st.relpath(w.path, location.path), "num_writes": w.num_writes,
-                     "created": w.created} for w in writes]
-            if hook is not None:
-                hook(fid)
-        if out:
-            yield pa.RecordBatch.from_pylist(out, schema=pa.schema([
-                ("partition", pa.string()), ("file_id", pa.string()), ("path", pa.string()),
-                ("num_writes", pa.int64()), ("created", pa.bool_())]))
+            inserted = int(pc.sum(g.column(_INS).cast(pa.int64())).as_py() or 0)
+            for i, w in enumerate(writes):
+                for name, value in (("partition", w.partition), ("file_id", w.file_id),
+                                    ("path", st.relpath(w.path, location.path)),
+                                    ("num_writes", w.num_writes), ("created", w.created),
+                                    ("size", w.size), ("inserts", inserted if i == 0 else 0),
+                                    ("new", new)):
+                    out[name].append(value)
+
+        current: str | None = None
+        held: list[pa.RecordBatch] = []
+        count = 0
+        first = True
+        whole = False  # a new group with a base file: written once, at its end
+
+        def finish() -> None:
+            if current is not None and held:
+                write_chunk(current, held, first)
+            if current is not None and hook is not None:
+                hook(current)
+
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            fids = batch.column(_FID)
+            if fids.null_count:
+                raise WriteError("a row reached a write task without a file group",
+                                 path=location.uri)
+            codes = fids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+            cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), batch.num_rows]
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+                run = batch.slice(a, b - a)
+                fid = fids[a].as_py()
+                if fid != current:
+                    finish()
+                    current, held, count, first = fid, [], 0, True
+                    whole = (operation != "delete" and cfg.new_groups == "base"
+                             and bool(run.column(_NEW)[0].as_py()))
+                while run.num_rows:
+                    take = run.num_rows if whole else min(run.num_rows, max_rows - count)
+                    held.append(run.slice(0, take))
+                    run = run.slice(take)
+                    count += take
+                    if not whole and count >= max_rows:
+                        write_chunk(fid, held, first)
+                        held, count, first = [], 0, False
+        finish()
+        if out["path"]:
+            yield pa.RecordBatch.from_pydict(out, schema=_STATS_SCHEMA)
     return write
 
 

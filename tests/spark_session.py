@@ -1,8 +1,8 @@
 """The one Spark session of the test run (session-scoped ``spark`` fixture, made available to
 every test module by ``conftest.py``): ``local[2,2]``, UI off, workers on this interpreter,
-``format("morlog")`` registered (a source checkout's editable install is not found by
-PySpark's lookup of ``pyspark_*`` packages; ``tests/test_packaging.py`` checks the installed
-wheel is found without registering)."""
+``format("morlog")`` registered (so that the suite also runs where morlog is importable
+but not installed; ``tests/test_packaging.py`` checks that the installed wheel and the
+checkout's ``make setup`` environment are found without registering)."""
 
 from __future__ import annotations
 

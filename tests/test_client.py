@@ -328,3 +328,64 @@ def test_file_groups_written_in_parallel_come_back_in_job_order_and_stop_at_a_fa
         run_all(job, list(range(50)), 2)
     assert len(started) < 50
     assert run_all(lambda j: j + 1, [1, 2], 1) == [2, 3]
+
+
+def _wide_batch(ids: range, ts: int, width: int = 600) -> pa.Table:
+    """String-heavy rows: ``width`` random hex characters each (Parquet's encodings and
+    snappy leave them about as large as they are)."""
+    import random
+
+    rnd = random.Random(ids.start)
+    return pa.table({"id": [f"k{i:06d}" for i in ids], "ts": [ts] * len(ids),
+                     "payload": [rnd.randbytes(width // 2).hex() for _ in ids]})
+
+
+WIDE = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("payload", pa.string())])
+#: file sizes that a few thousand wide rows fill; a base file carries Hudi's bloom filter
+#: footer (~450 KB) besides its rows
+WIDE_CFG = dict(fsync=False, max_file_size=4 * 1024 * 1024, small_file_limit=2 * 1024 * 1024)
+
+
+def _base_files(path: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in path.rglob("*.parquet")
+            if ".hoodie" not in p.parts}
+
+
+def test_base_files_stay_under_the_max_file_size_with_string_heavy_rows(tmp_path: Path
+                                                                        ) -> None:
+    """Inserts are packed at Hudi's record size estimate (``morlog.writers.core.sizing``):
+    1024 bytes a record before any commit, then the bytes over the records of the newest
+    commits' base files larger than the threshold. Before, the client counted a quarter of
+    the batch's Arrow size per record (~165 bytes here), so one group took every insert of
+    a batch and its base file grew past the maximum.
+
+    Tolerance 2%: the estimate is the mean size of records in files of the same rows, their
+    fixed footer spread over fewer records than a full file holds (so it errs large); what
+    is left is the spread of Parquet's compressed size between batches of random strings."""
+    from morlog.writers.core.sizing import average_record_size
+
+    path = tmp_path / "t"
+    cfg = WriteConfig(**WIDE_CFG)  # type: ignore[arg-type]
+    table = MorTable.create(str(path), WIDE, key_field="id", ordering_field="ts", config=cfg)
+    assert table.record_size() == 1024  # no commit yet: hoodie.copyonwrite.record.size.estimate
+    sizes: list[int] = []
+    for b in range(3):
+        table.upsert(_wide_batch(range(b * 8000, (b + 1) * 8000), 1))
+        files = _base_files(path)
+        assert max(files.values()) <= cfg.max_file_size * 1.02, files
+        sizes.append(table.record_size())
+    # measured: the newest commits' base files above the small-file limit (and only those)
+    counted = {n: s for n, s in _base_files(path).items() if s > cfg.small_file_limit}
+    assert counted
+    assert 600 < sizes[-1] < 1024
+    # every batch's rows are read back
+    assert Table(str(path)).read(columns=["id"]).num_rows == 24000
+    # the threshold: with files never above it, the default stays
+    assert average_record_size(table.table(), small_file_limit=10 * cfg.max_file_size,
+                               default=777) == 777
+    # only the newest max_commits commits are read; none: the default
+    assert average_record_size(table.table(), small_file_limit=cfg.small_file_limit,
+                               max_commits=0, default=555) == 555
+    # WriteConfig.record_size, when set, replaces the estimate
+    fixed = MorTable(str(path), WriteConfig(fsync=False, record_size=123))
+    assert fixed.record_size() == 123

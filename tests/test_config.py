@@ -23,7 +23,7 @@ PACKAGES = {"config", "logformat", "compat", "readers", "writers", "spark", "ben
             "errors"}
 #: strings shaped like keys that are file names, not options
 FILE_NAMES = {"hoodie.properties", "hoodie.properties.backup", "morlog.lock"}
-KEYLIKE = re.compile(r"(hoodie|morlog)\.[A-Za-z0-9_.\-]+")
+KEYLIKE = re.compile(r"_?(hoodie|morlog)\.[A-Za-z0-9_.\-]+")
 
 
 def spelled_keys(path: Path) -> list[tuple[int, str]]:

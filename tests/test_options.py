@@ -86,6 +86,24 @@ def test_table_options_operations_and_table_properties() -> None:
                              "hoodie.table.ordering.fields": "other"})
 
 
+def test_record_size_estimate_options_are_hudis() -> None:
+    """Hudi's record size estimate settings (``morlog.writers.core.sizing``) are accepted and
+    mapped; before they were refused as unsupported Hudi options."""
+    cfg = WriteConfig.from_hoodie_options({
+        "hoodie.copyonwrite.record.size.estimate": "300",
+        "hoodie.record.size.estimation.threshold": "0",
+        "_hoodie.record.size.estimator.max.commits": "2"})
+    assert (cfg.record_size_estimate, cfg.record_size_threshold,
+            cfg.record_size_max_commits, cfg.record_size) == (300, 0.0, 2, None)
+    defaults = WriteConfig()
+    assert (defaults.record_size_estimate, defaults.record_size_threshold,
+            defaults.record_size_max_commits) == (1024, 1.0, 5)
+    with pytest.raises(UsageError, match="hoodie.record.size.estimation.threshold must be 0"):
+        parse_write_options({"hoodie.record.size.estimation.threshold": "-1"})
+    with pytest.raises(UsageError, match="hoodie.copyonwrite.record.size.estimate"):
+        parse_write_options({"hoodie.copyonwrite.record.size.estimate": "0"})
+
+
 def test_refusals_name_the_option() -> None:
     with pytest.raises(UsageError, match="hoodie.datasource.write.table.type=COPY_ON_WRITE"):
         parse_write_options({"hoodie.datasource.write.table.type": "COPY_ON_WRITE"})

@@ -344,3 +344,58 @@ def test_spark_finds_format_morlog_without_register(with_bench: Installed) -> No
     assert lines[-2] == "['a', 'b', 'c']", r.stdout
     assert Path(lines[-1]).resolve().is_relative_to(with_bench.venv.resolve()), lines[-1]
     assert (table / ".hoodie" / "hoodie.properties").is_file()
+
+
+def _editable_from_this_checkout() -> bool:
+    """Whether the running interpreter has morlog installed editable from this checkout
+    (``make setup``)."""
+    import sysconfig
+    from importlib.metadata import distributions
+
+    # the environment's own record (not an egg-info the source tree may hold)
+    found = list(distributions(name="morlog", path=[sysconfig.get_paths()["purelib"]]))
+    if not found:
+        return False
+    info = json.loads(found[0].read_text("direct_url.json") or "{}")
+    url = str(info.get("url", ""))
+    return bool(info.get("dir_info", {}).get("editable")) and url.startswith("file://") and (
+        Path(url[len("file://"):]).resolve() == REPO)
+
+
+def _require_dev_environment() -> None:
+    if not _editable_from_this_checkout():
+        # the README's test command (make test) runs in the checkout's make setup env
+        assert os.environ.get("CI") != "true", "CI must run the tests in make setup's .venv"
+        pytest.skip("not run from this checkout's editable install (make setup)")
+
+
+def test_the_dev_environment_lists_pyspark_morlog_as_spark_looks_it_up() -> None:
+    """``make setup``'s editable install: ``pyspark_morlog`` is among the top-level modules
+    ``pkgutil.iter_modules`` lists (what PySpark's data source lookup runs in a fresh
+    worker), and it is the checkout's own file. Before, the editable install's import hook
+    hid it and ``format("morlog")`` needed ``register(spark)``."""
+    _require_dev_environment()
+    code = ("import pkgutil, pyspark_morlog\n"
+            "print([m.name for m in pkgutil.iter_modules() if m.name == 'pyspark_morlog'])\n"
+            "print(pyspark_morlog.__file__)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd="/", timeout=120)
+    assert r.returncode == 0, r.stderr
+    listed, where = r.stdout.strip().splitlines()
+    assert listed == "['pyspark_morlog']", r.stdout
+    assert Path(where).resolve() == REPO / "spark" / "pyspark_morlog" / "__init__.py"
+
+
+def test_spark_finds_format_morlog_in_the_dev_environment(tmp_path: Path) -> None:
+    """A fresh Spark session of the checkout's interpreter writes and reads
+    ``format("morlog")`` with no ``register`` call (~20 s: one local[1] session)."""
+    _require_dev_environment()
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
+    table = tmp_path / "spark-table"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    r = subprocess.run([sys.executable, "-c", _SPARK_WITHOUT_REGISTER, str(table)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-2] == "['a', 'b', 'c']", r.stdout
+    assert Path(lines[-1]).resolve() == REPO / "spark" / "write.py"

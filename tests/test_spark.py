@@ -456,3 +456,79 @@ def test_spark_write_refuses_a_string_column_for_a_double_one(spark: Any, tmp_pa
         .write.format("morlog").options(**opts).mode("append").save(path)
     assert Table(path).read(columns=["id", "ts"]).sort_by("id").to_pylist() == [
         {"id": "k1", "ts": 1}, {"id": "k3", "ts": 3}]
+
+
+def test_client_and_spark_route_a_batch_to_the_same_bins(spark: Any, tmp_path: Path) -> None:
+    """Both writers size file groups with the one record size estimate of the table's past
+    commits (``MorTable.record_size``). Before, Spark guessed from the schema (16 bytes per
+    string column, ~28 bytes a row here) and the client from the batch's Arrow size (a
+    quarter of it), so the same batch went to bins of different sizes, and Spark's base
+    files grew past the maximum file size. Spark's inserts are spread by their keys' hash
+    over the bins, as Hudi spreads them: each bin gets its planned count up to the hash's
+    spread (here at most 5% of a full group, the test's tolerance above the maximum)."""
+    import shutil
+
+    from morlog.spark.write import upsert
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+
+    from .test_client import WIDE, WIDE_CFG, _base_files, _wide_batch
+
+    cfg = WriteConfig(**WIDE_CFG)  # type: ignore[arg-type]
+    base = tmp_path / "base"
+    table = MorTable.create(str(base), WIDE, key_field="id", ordering_field="ts", config=cfg)
+    for b in range(2):
+        table.upsert(_wide_batch(range(b * 8000, (b + 1) * 8000), 1))
+    before = set(_base_files(base))
+    shutil.copytree(base, tmp_path / "client")
+    shutil.copytree(base, tmp_path / "spark")
+    batch = _wide_batch(range(16000, 30000), 1)
+    mine = MorTable(str(tmp_path / "client"), cfg).upsert(batch)
+    got = upsert(spark, spark.createDataFrame(batch).repartition(4),
+                 str(tmp_path / "spark"), key="id", ordering="ts", config=cfg)
+    planned = got["insert_bins"][""]
+    client_meta = Table(str(tmp_path / "client")).timeline
+    instant = client_meta.completed()[-1]
+    counts = {s["fileId"]: s["numWrites"] for s in
+              client_meta.metadata(instant)["partitionToWriteStats"][""]}
+    new = {fid for _, fid in mine.new_groups}
+    # routed into the same existing groups, the same counts; new groups of the same sizes
+    assert {f: n for f, n, is_new in planned if not is_new} == {
+        f: n for f, n in counts.items() if f not in new}
+    assert sorted(n for _, n, is_new in planned if is_new) == sorted(
+        n for f, n in counts.items() if f in new)
+    assert int(got["morlog.inserts"]) == mine.inserts == 14000
+    spark_files = _base_files(tmp_path / "spark")
+    assert set(spark_files) > before
+    assert max(spark_files.values()) <= cfg.max_file_size * 1.05, spark_files
+    rows = Table(str(tmp_path / "spark")).read(columns=["id"])["id"].to_pylist()
+    assert len(rows) == len(set(rows)) == 30000
+
+
+def test_write_tasks_write_a_file_groups_rows_in_blocks_as_they_fill(
+        spark: Any, tmp_path: Path) -> None:
+    """A write task holds at most one block's rows of a file group
+    (``hoodie.logfile.data.block.max.size`` at the record size: 10,000 bytes at 100 bytes a
+    record, 100 rows here) and writes each block as it fills, retried task included. Before,
+    a task held every row of its file groups and wrote one block per group."""
+    from morlog.readers import LogFileReader
+    from morlog.spark.write import upsert
+    from morlog.writers.options import WriteConfig
+
+    path = str(tmp_path / "c")
+    cfg = WriteConfig(fsync=False, record_size=100,
+                      hoodie_options={"hoodie.logfile.data.block.max.size": "10000"})
+    kw = dict(key="id", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(300), 1), path, **kw)
+    upsert(spark, _df(spark, range(300), 2), path,
+           task_hook=_fail_first_attempt(), **kw)
+    table = Table(path)
+    rows = {r["id"]: r["ts"] for r in table.read().to_pylist()}
+    assert len(rows) == 300 and set(rows.values()) == {2}
+    instant = table.timeline.completed()[-1].requested
+    counts = []
+    for s in table.file_slices():
+        for name in s.log_files:
+            with LogFileReader(str(tmp_path / "c" / s.partition / name)) as r:
+                counts += [b.record_count() for b in r.blocks() if b.instant == instant]
+    assert sorted(counts) == [100, 100, 100]

@@ -76,6 +76,7 @@ from morlog.writers.core.commit import (
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import Mode
 from morlog.writers.core.profile import write_profile
+from morlog.writers.core.sizing import average_record_size
 from morlog.writers.core.store import (
     ConcurrentWriterError,
     WriterLock,
@@ -498,7 +499,7 @@ class MorTable:
                              actual=len(busy))
         plan.batch = batch
         if inserts_by_part:
-            size = self.record_size(batch)
+            size = self.record_size(table_view)
             for part, rows in inserts_by_part.items():
                 result.inserts += len(rows)
                 self._route(part, rows, size, slices, plan, result)
@@ -531,12 +532,18 @@ class MorTable:
             plan.delete_columns = list(self.keygen.required_columns)
         return tagged
 
-    def record_size(self, batch: pa.Table) -> int:
-        """Estimated bytes per record of ``batch`` in a Parquet base file."""
-        if self.config.record_size:
-            return self.config.record_size
-        # Parquet compresses: count a quarter of the in-memory size, at least 16 bytes
-        return max(16, int(batch.nbytes / max(1, batch.num_rows) / 4))
+    def record_size(self, view: Table | None = None) -> int:
+        """Bytes per record of a base file, for insert routing: ``WriteConfig.record_size``
+        when set, else Hudi's estimate from the newest commits of ``view`` (default: the
+        table now; ``morlog.writers.core.sizing``). The write client and Spark's distributed
+        upsert both route with it."""
+        cfg = self.config
+        if cfg.record_size:
+            return cfg.record_size
+        return average_record_size(view or self.table(), small_file_limit=cfg.small_file_limit,
+                                   default=cfg.record_size_estimate,
+                                   threshold=cfg.record_size_threshold,
+                                   max_commits=cfg.record_size_max_commits)
 
     def _slice_size(self, s: FileSlice) -> int:
         # one listing per partition (object stores: not one request per file)
@@ -722,9 +729,9 @@ class MorTable:
             raise UsageError("a new file group's id is taken by an existing group",
                              path=self.path, actual=(partition, fid))
         if base_instant is None and records is not None and self.config.new_groups == "base":
-            path = self.write_base(partition, fid, instant,
-                                    self._with_meta(records, None, instant, fid, partition))
-            return [GroupWrite(partition, fid, path, records.num_rows, True)]
+            path, size = self.write_sized_base(
+                partition, fid, instant, self._with_meta(records, None, instant, fid, partition))
+            return [GroupWrite(partition, fid, path, records.num_rows, True, size)]
         slice_instant = instant if base_instant is None else base_instant
         w = self._log_writer(partition, fid, slice_instant, instant, slice_logs)
         if records is not None and records.num_rows:
@@ -754,6 +761,11 @@ class MorTable:
     def write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
         bloom filter, min/max key (``morlog.writers.core.base_file.encode_base_file``)."""
+        return self.write_sized_base(partition, fid, instant, records)[0]
+
+    def write_sized_base(self, partition: str, fid: str, instant: str, records: pa.Table
+                         ) -> tuple[str, int]:
+        """:meth:`write_base`, and the file's size in bytes."""
         # no bloom filter or min/max key without meta fields (HoodieAvroParquetWriter adds
         # keys to its write support only when it populates them)
         md = (encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
@@ -769,7 +781,7 @@ class MorTable:
             keys = (records.column(RECORD_KEY_FIELD) if self.populate_meta_fields
                     else self.keygen.record_keys(records))
             self.write_base_keys(partition, self.store.basename(final), keys, len(data))
-        return final
+        return final, len(data)
 
     def write_base_keys(self, partition: str, base_file: str, keys: pa.Array | pa.ChunkedArray,
                         base_size: int) -> str:
@@ -865,10 +877,18 @@ class GroupWrite:
     path: str
     num_writes: int
     created: bool
+    #: bytes written (a base file's size; 0: not counted, log appends)
+    size: int = 0
 
     def stat(self, store: WriteStore, table_path: str) -> dict[str, Any]:
-        return {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
-                "numWrites": self.num_writes, "partitionPath": self.partition}
+        """Hudi's write stat of the file; a base file's ``totalWriteBytes`` and
+        ``fileSizeInBytes`` are what Hudi's record size estimate reads
+        (``morlog.writers.core.sizing``)."""
+        out = {"fileId": self.file_id, "path": store.relpath(self.path, table_path),
+               "numWrites": self.num_writes, "partitionPath": self.partition}
+        if self.size:
+            out["totalWriteBytes"] = out["fileSizeInBytes"] = self.size
+        return out
 
 
 def _rows_by_code(codes: npt.NDArray[np.integer[Any]]

@@ -56,7 +56,13 @@ retained commits/versions/hours, automatic,     (``morlog.writers.services.clean
 trigger, incremental mode)
 morlog.new.groups                               ``new_groups``: base, log
 morlog.route.inserts                            ``route_inserts``: true, false
-morlog.record.size                              ``record_size``: bytes per record
+morlog.record.size                              ``record_size``: bytes per record, fixed
+hoodie.copyonwrite.record.size.estimate         ``record_size_estimate``: bytes per record
+                                                until past commits measure it
+                                                (``morlog.writers.core.sizing``)
+hoodie.record.size.estimation.threshold         ``record_size_threshold``: files larger than
+                                                this x small.file.limit measure it
+_hoodie.record.size.estimator.max.commits       ``record_size_max_commits``: commits read
 morlog.write.threads                            ``write_threads``: file groups written at
                                                 once (default: cores, at most 4)
 morlog.base.key.index                           ``base_key_index``: true (default), false:
@@ -88,6 +94,14 @@ from morlog.writers.core.base_file import (
     positive_int,
 )
 from morlog.writers.core.logwriter import Mode
+from morlog.writers.core.sizing import (
+    DEFAULT_ESTIMATION_THRESHOLD,
+    DEFAULT_ESTIMATOR_MAX_COMMITS,
+    DEFAULT_RECORD_SIZE_ESTIMATE,
+    ESTIMATION_THRESHOLD,
+    ESTIMATOR_MAX_COMMITS,
+    RECORD_SIZE_ESTIMATE,
+)
 from morlog.writers.core.store import (
     DEFAULT_LEASE_SECONDS,
 )
@@ -127,8 +141,16 @@ class WriteConfig:
     #: append where the storage can, rollover on object stores)
     mode: Mode | None = None
     fsync: bool = True
-    #: estimated bytes per record in a Parquet base file (None: from the batch)
+    #: bytes per record in a Parquet base file, fixed (``morlog.record.size``; None: Hudi's
+    #: estimate from past commits, ``morlog.writers.core.sizing``)
     record_size: int | None = None
+    #: hoodie.copyonwrite.record.size.estimate: bytes per record before a commit measured one
+    record_size_estimate: int = DEFAULT_RECORD_SIZE_ESTIMATE
+    #: hoodie.record.size.estimation.threshold: a written base file measures the record size
+    #: when larger than this times ``small_file_limit``
+    record_size_threshold: float = DEFAULT_ESTIMATION_THRESHOLD
+    #: _hoodie.record.size.estimator.max.commits: the newest commits the estimate reads
+    record_size_max_commits: int = DEFAULT_ESTIMATOR_MAX_COMMITS
     #: route inserts into existing small file groups (False: every batch's inserts go to new
     #: file groups, as Hudi does on MOR with indexes that cannot look into logs)
     route_inserts: bool = conf.default_bool(conf.ROUTE_INSERTS)
@@ -238,6 +260,8 @@ _INTS = {conf.PARQUET_MAX_FILE_SIZE: "max_file_size",
          conf.PARQUET_SMALL_FILE_LIMIT: "small_file_limit",
          conf.SMALL_FILE_LIMIT: "small_file_limit",
          conf.RECORD_SIZE: "record_size",
+         RECORD_SIZE_ESTIMATE: "record_size_estimate",
+         ESTIMATOR_MAX_COMMITS: "record_size_max_commits",
          conf.WRITE_THREADS: "write_threads"}
 _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
             conf.CARRIER: ("carrier", ("avro", "parquet")),
@@ -246,6 +270,8 @@ _BOOLS = {conf.SET_NULL_FOR_MISSING_COLUMNS: "set_null_for_missing_columns",
           conf.ROUTE_INSERTS: "route_inserts",
           conf.BASE_KEY_INDEX: "base_key_index"}
 _FLOATS = {conf.LOGFILE_TO_PARQUET_RATIO: "log_to_parquet_ratio"}
+#: floats that may be 0
+_NON_NEGATIVE_FLOATS = {ESTIMATION_THRESHOLD: "record_size_threshold"}
 
 
 @dataclass
@@ -343,6 +369,8 @@ def parse_write_options(options: Mapping[str, object], *,
             setattr(cfg, _BOOLS[key], _bool(key, value))
         elif key in _FLOATS:
             setattr(cfg, _FLOATS[key], _float(key, value))
+        elif key in _NON_NEGATIVE_FLOATS:
+            setattr(cfg, _NON_NEGATIVE_FLOATS[key], _float(key, value, zero=True))
         elif key in IGNORED_HOODIE_OPTIONS:
             continue
         else:
@@ -371,13 +399,13 @@ def _text(value: object) -> str:
     return str(value).strip()
 
 
-def _float(key: str, value: str) -> float:
+def _float(key: str, value: str, *, zero: bool = False) -> float:
     try:
         x = float(value)
     except ValueError:
         raise UsageError(f"{key} must be a number", actual=value) from None
-    if not 0 < x < float("inf"):
-        raise UsageError(f"{key} must be positive", actual=value)
+    if not (0 <= x if zero else 0 < x) or not x < float("inf"):
+        raise UsageError(f"{key} must be {'0 or more' if zero else 'positive'}", actual=value)
     return x
 
 

@@ -7,10 +7,12 @@ the module's ``DefaultSource`` (a ``pyspark.sql.datasource.DataSource`` subclass
 for morlog; it lives in ``spark/pyspark_morlog/`` and installs as ``pyspark_morlog``.
 
 ``DefaultSource`` is resolved on first access, so importing this module (or ``morlog``)
-loads neither pyspark nor a JVM. Found by PySpark's lookup only where it is installed as a
-package (a wheel, ``pip install morlog``); an editable install maps it through an import
-hook that ``pkgutil.iter_modules`` does not list, so from a checkout call
-``morlog.spark.register(spark)``.
+loads neither pyspark nor a JVM. Found by PySpark's lookup where it is installed as a
+package (a wheel, ``pip install morlog``) and in a checkout's ``make setup`` environment
+(the editable install maps it through an import hook that ``pkgutil.iter_modules`` does not
+list, so ``make setup`` also puts a directory linking to it on ``sys.path``); elsewhere
+call ``morlog.spark.register(spark)``. The lookup runs in the Python Spark starts
+(``spark.pyspark.python``, ``PYSPARK_PYTHON``): morlog must be installed there.
 """
 
 from __future__ import annotations

@@ -201,11 +201,11 @@ def _slice_keys(table: MorTable, view: Table, s: FileSlice) -> pa.Array:
 
 def _plan_groups(table: MorTable, data: pa.Table) -> list[tuple[str, str, pa.Table]]:
     """(partition, new file id, records) of every new file group: each partition's records
-    in groups of at most the maximum file size (at the batch's estimated record size)."""
+    in groups of at most the maximum file size (at the table's estimated record size)."""
     if data.num_rows == 0:
         return []
     paths = table.partition_paths(data)
-    size = table.record_size(data)
+    size = table.record_size()
     out = []
     for part in sorted(set(paths.to_pylist())):
         rows = data.filter(pc.equal(paths, part))
