@@ -103,6 +103,25 @@ def _on_cluster_write(spark: Any, uri: str, how: str, ranges: Ranges, ts: int,
     _write(spark, _frame(spark, ranges, ts, pad), uri, how, operation)
 
 
+def _old_generation_pools(spark: Any) -> list[Any]:
+    """The driver JVM's heap pools that hold long-lived objects (the old generation: rows or
+    Arrow buffers a driver kept would land there, large arrays directly)."""
+    factory = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    return [p for p in factory.getMemoryPoolMXBeans()
+            if p.getType().name() == "HEAP" and "Old" in str(p.getName())]
+
+
+def _on_cluster_reset_old_peak(spark: Any) -> None:
+    spark.sparkContext._jvm.java.lang.System.gc()
+    for pool in _old_generation_pools(spark):
+        pool.resetPeakUsage()
+
+
+def _on_cluster_old_peak_mb(spark: Any) -> int:
+    """The old generation's peak use (MiB) since the last reset."""
+    return sum(int(p.getPeakUsage().getUsed()) for p in _old_generation_pools(spark)) >> 20
+
+
 def _on_cluster_read(spark: Any, uri: str) -> list[Row]:
     df = spark.read.format("morlog").load(uri).select(*COLUMNS)
     return [tuple(r) for r in df.collect()]
@@ -341,18 +360,26 @@ MEMORY_GROWTH_LIMIT_MB = 48
 def test_driver_side_memory_does_not_grow_with_the_batch(
         spark_cluster: Cluster, bucket: str, s3: str, how: str,
         record_property: Any) -> None:
-    """The peak resident memory of every driver-side process (the driver's Python
-    process and JVM, the Python workers the JVM starts for the data source) while writing
-    a small and an 8x larger batch into new tables: it does not grow with the batch."""
+    """The peak memory of every driver-side process while writing a small and an 8x larger
+    batch into new tables: it does not grow with the batch. The driver's Python process and
+    the Python workers the JVM starts for the data source: their peak resident size; the
+    driver JVM: the peak use of its old generation, where what it keeps lands (its resident
+    size follows the allocation rate: measured 524 -> 621 MiB for this very test while the
+    old generation stayed flat)."""
     spark_cluster.wait_for_executors()
     peaks: list[dict[str, int]] = []
     for n in MEMORY_BATCHES:
         table_uri = f"s3://test:test@{bucket}/m{uuid.uuid4().hex[:8]}?{s3}"
+        spark_cluster.call(_on_cluster_reset_old_peak)
         with PeakSampler(spark_cluster.tree) as sampler:
             start = time.monotonic()
             spark_cluster.call(_on_cluster_write, table_uri, how, [(0, n)], 1, "upsert", 200)
             took = time.monotonic() - start
         peaks.append(sampler.by_role())
+        # the driver JVM: its old generation's peak, not its resident size (a JVM commits
+        # more young-generation pages when more is allocated, whatever it keeps)
+        peaks[-1]["driver JVM"] = spark_cluster.call(_on_cluster_old_peak_mb)
+        assert peaks[-1]["driver JVM"] > 0, "no old generation pool found in the driver JVM"
         record_property(f"peak_mb_{n}", peaks[-1])
         print(f"{how}: {n} rows in {took:.1f} s, driver-side peaks (MiB): {peaks[-1]}")
     small, large = peaks
