@@ -1,0 +1,243 @@
+"""Key fingerprint files (spec/table.md §7.5): the sorted XXH64 hashes of the keys one task of
+a distributed write inserted, with the row each came from, bucketed by the hash's top bits so
+that the commit can merge the files of all tasks one bucket at a time (bounded memory) and
+find the keys two tasks both inserted.
+
+Layout, all integers little-endian::
+
+    magic       8 bytes  "MORLFP01"
+    bits        u32      bucket bits B (the top B bits of a hash choose its bucket)
+    count       u64      N, the number of entries
+    offsets     (2^B + 1) x u64   entry index where bucket b starts; offsets[2^B] = N
+    hashes      N x u64  ascending (a bucket's entries are contiguous)
+    rows        N x u32  the task-local row of each hash, in the same order
+    crc32       u32      CRC-32 (zlib) of every byte before it
+
+Pure codec: no I/O. ``morlog.writers.core.fingerprints`` reads the files by byte range.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import ChecksumError, ContentError, UsageError
+
+MAGIC = b"MORLFP01"
+#: 1,024 buckets: 10M keys are about 10k per bucket, 120 KiB of a bucket in memory
+DEFAULT_BUCKET_BITS = 10
+MAX_BUCKET_BITS = 16
+_HEAD = struct.Struct("<8sIQ")
+
+
+@dataclass(frozen=True)
+class FingerprintHeader:
+    """What the head of a fingerprint file says: the buckets and where each one's entries
+    are (byte ranges are computed from it, see :meth:`hash_range` / :meth:`row_range`)."""
+
+    bits: int
+    count: int
+    offsets: npt.NDArray[np.uint64]
+
+    @property
+    def size(self) -> int:
+        """Bytes of magic, bits, count and offsets."""
+        return header_size(self.bits)
+
+    def file_size(self) -> int:
+        return self.size + self.count * 12 + 4
+
+    def hash_range(self, bucket: int) -> tuple[int, int]:
+        """(offset, length) in the file of bucket ``bucket``'s hashes."""
+        lo, hi = int(self.offsets[bucket]), int(self.offsets[bucket + 1])
+        return self.size + lo * 8, (hi - lo) * 8
+
+    def row_range(self, bucket: int) -> tuple[int, int]:
+        """(offset, length) in the file of bucket ``bucket``'s rows."""
+        lo, hi = int(self.offsets[bucket]), int(self.offsets[bucket + 1])
+        return self.size + self.count * 8 + lo * 4, (hi - lo) * 4
+
+
+def header_size(bits: int) -> int:
+    return _HEAD.size + ((1 << bits) + 1) * 8
+
+
+def encode_fingerprints(hashes: npt.NDArray[np.uint64], rows: npt.NDArray[Any], *,
+                        bits: int = DEFAULT_BUCKET_BITS) -> bytes:
+    """The file of ``hashes`` (one per inserted key, distinct) and their ``rows``."""
+    if not 0 <= bits <= MAX_BUCKET_BITS:
+        raise UsageError("fingerprint bucket bits", expected=f"0..{MAX_BUCKET_BITS}",
+                         actual=bits)
+    h = np.asarray(hashes, dtype=np.uint64)
+    r = np.asarray(rows)
+    if h.shape != r.shape or h.ndim != 1:
+        raise UsageError("one row per hash", expected=h.shape, actual=r.shape)
+    if r.size and (int(r.min()) < 0 or int(r.max()) > 0xFFFFFFFF):
+        raise UsageError("fingerprint rows fit in 32 bits", actual=int(r.max()))
+    order = np.argsort(h, kind="stable")
+    h = h[order]
+    r = r[order].astype(np.uint32)
+    if h.size > 1 and bool(np.any(h[1:] == h[:-1])):
+        raise UsageError("fingerprints of one task are distinct (combine duplicates first)")
+    offsets = _offsets(h, bits)
+    body = b"".join((_HEAD.pack(MAGIC, bits, h.size), offsets.astype("<u8").tobytes(),
+                     h.astype("<u8").tobytes(), r.astype("<u4").tobytes()))
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def _offsets(sorted_hashes: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.uint64]:
+    buckets = (sorted_hashes >> np.uint64(64 - bits)) if bits else np.zeros(
+        sorted_hashes.size, dtype=np.uint64)
+    edges = np.arange((1 << bits) + 1, dtype=np.uint64)
+    return np.searchsorted(buckets, edges, side="left").astype(np.uint64)
+
+
+def decode_header(head: bytes, file_size: int, path: str | None = None) -> FingerprintHeader:
+    """The header of a fingerprint file from its first bytes (at least
+    ``header_size(bits)``); every field is checked against ``file_size`` (a
+    :class:`ContentError` naming ``path`` otherwise)."""
+    if len(head) < _HEAD.size:
+        raise ContentError("fingerprint file too short", path=path)
+    magic, bits, count = _HEAD.unpack_from(head, 0)
+    if magic != MAGIC:
+        raise ContentError("not a fingerprint file (magic)", path=path)
+    if bits > MAX_BUCKET_BITS:
+        raise ContentError("fingerprint bucket bits", path=path, actual=bits)
+    need = header_size(bits)
+    if len(head) < need or file_size != need + count * 12 + 4:
+        raise ContentError("fingerprint file size does not match its header", path=path,
+                           expected=need + count * 12 + 4, actual=file_size)
+    offsets = np.frombuffer(head, dtype="<u8", count=(1 << bits) + 1,
+                            offset=_HEAD.size).astype(np.uint64)
+    if int(offsets[0]) != 0 or int(offsets[-1]) != count or bool(
+            np.any(offsets[1:] < offsets[:-1])):
+        raise ContentError("fingerprint bucket offsets are not ascending to the count",
+                           path=path)
+    return FingerprintHeader(bits, count, offsets)
+
+
+def check_file(data: bytes, path: str | None = None) -> FingerprintHeader:
+    """Check a whole fingerprint file (header, CRC, bucket order); its header."""
+    header = decode_header(data, len(data), path)
+    stored = struct.unpack_from("<I", data, len(data) - 4)[0]
+    got = zlib.crc32(data[:-4])
+    if stored != got:
+        raise ChecksumError("fingerprint file checksum mismatch", expected=stored, actual=got,
+                            path=path)
+    return header
+
+
+def bucket_entries(header: FingerprintHeader, bucket: int, hashes: bytes, rows: bytes,
+                   path: str | None = None
+                   ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+    """The hashes and rows of one bucket from the bytes of its two ranges, checked to belong
+    to the bucket and to ascend strictly."""
+    h = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)
+    r = np.frombuffer(rows, dtype="<u4").astype(np.uint32)
+    if h.size != r.size:
+        raise ContentError("fingerprint bucket lengths differ", path=path)
+    if h.size:
+        top = (h >> np.uint64(64 - header.bits)) if header.bits else np.zeros(
+            h.size, dtype=np.uint64)
+        if bool(np.any(top != np.uint64(bucket))) or bool(np.any(h[1:] <= h[:-1])):
+            raise ContentError("fingerprint bucket is not sorted or holds other buckets' "
+                               "hashes", path=path, actual=bucket)
+    return h, r
+
+
+#: reads ``length`` bytes at ``offset`` of one file
+ReadRange = Callable[[int, int], bytes]
+#: bytes read at once while checking a file's CRC
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FingerprintFile:
+    """One task's fingerprint file as the merge sees it: a name for errors, its size, and a
+    ranged reader."""
+
+    name: str
+    size: int
+    read: ReadRange
+
+
+@dataclass(frozen=True)
+class SharedKeys:
+    """Entries whose hash is in more than one file: per entry its hash, the index of its file
+    in the merge's list and its row there, ordered by hash then file."""
+
+    hashes: npt.NDArray[np.uint64]
+    files: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.uint32]
+
+
+def open_file(f: FingerprintFile) -> FingerprintHeader:
+    """The checked header of ``f``, after its CRC is checked over the whole file in chunks
+    (memory: one chunk)."""
+    if f.size < _HEAD.size + 4:
+        raise ContentError("fingerprint file too short", path=f.name, actual=f.size)
+    bits = _HEAD.unpack(f.read(0, _HEAD.size))[1]
+    if bits > MAX_BUCKET_BITS:
+        raise ContentError("fingerprint bucket bits", path=f.name, actual=bits)
+    header = decode_header(f.read(0, min(header_size(bits), f.size)), f.size, f.name)
+    crc = 0
+    for at in range(0, f.size - 4, _CHUNK):
+        crc = zlib.crc32(f.read(at, min(_CHUNK, f.size - 4 - at)), crc)
+    stored = struct.unpack("<I", f.read(f.size - 4, 4))[0]
+    if stored != crc:
+        raise ChecksumError("fingerprint file checksum mismatch", expected=stored, actual=crc,
+                            path=f.name)
+    return header
+
+
+def find_shared(files: Sequence[FingerprintFile]) -> SharedKeys:
+    """The entries whose hash more than one of ``files`` holds, merged one bucket at a time
+    (memory: one bucket of every file). The files' bucket bits must agree."""
+    headers = [open_file(f) for f in files]
+    bits = {h.bits for h in headers}
+    if len(bits) > 1:
+        raise ContentError("fingerprint files of one write differ in bucket bits",
+                           actual=sorted(bits))
+    out_h: list[npt.NDArray[np.uint64]] = []
+    out_f: list[npt.NDArray[np.int64]] = []
+    out_r: list[npt.NDArray[np.uint32]] = []
+    for bucket in range(1 << (bits.pop() if bits else 0)):
+        parts_h, parts_f, parts_r = [], [], []
+        for i, (f, h) in enumerate(zip(files, headers, strict=True)):
+            ho, hn = h.hash_range(bucket)
+            if not hn:
+                continue
+            ro, rn = h.row_range(bucket)
+            bh, br = bucket_entries(h, bucket, f.read(ho, hn), f.read(ro, rn), f.name)
+            parts_h.append(bh)
+            parts_r.append(br)
+            parts_f.append(np.full(bh.size, i, dtype=np.int64))
+        if len(parts_h) < 2:
+            continue
+        hh = np.concatenate(parts_h)
+        ff = np.concatenate(parts_f)
+        rr = np.concatenate(parts_r)
+        order = np.lexsort((ff, hh))
+        hh, ff, rr = hh[order], ff[order], rr[order]
+        same = hh[1:] == hh[:-1]
+        keep = np.zeros(hh.size, dtype=bool)
+        keep[1:] |= same
+        keep[:-1] |= same
+        if keep.any():
+            out_h.append(hh[keep])
+            out_f.append(ff[keep])
+            out_r.append(rr[keep])
+    if not out_h:
+        return SharedKeys(np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint32))
+    return SharedKeys(np.concatenate(out_h), np.concatenate(out_f), np.concatenate(out_r))
+
+
+__all__ = ["DEFAULT_BUCKET_BITS", "MAGIC", "MAX_BUCKET_BITS", "FingerprintFile",
+           "FingerprintHeader", "ReadRange", "SharedKeys", "bucket_entries", "check_file",
+           "decode_header", "encode_fingerprints", "find_shared", "header_size", "open_file"]
