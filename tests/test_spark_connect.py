@@ -127,11 +127,10 @@ def client(url: str, path: str) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
     import morlog.spark as ms
-    from morlog.spark.write import is_connect
     from morlog.writers.options import WriteConfig
 
     spark = SparkSession.builder.remote(url).getOrCreate()
-    assert is_connect(spark)
+    assert type(spark).__module__.startswith("pyspark.sql.connect")
     ms.register(spark)  # spark.dataSource.register, available under Connect
     opts = {"hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "region",
