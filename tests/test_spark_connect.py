@@ -132,6 +132,8 @@ def client(url: str, path: str) -> dict[str, Any]:
     spark = SparkSession.builder.remote(url).getOrCreate()
     assert type(spark).__module__.startswith("pyspark.sql.connect")
     ms.register(spark)  # spark.dataSource.register, available under Connect
+    same, created = ms.session("local[1]", "ignored")  # the active (Connect) session
+    assert same is spark and not created
     opts = {"hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "region",
             "hoodie.datasource.write.precombine.field": "ts", "hoodie.table.name": "c",
