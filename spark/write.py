@@ -926,6 +926,10 @@ _RESULTS = "i long, result binary"
 _RESULTS_ARROW = pa.schema([("i", pa.int64()), ("result", pa.binary())])
 
 
+#: partition_slots' answers, by partition count
+_SLOTS: dict[int, list[int]] = {}
+
+
 def partition_slots(spark: Any, n: int) -> list[int]:
     """For every ``i`` in ``0..n-1``, a number that ``repartition(n, column)`` sends to
     partition ``i``: one task per work item, or per record index shard, with the
@@ -935,9 +939,13 @@ def partition_slots(spark: Any, n: int) -> list[int]:
     physical/partitioning.scala``: ``Pmod(Murmur3Hash(expressions), n)``, the SQL function
     ``hash``); the slots are the smallest numbers hashing to each partition, found by one
     small Spark job over ``64 * n`` candidates (every partition is hit with probability
-    ``1 - n * e**-64``; more candidates are tried otherwise)."""
+    ``1 - n * e**-64``; more candidates are tried otherwise), then kept for the process
+    (the hash is Spark's, the same for every session)."""
     if n <= 1:
         return [0] * n
+    known = _SLOTS.get(n)
+    if known is not None:
+        return known
     from pyspark.sql import functions as F
 
     candidates = 64 * n
@@ -950,6 +958,7 @@ def partition_slots(spark: Any, n: int) -> list[int]:
             for p, i in zip(t.column("p").to_pylist(), t.column("id").to_pylist(),
                             strict=True):
                 slots[p] = i
+            _SLOTS[n] = slots
             return slots
         candidates *= 4
 
