@@ -51,6 +51,7 @@ pyspark is imported only under ``spark/`` and by the Spark commands; nothing els
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -414,7 +415,7 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         apply_drops(table.store, location, view, table.metadata_plan,
                     fsync=cfg.fsync)
         commit.start(sorted(touched))
-        n_tasks = max(1, min(len(touched), spark.sparkContext.defaultParallelism * 4))
+        n_tasks = max(1, min(len(touched), default_parallelism(spark) * 4))
         stats_schema = ("partition string, file_id string, path string, num_writes long, "
                         "created boolean, size long, inserts long, new boolean")
         # each task gets its file groups' rows one group after the other (sorted: Spark
@@ -765,10 +766,7 @@ def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
 
     def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]
                ) -> list[tuple[dict[str, Any], str | None, int, dict[str, Any]]]:
-        if not ops:
-            return []
-        rdd = spark.sparkContext.parallelize(list(enumerate(ops)), len(ops))
-        return list(rdd.map(_compaction_task(location, cfg, instant)).collect())
+        return run_tasks(spark, ops, _compaction_task(location, cfg, instant))
 
     return compact_table(table, dry_run=dry_run, runner=runner)
 
@@ -787,19 +785,15 @@ def log_compact(spark: Any, path: str, options: dict[str, str] | None = None, *,
     location, cfg = table.location, table.config
 
     def runner(mt: MorTable, instant: str, ops: list[dict[str, Any]]) -> list[Any]:
-        if not ops:
-            return []
-        rdd = spark.sparkContext.parallelize(list(enumerate(ops)), len(ops))
-        return list(rdd.map(_log_compaction_task(location, cfg, instant)).collect())
+        return run_tasks(spark, ops, _log_compaction_task(location, cfg, instant))
 
     return log_compact_table(table, dry_run=dry_run, runner=runner)
 
 
 def _log_compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
-    def run(item: tuple[int, dict[str, Any]]) -> Any:
+    def run(op: dict[str, Any]) -> Any:
         from morlog.writers.services.logcompaction import log_compact_operation
 
-        _, op = item
         return log_compact_operation(MorTable(location, cfg), instant, op, retry=True)
     return run
 
@@ -817,15 +811,13 @@ def clean(spark: Any, path: str, options: dict[str, str] | None = None, *,
     location, cfg = table.location, table.config
 
     def deleter(paths: list[str]) -> list[bool]:
-        if not paths:
-            return []
         by_dir: dict[str, list[tuple[int, str]]] = {}
         for i, p in enumerate(paths):
             by_dir.setdefault(p.rsplit("/", 1)[0], []).append((i, p))
-        rdd = spark.sparkContext.parallelize(list(by_dir.values()), len(by_dir))
         out = [False] * len(paths)
-        for i, ok in rdd.flatMap(_delete_task(location, cfg)).collect():
-            out[i] = ok
+        for done in run_tasks(spark, list(by_dir.values()), _delete_task(location, cfg)):
+            for i, ok in done:
+                out[i] = ok
         return out
 
     return clean_table(table, dry_run=dry_run, options=opts, deleter=deleter)
@@ -839,11 +831,9 @@ def _delete_task(location: TableLocation, cfg: WriteConfig) -> Any:
 
 
 def _compaction_task(location: TableLocation, cfg: WriteConfig, instant: str) -> Any:
-    def run(item: tuple[int, dict[str, Any]]
-            ) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
+    def run(op: dict[str, Any]) -> tuple[dict[str, Any], str | None, int, dict[str, Any]]:
         from morlog.writers.services.compaction import compact_operation
 
-        _, op = item
         return compact_operation(MorTable(location, cfg), instant, op, retry=True)
     return run
 
@@ -853,10 +843,12 @@ def build_record_index(spark: Any, path: str, shards: int = 16,
                        task_hook: Callable[[int], None] | None = None) -> Any:
     """``morlog rli build`` distributed (``morlog.writers.services.record_index.build``): the driver
     takes the table's writer lock, creates the index table and commits; one Spark task per
-    data file slice reads its live keys and splits them by shard, one task per shard sorts
-    its entries into a base file (a retried task first removes its failed attempt's file).
+    data file slice reads its live keys and tags each with its shard, Spark's shuffle
+    brings each shard's entries to a task of its own (:func:`partition_slots`), which sorts
+    them into a base file (a retried task first removes its failed attempt's file).
     Returns the :class:`~morlog.writers.services.record_index.BuildResult`. ``task_hook(shard)``
     runs in a shard task after its file is written (tests inject failures with it)."""
+    from morlog.readers.record_index import SCHEMA as ENTRIES
     from morlog.writers.services.record_index import build
 
     table = MorTable(path, WriteConfig.from_hoodie_options(dict(options or {})))
@@ -867,38 +859,145 @@ def build_record_index(spark: Any, path: str, shards: int = 16,
         slices = data.file_slices(as_of)
         if not slices:
             return [], 0, 0
-        rdd = spark.sparkContext.parallelize(slices, len(slices))
-        out = (rdd.flatMap(_entries_task(location, as_of, n))
-               .partitionBy(n, lambda k: k)
-               .mapPartitionsWithIndex(_shard_task(location, cfg, instant, task_hook))
-               .collect())
-        return [w for ws, _ in out for w in ws], sum(c for _, c in out), len(slices)
+        entries = (f"{_SLOT} long, {_SHARD} long, "
+                   + ", ".join(f"{f.name} string" for f in ENTRIES))
+        out = (_task_items(spark, slices)
+               .mapInArrow(_entries_task(location, as_of, n, partition_slots(spark, n)),
+                           entries)
+               .repartition(n, _SLOT)
+               .mapInArrow(_shard_task(location, cfg, instant, task_hook), _RESULTS)
+               .toArrow())
+        done = [pickle.loads(r) for r in out.column("result").to_pylist()]
+        return [w for ws, _ in done for w in ws], sum(c for _, c in done), len(slices)
 
     return build(table, shards, runner=runner)
 
 
-def _entries_task(location: TableLocation, as_of: str | None, shards: int) -> Any:
-    def run(s: Any) -> list[tuple[int, pa.Table]]:
+_SLOT, _SHARD = "__morlog_slot", "__morlog_shard"
+
+
+def _entries_task(location: TableLocation, as_of: str | None, shards: int,
+                  slots: list[int]) -> Any:
+    def run(items: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.writers.services.record_index import shard_pieces, slice_entries
 
-        return shard_pieces(slice_entries(Table(location), s, as_of), shards)
+        table = Table(location)
+        for b in items:
+            for raw in b.column("item").to_pylist():
+                for shard, t in shard_pieces(slice_entries(table, pickle.loads(raw), as_of),
+                                             shards):
+                    n = t.num_rows
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.repeat(pa.scalar(slots[shard], pa.int64()), n),
+                         pa.repeat(pa.scalar(shard, pa.int64()), n),
+                         *(c.combine_chunks() for c in t.columns)],
+                        names=[_SLOT, _SHARD, *t.column_names])
     return run
 
 
 def _shard_task(location: TableLocation, cfg: WriteConfig, instant: str,
                 hook: Callable[[int], None] | None) -> Any:
-    def run(shard: int, items: Any) -> list[tuple[list[dict[str, Any]], int]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from morlog.readers.record_index import SCHEMA as ENTRIES
         from morlog.writers.client import record_index_client
         from morlog.writers.services.record_index import write_shard
 
-        pieces = [t for _, t in items]
-        if not pieces:
-            return []
-        out = write_shard(record_index_client(location, cfg.fsync), instant, shard, pieces,
-                          retry=True)
-        if hook is not None:
-            hook(shard)
-        return [out]
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        rows = pa.Table.from_batches(parts)
+        # one shard a task (partition_slots); several would each be written on their own
+        for shard in np.unique(rows.column(_SHARD).to_numpy()).tolist():
+            mine = rows.filter(pc.equal(rows.column(_SHARD), shard))
+            piece = mine.select(ENTRIES.names).cast(ENTRIES)
+            out = write_shard(record_index_client(location, cfg.fsync), instant, shard,
+                              [piece], retry=True)
+            if hook is not None:
+                hook(shard)
+            yield pa.RecordBatch.from_pydict({"i": [shard], "result": [pickle.dumps(out)]},
+                                             schema=_RESULTS_ARROW)
+    return run
+
+
+# --- work items as Spark tasks, DataFrame API only (Spark Connect has no SparkContext) ----
+
+#: what a work-item task returns: the item's number and its pickled result
+_RESULTS = "i long, result binary"
+_RESULTS_ARROW = pa.schema([("i", pa.int64()), ("result", pa.binary())])
+
+
+#: partition_slots' answers, by partition count
+_SLOTS: dict[int, list[int]] = {}
+
+
+def partition_slots(spark: Any, n: int) -> list[int]:
+    """For every ``i`` in ``0..n-1``, a number that ``repartition(n, column)`` sends to
+    partition ``i``: one task per work item, or per record index shard, with the
+    DataFrame API alone (an RDD's ``partitionBy(n, lambda k: k)`` has no DataFrame twin).
+    Spark's hash partitioning puts a row in partition ``pmod(hash(column), n)``
+    (``HashPartitioning.partitionIdExpression`` in apache/spark ``sql/catalyst/.../
+    physical/partitioning.scala``: ``Pmod(Murmur3Hash(expressions), n)``, the SQL function
+    ``hash``); the slots are the smallest numbers hashing to each partition, found by one
+    small Spark job over ``64 * n`` candidates (every partition is hit with probability
+    ``1 - n * e**-64``; more candidates are tried otherwise), then kept for the process
+    (the hash is Spark's, the same for every session)."""
+    if n <= 1:
+        return [0] * n
+    known = _SLOTS.get(n)
+    if known is not None:
+        return known
+    from pyspark.sql import functions as F
+
+    candidates = 64 * n
+    while True:
+        t = (spark.range(0, candidates)
+             .select(F.col("id"), F.expr(f"pmod(hash(id), {n})").alias("p"))
+             .groupBy("p").agg(F.min("id").alias("id")).toArrow())
+        if t.num_rows == n:
+            slots = [0] * n
+            for p, i in zip(t.column("p").to_pylist(), t.column("id").to_pylist(),
+                            strict=True):
+                slots[p] = i
+            _SLOTS[n] = slots
+            return slots
+        candidates *= 4
+
+
+def _task_items(spark: Any, items: list[Any]) -> Any:
+    """A DataFrame of ``items`` (pickled, column ``item``, with their number ``i``), one
+    Spark partition each: what ``sparkContext.parallelize(items, len(items))`` gave."""
+    n = len(items)
+    slots = partition_slots(spark, n)
+    df = spark.createDataFrame(pa.table({
+        _SLOT: pa.array(slots, pa.int64()), "i": pa.array(range(n), pa.int64()),
+        "item": pa.array([pickle.dumps(x) for x in items], pa.binary())}))
+    return df.repartition(n, _SLOT) if n > 1 else df
+
+
+def run_tasks(spark: Any, items: list[Any], task: Callable[[Any], Any]) -> list[Any]:
+    """``task(item)`` for every item, one Spark task each (retried by Spark as its tasks
+    are), the results in the items' order. DataFrame API only, so that it runs from a
+    Spark Connect client as from a classic session: the items travel pickled in a
+    DataFrame's column and the results come back pickled through ``toArrow()``; ``task``
+    and the items must pickle without a SparkSession (closures over plain data)."""
+    if not items:
+        return []
+    out = _task_items(spark, items).mapInArrow(_item_runner(task), _RESULTS).toArrow()
+    results: list[Any] = [None] * len(items)
+    for i, raw in zip(out.column("i").to_pylist(), out.column("result").to_pylist(),
+                      strict=True):
+        results[i] = pickle.loads(raw)
+    return results
+
+
+def _item_runner(task: Callable[[Any], Any]) -> Any:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            ids = b.column("i").to_pylist()
+            done = [pickle.dumps(task(pickle.loads(raw))) for raw in b.column("item").to_pylist()]
+            if ids:
+                yield pa.RecordBatch.from_pydict({"i": ids, "result": done},
+                                                 schema=_RESULTS_ARROW)
     return run
 
 
@@ -906,10 +1005,45 @@ def pc_unique(col: pa.ChunkedArray) -> list[str]:
     return [v for v in pa.compute.unique(col).to_pylist() if v is not None]
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect client's session (no ``sparkContext``, no RDDs:
+    every entry point of this module uses the DataFrame API only)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+#: the default parallelism found per Connect session (:func:`default_parallelism`)
+_PARALLELISM: dict[str, int] = {}
+
+
+def default_parallelism(spark: Any) -> int:
+    """``sparkContext.defaultParallelism`` (a classic session), or what a Spark Connect
+    client can learn of it: ``spark.default.parallelism`` where the session sets it, or
+    else the partitions of ``spark.range`` without a partition count, which Spark sizes at
+    the default parallelism (``spark.sql.leafNodeDefaultParallelism``, by default
+    ``defaultParallelism``); one small job, once per session."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    set_ = spark.conf.get("spark.default.parallelism", None)
+    if set_ and str(set_).strip().isdigit() and int(set_) > 0:
+        return int(set_)
+    sid = str(getattr(spark, "session_id", ""))
+    found = _PARALLELISM.get(sid)
+    if found is None:
+        from pyspark.sql import functions as F
+
+        # 1024 rows: one a partition at least, up to 1024 cores
+        found = max(1, spark.range(0, 1024).select(F.spark_partition_id().alias("p"))
+                    .distinct().count())
+        _PARALLELISM[sid] = found
+    return found
+
+
 def session(master: str, app: str) -> tuple[Any, bool]:
     """The active Spark session, or a new one on ``master`` (UI and console progress off,
-    workers on this interpreter) with ``format("morlog")`` registered. Returns the session
-    and whether it was created here (then the caller stops it)."""
+    workers on this interpreter) with ``format("morlog")`` registered. With ``SPARK_REMOTE``
+    set (a Spark Connect server's ``sc://`` URL, PySpark's own setting) the new session is
+    that server's and ``master`` is ignored: the server's configuration holds. Returns the
+    session and whether it was created here (then the caller stops it)."""
     import sys
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -917,11 +1051,18 @@ def session(master: str, app: str) -> tuple[Any, bool]:
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()
-    spark = existing or (SparkSession.builder.master(master).appName(app)
-                         .config("spark.ui.enabled", "false")
-                         .config("spark.ui.showConsoleProgress", "false")
-                         .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    if existing is not None:
+        spark = existing
+    elif os.environ.get("SPARK_REMOTE"):
+        spark = SparkSession.builder.appName(app).getOrCreate()
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+    else:
+        spark = (SparkSession.builder.master(master).appName(app)
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel("ERROR")  # a Connect server keeps its own log level
     register(spark)
     return spark, existing is None
 
