@@ -49,7 +49,13 @@ import pyarrow.compute as pc
 
 import morlog.config as conf
 from morlog.logformat.blocks import rollback_block
-from morlog.logformat.errors import HeartbeatWarning, MorlogError, UsageError, WriteError
+from morlog.logformat.errors import (
+    ConcurrentWriterError,
+    HeartbeatWarning,
+    MorlogError,
+    UsageError,
+    WriteError,
+)
 from morlog.logformat.partition_path import UnsafePathError
 from morlog.logformat.timeline_meta import (
     write_stat,
@@ -249,8 +255,11 @@ class Commit:
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
                  operation: str, schema: dict[str, Any], fsync: bool = True,
                  action: str = "deltacommit", hooks: CommitHooks | None = None,
-                 instant: str | None = None) -> None:
+                 instant: str | None = None, optimistic: bool = False) -> None:
         self.store = store
+        #: ``instant`` was planned by a distributed write before the lock was taken: a
+        #: later instant on the timeline is another writer's, a ConcurrentWriterError
+        self._optimistic = optimistic
         #: the instant to use (default: a new one); a table that mirrors another's instants
         #: (the record index) passes the data instant, later than every instant it holds
         self._given_instant = instant
@@ -295,6 +304,11 @@ class Commit:
                 last = floor
             if self._given_instant is None:
                 self.instant = new_instant(last, utc=self.timeline.utc)
+            elif last is not None and self._given_instant <= last and self._optimistic:
+                raise ConcurrentWriterError(
+                    f"the timeline moved to {last} while this write ran (it planned instant "
+                    f"{self._given_instant}): another writer committed; write again",
+                    path=self.location.uri)
             elif last is not None and self._given_instant <= last:
                 raise UsageError("a mirrored instant must be later than every instant of "
                                  "the table", path=self.location.uri, expected=f"> {last}",

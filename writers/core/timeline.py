@@ -86,10 +86,12 @@ def new_instant(after: str | None = None, *, utc: bool = False) -> str:
     return inst
 
 
-def base_file_name(file_id: str, instant: str, ext: str = "parquet") -> str:
+def base_file_name(file_id: str, instant: str, ext: str = "parquet",
+                   token: str = WRITE_TOKEN) -> str:
     """The name of the base file a commit ``instant`` writes for file group ``file_id``
-    (``ext``: the table's base-file extension, ``morlog.readers.base_files``)."""
-    return str(BaseFileName(file_id, WRITE_TOKEN, instant, ext))
+    (``ext``: the table's base-file extension, ``morlog.readers.base_files``; ``token``:
+    Hudi's write token, a distributed write's task's own)."""
+    return str(BaseFileName(file_id, token, instant, ext))
 
 
 class TimelineWriter:
