@@ -257,3 +257,37 @@ def test_the_next_client_write_after_a_distributed_one(tmp_path: Path) -> None:
     _check_tags(path)
     MorTable(path, cfg).compact()
     assert _rows(path) == _rows(twin) == _hudi_rs_rows(path)
+
+
+def test_a_job_that_died_is_rolled_back_by_the_next_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver died between the tasks and the commit: the instant stays requested with
+    the tasks' files; while its heartbeat is fresh other writers go on beside it, once it
+    expired the next writer rolls it back (every marked file, the stage, the markers), for
+    table version 6 too, whose task log files are named after their slice."""
+    for version in (6, 9):
+        path = str(tmp_path / f"v{version}")
+        cfg = WriteConfig(fsync=False)
+        _create(path, cfg, version, False)
+        MorTable(path, cfg).upsert(_batch(list(range(30)), [1] * 30))
+        plan = plan_write(TableLocation.of(path), cfg, "upsert", 7)
+        write_task(plan, _batch(list(range(20, 50)), [5] * 30).to_batches(), "0-1-0")
+        # a writer beside the live write (its heartbeat is fresh): not blocked
+        MorTable(path, cfg).upsert(_batch([1], [2]))
+        expected = _rows(path)
+        assert all(v[1] != 5 for v in expected.values())
+        beat = os.path.join(path, ".hoodie", ".heartbeat", plan.instant)
+        old = os.path.getmtime(beat) - 3600
+        os.utime(beat, (old, old))
+        MorTable(path, cfg).upsert(_batch([2], [3]))  # rolls the dead write back
+        expected["k0002"] = ("ap", 3, 3002.0)
+        assert _rows(path) == expected == _hudi_rs_rows(path)
+        left = [f for f in _listing(path)
+                if plan.instant in f and "rollback" not in f and "/timeline/" not in f]
+        left += [f for f in _listing(path) if "_0-1-0" in f or ".0-1-0" in f]
+        assert not left, left
+        assert not os.path.exists(os.path.join(path, ".hoodie", ".temp", plan.instant))
+        # the dead job's commit, if it ever came: refused, nothing written
+        with pytest.raises(ConcurrentWriterError):
+            commit_write(plan, [])
+        assert _rows(path) == expected

@@ -309,13 +309,13 @@ def test_an_executor_killed_mid_write(spark_cluster: Cluster, uri: str, tmp_path
         mark = _wait_for("a write task at its gate", lambda: sorted(gates.iterdir()))[0]
         worker = int(mark.name.split("-")[1])
         if how == "source":
-            # partition 0's rows are written (on S3) before the kill: its key file is the
-            # last thing a task writes (spec/table.md §7.6)
+            # partition 0 writes (on S3) before the kill: a data file is marked before it
+            # is created (spec/table.md §7.4, §7.6)
             fs, path = pafs.FileSystem.from_uri(uri)
             sel = pafs.FileSelector(f"{path}/.hoodie/.temp", recursive=True,
                                     allow_not_found=True)
-            _wait_for("a task's key file", lambda: [
-                i for i in fs.get_file_info(sel) if i.path.endswith(".keys")])
+            _wait_for("a task's marker", lambda: [
+                i for i in fs.get_file_info(sel) if ".marker." in i.path])
         executor = spark_cluster.tree.executor_of(worker)
         assert executor is not None, "the gated task's executor JVM"
         doomed = spark_cluster.tree.subtree(executor.pid)

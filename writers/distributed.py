@@ -7,9 +7,11 @@ sources, cannot be asked to cluster it by key or file group (Spark's Python Data
 has no ``RequiresDistributionAndOrdering``), and the commit step runs without the engine.
 So the write is *optimistic*, as Hudi's optimistic concurrency control is:
 
-- :func:`plan_write` (driver): takes the instant ``I`` of the write and notes the timeline it
-  saw (the snapshot). Nothing goes on the timeline and no lock is held while tasks run: the
-  tasks' files belong to an instant no reader trusts (spec/table.md §7.2).
+- :func:`plan_write` (driver): takes the instant ``I`` of the write, requests it on the
+  timeline with a Hudi-style heartbeat (as Hudi's ``startCommit``: a job that dies leaves a
+  pending instant the next writer rolls back once the heartbeat expired, never files the
+  timeline does not know) and notes the timeline it saw (the snapshot). No lock is held
+  while tasks run; tasks refresh the heartbeat.
 - :func:`write_task` (each task, any number, in any process): reads its rows in chunks of at
   most ``chunk_rows`` rows; each chunk is checked, keyed, combined and tagged as the write
   client does (``MorTable._plan``) against the table as the task finds it, and written by
@@ -81,7 +83,14 @@ from morlog.writers.client import MorTable
 from morlog.writers.core.commit import CommitResult, RecordChanges
 from morlog.writers.core.markers import create_marker, delete_markers, list_markers
 from morlog.writers.core.store import WriteStore
-from morlog.writers.core.timeline import heartbeat_path, latest_time, new_instant, timeline_utc
+from morlog.writers.core.timeline import (
+    OPTIMISTIC_HEARTBEAT,
+    TimelineWriter,
+    heartbeat_path,
+    latest_time,
+    new_instant,
+    timeline_utc,
+)
 from morlog.writers.mdt.plan import apply_drops
 from morlog.writers.options import WriteConfig
 
@@ -152,13 +161,30 @@ def plan_write(location: TableLocation, config: WriteConfig, operation: str,
         raise UsageError("a distributed write runs upsert, insert or delete",
                          path=location.uri, expected=OPERATIONS, actual=operation)
     mt = MorTable(location, config)
-    view = mt.table()
-    instant = new_instant(latest_time(view), utc=timeline_utc(view.config.props))
-    seen = frozenset((i.requested, i.state) for i in view.timeline.instants)
-    beat = heartbeat_path(mt.store, location, instant)
-    mt.store.makedirs(beat.rsplit("/", 1)[0])
-    mt.store.create(beat, b"", sync=False)
+    with mt.writer_lock():
+        # the instant is picked and requested under the lock (no other writer takes it)
+        view = mt.table()
+        utc = timeline_utc(view.config.props)
+        instant = new_instant(latest_time(view), utc=utc)
+        seen = frozenset((i.requested, i.state) for i in view.timeline.instants)
+        # an optimistic writer's heartbeat first (other writers go on beside the instant
+        # and roll it back only once it expires, spec/table.md §9.1), then the requested, as Hudi's
+        # startCommit: a job that dies leaves a pending instant the next writer rolls back,
+        # never files of an instant the timeline does not know
+        beat = heartbeat_path(mt.store, location, instant)
+        mt.store.makedirs(beat.rsplit("/", 1)[0])
+        mt.store.create(beat, OPTIMISTIC_HEARTBEAT, sync=False)
+        TimelineWriter(mt.store, location, layout=view.timeline.layout,
+                       fsync=config.fsync, utc=utc).write(instant, "requested", None)
     return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows))
+
+
+def beat(plan: WritePlan, store: WriteStore) -> None:
+    """Refresh the write's heartbeat (each task does, per chunk), where the store can
+    replace a file in place."""
+    if store.can_replace:
+        store.replace(heartbeat_path(store, plan.location, plan.instant), OPTIMISTIC_HEARTBEAT,
+                      sync=False)
 
 
 class _MarkingStore:
@@ -202,6 +228,7 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -
     report = TaskReport(token)
     view = mt.table()
     for n, chunk in enumerate(_chunks(batches, plan.chunk_rows)):
+        beat(plan, mt.store)
         _write_chunk(mt, view, plan, chunk, report, f"{token}-{n}")
     return report
 
@@ -303,8 +330,9 @@ def commit_write(plan: WritePlan, reports: list[TaskReport]) -> CommitResult:
     the instant is rolled back and every file of the write removed."""
     mt = MorTable(plan.location, plan.config)
     result = CommitResult(plan.instant, plan.operation)
+    c = mt.commit(plan.operation, instant=plan.instant)
     try:
-        with mt.commit(plan.operation, instant=plan.instant) as c:
+        with c:
             result.rolled_back = c.rolled_back
             view = c.table()
             _check_conflicts(view, plan, reports)
@@ -327,7 +355,9 @@ def commit_write(plan: WritePlan, reports: list[TaskReport]) -> CommitResult:
             c.complete(stats, result.summary(),
                        changes=lambda: _record_changes(mt, plan, reports, removed))
     except BaseException:
-        _remove_files(mt, plan)
+        if not c.completed:
+            # rolled back by the commit already, or never started: nothing of it stays
+            abort_write(plan)
         raise
     finally:
         mt.store.remove_tree(plan.stage)
@@ -340,10 +370,14 @@ def abort_write(plan: WritePlan) -> None:
     """Remove every file of a write that will not commit (the job failed): the marked data
     files, the stage, the markers, the heartbeat. The timeline was never touched."""
     mt = MorTable(plan.location, plan.config)
-    _remove_files(mt, plan)
-    mt.store.remove_tree(plan.stage)
-    delete_markers(mt.store, plan.location, plan.instant)
-    mt.store.delete(heartbeat_path(mt.store, plan.location, plan.instant))
+    with mt.writer_lock():
+        _remove_files(mt, plan)
+        mt.store.remove_tree(plan.stage)
+        delete_markers(mt.store, plan.location, plan.instant)
+        view = mt.table()
+        TimelineWriter(mt.store, plan.location, layout=view.timeline.layout,
+                       fsync=plan.config.fsync).remove_pending(plan.instant)
+        mt.store.delete(heartbeat_path(mt.store, plan.location, plan.instant))
 
 
 def _remove_files(mt: MorTable, plan: WritePlan) -> None:
