@@ -32,10 +32,10 @@ marking every file, and the commit (on the driver, without Spark) receives only 
 and file names: it checks conflicts, reconciles the markers (failed and speculative attempts
 leave nothing), removes keys two tasks both inserted, updates the indexes and completes the
 instant. The driver holds O(files + tasks), never rows (spec §7.6 says where a duplicate
-key's file is read back). A Python data source cannot ask Spark to cluster its input, so new
-keys go into new file groups of each task rather than into small existing ones
-(:func:`upsert` routes them, with Spark jobs of its own), and a file group updated by
-several tasks gets a log file from each (``df.repartition(key)`` gives one). The replace
+key's file is read back). A Python data source cannot ask Spark to cluster its input: new
+keys are routed into small file groups by their hash, each task claiming room there with
+exclusive slot files (spec §7.6), the rest into new file groups of each task; a file group
+updated by several tasks gets a log file from each (``df.repartition(key)`` gives one). The replace
 operations (``insert_overwrite``, ``insert_overwrite_table``, ``delete_partition``,
 ``mode("overwrite")``) still stage each task attempt's rows as an Arrow file under
 ``.hoodie/.temp/`` and the driver commits the batch once through the write client (spec

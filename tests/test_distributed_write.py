@@ -291,3 +291,46 @@ def test_a_job_that_died_is_rolled_back_by_the_next_writer(
         with pytest.raises(ConcurrentWriterError):
             commit_write(plan, [])
         assert _rows(path) == expected
+
+
+def _largest_slice(path: str) -> int:
+    mt = MorTable(path, WriteConfig(fsync=False))
+    return max(mt.slice_size(s) for s in mt.table().file_slices())
+
+
+def test_inserts_are_routed_into_small_file_groups_by_every_task(tmp_path: Path) -> None:
+    """As the client routes (small file groups first), without a shuffle: each key goes to
+    the small group its hash picks, as far as the task claims room there; the tasks never
+    take more than the group's room (``hoodie.parquet.max.file.size`` at the record size)."""
+    path, cfg = _setup(tmp_path)
+    groups_before = {(s.partition, s.file_id) for s in Table(path).file_slices()}
+    b = _batch(list(range(100, 400)), [3] * 300)
+    _distributed(path, cfg, "upsert", b, [75, 150, 225], 1000)
+    after = Table(path)
+    groups = {(s.partition, s.file_id) for s in after.file_slices()}
+    assert groups == groups_before  # room enough: no new file group
+    md = after.timeline.metadata(after.timeline.completed()[-1])["extraMetadata"]
+    assert md["morlog.inserts.routed"] == md["morlog.inserts"] == "300"
+    assert len(_rows(path)) == 330
+    _check_tags(path)
+    # a tiny maximum file size: the room of each group is claimed, the rest opens new groups
+    small = WriteConfig(fsync=False, max_file_size=_largest_slice(path) + 2_000)
+    from morlog.writers.distributed import CLAIM_SLOTS
+    from morlog.writers.distributed import plan_write as plan_of
+
+    plan = plan_of(TableLocation.of(path), small, "upsert", 1000)
+    rooms = {(p, f): n for p, gs in plan.small.items() for f, n in gs}
+    assert rooms and all(n > 0 for n in rooms.values())
+    from morlog.writers.distributed import abort_write as abort
+
+    abort(plan)
+    b2 = _batch(list(range(1000, 4000)), [4] * 3000)
+    _distributed(path, small, "upsert", b2, [700, 1500, 2200], 10_000)
+    view = Table(path)
+    md = view.timeline.metadata(view.timeline.completed()[-1])["extraMetadata"]
+    routed = int(md["morlog.inserts.routed"])
+    slot = {g: -(-n // CLAIM_SLOTS) for g, n in rooms.items()}
+    assert 0 < routed <= sum(slot[g] * CLAIM_SLOTS for g in slot)
+    assert len({(s.partition, s.file_id) for s in view.file_slices()}) > len(groups)
+    assert len(_rows(path)) == 3330
+    _check_tags(path)

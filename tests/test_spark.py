@@ -93,9 +93,11 @@ def test_spark_demo_pipeline(spark: Any, tmp_path: Path) -> None:
     assert run("local[2]", str(tmp_path / "demo"), 3, 600, out) == 0
     text = out.getvalue()
     assert text.count("  commit ") == 3
-    # the data source's tasks write new keys into new file groups of their own: no routing
-    # into small file groups without a shuffle (morlog.writers.distributed)
-    assert text.count(": 420 inserts (0 routed into existing file groups), 180 updates") == 2
+    # later batches: the tasks route inserts into the small file groups the first opened
+    import re
+
+    routed = [int(m) for m in re.findall(r": 420 inserts \((\d+) routed into existing", text)]
+    assert len(routed) == 2 and all(n > 0 for n in routed), text
     assert "read back with Spark: 1440 rows" in text
     assert spark.sparkContext._jsc is not None  # the shared session is still alive
 

@@ -508,7 +508,7 @@ class MorTable:
             size = self.record_size(table_view)
             for part, rows in inserts_by_part.items():
                 result.inserts += len(rows)
-                self._route(part, rows, size, slices, plan, result)
+                self.route(part, rows, size, slices, plan, result)
         return plan
 
     def _global_tags(self, table_view: Table, keys: pa.Array, parts: pa.Array,
@@ -551,7 +551,9 @@ class MorTable:
                                    threshold=cfg.record_size_threshold,
                                    max_commits=cfg.record_size_max_commits)
 
-    def _slice_size(self, s: FileSlice) -> int:
+    def slice_size(self, s: FileSlice) -> int:
+        """A file slice's size for insert routing (its log files at Hudi's log-to-Parquet
+        compression ratio), from one listing per partition."""
         # one listing per partition (object stores: not one request per file)
         sizes = self._sizes.get(s.partition)
         if sizes is None:
@@ -575,7 +577,7 @@ class MorTable:
         for (p, fid), s in slices.items():
             if p != part or not cfg.route_inserts:
                 continue
-            size = self._slice_size(s) + planned.get((p, fid), 0)
+            size = self.slice_size(s) + planned.get((p, fid), 0)
             if size < cfg.small_file_limit:
                 small.append((size, fid))
         small.sort()  # fill the smallest first (Hudi's order)
@@ -595,7 +597,7 @@ class MorTable:
             left -= n
         return bins
 
-    def _route(self, part: str, rows: list[int], record_size: int,
+    def route(self, part: str, rows: list[int], record_size: int,
                slices: dict[tuple[str, str], FileSlice], plan: _Plan,
                result: CommitResult) -> None:
         pos = 0

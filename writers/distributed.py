@@ -38,11 +38,11 @@ So the write is *optimistic*, as Hudi's optimistic concurrency control is:
   the input is clustered by key or repeats no key); the record indexes, when kept, read the
   key files (O(changed keys)).
 
-What the client does and a distributed write does not (no shuffle): inserts are not routed
-into existing small file groups (every task opens its own new groups), and a file group
-updated by several tasks gets one log file per task. Clustering the input by key
-(``df.repartition(key)``) gives one task per key; compaction and log compaction fold the
-files; ``morlog.spark.upsert`` routes as the client does with Spark jobs of its own.
+Without a shuffle: inserts are routed into small file groups by key hash, as far as each
+task claims room there (exclusive slot files; :class:`_TaskTable`), the rest into new file
+groups of the task; a file group updated by several tasks gets one log file per task.
+Clustering the input by key (``df.repartition(key)``) gives one task per key; compaction and
+log compaction fold the files.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ from morlog.readers.logfile import LogFileReader
 from morlog.readers.mdt.record_index import global_record_index
 from morlog.readers.record_index import enabled
 from morlog.readers.storage import TableLocation
-from morlog.readers.table import Table
+from morlog.readers.table import FileSlice, Table
 from morlog.readers.timeline import Instant
 from morlog.writers.client import MorTable
 from morlog.writers.core.commit import CommitResult, RecordChanges
@@ -116,6 +116,9 @@ class WritePlan:
     seen: frozenset[tuple[str, str]]
     #: at most this many rows of a task are held at once
     chunk_rows: int
+    #: partition -> the small file groups inserts may be routed into: (file id, rows it
+    #: takes at the table's record size), smallest first, as the client's routing sees them
+    small: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
 
     @property
     def stage(self) -> str:
@@ -137,6 +140,8 @@ class TaskReport:
     #: key fingerprint and key files (relative to the stage), one pair per chunk
     chunks: list[str] = field(default_factory=list)
     inserts: int = 0
+    #: of which routed into small file groups
+    routed: int = 0
     updates: int = 0
     deletes: int = 0
     files_created: int = 0
@@ -176,7 +181,31 @@ def plan_write(location: TableLocation, config: WriteConfig, operation: str,
         mt.store.create(beat, OPTIMISTIC_HEARTBEAT, sync=False)
         TimelineWriter(mt.store, location, layout=view.timeline.layout,
                        fsync=config.fsync, utc=utc).write(instant, "requested", None)
-    return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows))
+    small = _small_groups(mt, view) if operation != "delete" else {}
+    return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows), small)
+
+
+def _small_groups(mt: MorTable, view: Table) -> dict[str, tuple[tuple[str, int], ...]]:
+    """The file groups below ``hoodie.parquet.small.file.limit`` per partition and how many
+    rows each takes (up to ``hoodie.parquet.max.file.size`` at the table's record size), as
+    the client routes (``MorTable.insert_bins``); decided once, on the driver, so that every
+    task routes a key to the same group. Groups under a pending compaction or clustering
+    take none."""
+    cfg = mt.config
+    if not cfg.route_inserts:
+        return {}
+    record_size = mt.record_size(view)
+    pending = view.timeline.pending_services()
+    out: dict[str, list[tuple[int, str, int]]] = {}
+    for sl in view.file_slices():
+        key = (sl.partition, sl.file_id)
+        if key in pending.compaction or key in pending.clustering:
+            continue
+        size = mt.slice_size(sl)
+        room = (cfg.max_file_size - size) // max(1, record_size)
+        if size < cfg.small_file_limit and room > 0:
+            out.setdefault(sl.partition, []).append((size, sl.file_id, int(room)))
+    return {p: tuple((f, n) for _, f, n in sorted(groups)) for p, groups in out.items()}
 
 
 def beat(plan: WritePlan, store: WriteStore) -> None:
@@ -210,15 +239,71 @@ class _MarkingStore:
         return self._inner.create(path, data, sync=sync)
 
 
-def task_table(plan: WritePlan, token: str) -> MorTable:
+#: a small file group's room is claimed in this many slots at most (spec/table.md §7.6)
+CLAIM_SLOTS = 16
+
+
+class _TaskTable(MorTable):
     """The write client of one task attempt: the attempt's write token in every file name,
-    a new log file per write (never appending to a file another task may write), inserts
-    into new file groups only, every data file marked."""
-    cfg = dataclasses.replace(plan.config, route_inserts=False, mode="rollover")
-    mt = MorTable(plan.location, cfg)
-    mt.write_token = token
-    mt.store = _MarkingStore(mt.store, plan.location, plan.instant)  # type: ignore[assignment]
-    return mt
+    a new log file per write (never appending to a file another task may write), every data
+    file marked; inserts routed as below."""
+
+    def __init__(self, plan: WritePlan, token: str) -> None:
+        super().__init__(plan.location, dataclasses.replace(plan.config, route_inserts=False,
+                                                            mode="rollover"))
+        self.plan = plan
+        self.write_token = token
+        self.store = _MarkingStore(self.store, plan.location, plan.instant)  # type: ignore[assignment]
+
+    def route(self, part: str, rows: list[int], record_size: int,
+              slices: dict[tuple[str, str], FileSlice], plan: Any,
+              result: CommitResult) -> None:
+        """Inserts of partition ``part``: each key to the small file group its hash picks
+        among the plan's (the same group in every task, so copies of a key inserted by two
+        tasks meet in one group), as far as the task claims room there (exclusive slot
+        files: the tasks together never take more than the group's room); the rest into new
+        file groups of the task's own."""
+        small = self.plan.small.get(part, ())
+        left = np.asarray(rows, dtype=np.int64)
+        if small and left.size:
+            keys = plan.keys.take(pa.array(left)).cast(pa.string())
+            which = xxh64_batch(KeyBatch.of(keys)) % np.uint64(len(small))
+            rest = []
+            for i, (fid, room) in enumerate(small):
+                mine = left[which == i]
+                if not mine.size:
+                    continue
+                got = self._claim(part, fid, room, int(mine.size))
+                take = mine[:got].tolist()
+                rest.append(mine[got:])
+                if take:
+                    plan.updates.setdefault((part, fid), []).extend(take)
+                    plan.routed.setdefault((part, fid), []).extend(take)
+                    result.inserts_routed_to_existing += len(take)
+            left = np.sort(np.concatenate(rest)) if rest else left[:0]
+        if left.size:
+            super().route(part, left.tolist(), record_size, slices, plan, result)
+
+    def _claim(self, part: str, fid: str, room: int, n: int) -> int:
+        """How many of ``n`` inserts this task may route into small group ``fid``: the
+        slots of its room it could claim (each ``ceil(room / CLAIM_SLOTS)`` rows)."""
+        slot = -(-room // CLAIM_SLOTS)
+        need = -(-n // slot)
+        st = self.store
+        where = st.join(self.plan.stage, "claims", *(part.split("/") if part else []))
+        st.makedirs(where)
+        got = 0
+        for i in range(CLAIM_SLOTS):
+            if got >= need:
+                break
+            if st.create(st.join(where, f"{fid}.{i}"), self.write_token.encode(), sync=False):
+                got += 1
+        return min(n, got * slot)
+
+
+def task_table(plan: WritePlan, token: str) -> MorTable:
+    """The write client of one task attempt (:class:`_TaskTable`)."""
+    return _TaskTable(plan, token)
 
 
 def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -> TaskReport:
@@ -265,6 +350,7 @@ def _write_chunk(mt: MorTable, view: Table, plan: WritePlan, chunk: pa.Table,
     report.groups |= {g for g in [*p.updates, *p.deletes]}
     report.new_groups |= {(pt, f) for pt, f, _ in p.new_groups}
     report.inserts += result.inserts
+    report.routed += result.inserts_routed_to_existing
     report.updates += result.updates
     report.deletes += result.deletes
     report.files_created += len(result.files_created)
@@ -294,8 +380,9 @@ def _write_keys(mt: MorTable, plan: WritePlan, name: str, ins: pa.Table, dels: p
                                      pa.repeat(pa.scalar(True), dels.num_rows)]),
     }
     # the ordering values of the inserted rows, in the same order as record_changes lists
-    # them (routed inserts: none in a distributed write; then the new groups' rows)
-    rows = [r for _, _, rs in p.new_groups for r in rs]
+    # them (inserts routed into small file groups, then the new groups' rows)
+    rows = [r for rs in p.routed.values() for r in rs]
+    rows += [r for _, _, rs in p.new_groups for r in rs]
     if op_orders := [f for f in mt.ordering_fields if f in data.column_names]:
         idx = pa.array(rows, pa.int64())
         for j, f in enumerate(op_orders):
@@ -347,6 +434,7 @@ def commit_write(plan: WritePlan, reports: list[TaskReport]) -> CommitResult:
                     stats.setdefault(part, []).extend(s)
             removed = _remove_duplicate_inserts(mt, plan, reports, stats)
             result.inserts = sum(r.inserts for r in reports) - len(removed)
+            result.inserts_routed_to_existing = sum(r.routed for r in reports)
             result.updates = sum(r.updates for r in reports)
             result.deletes = sum(r.deletes for r in reports)
             result.new_groups = sorted({g for r in reports for g in r.new_groups})
@@ -546,25 +634,83 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
     last = np.ones(n, dtype=bool)
     if n > 1:
         last[:-1] = ~pc.equal(k.slice(0, n - 1), k.slice(1)).to_numpy(zero_copy_only=False)
-    losers = t.filter(pa.array(~last))
-    if not losers.num_rows:
+    # copies in small file groups the tasks routed into ("existing" groups: at most one
+    # per key, the one its hash picks) stay; copies in the tasks' new groups go, and where
+    # such a copy wins the merge its row is written into the key's existing group too
+    new_pairs = pa.array(sorted({f"{p}\x00{f}" for r in reports for p, f in r.new_groups})
+                         or [""], pa.string())
+    pair = pc.binary_join_element_wise(t.column("partition"), t.column("file_id"), "\x00")
+    existing = ~pc.is_in(pair, value_set=new_pairs).to_numpy(zero_copy_only=False)
+    codes = k.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    per_key = np.zeros(int(codes.max()) + 1 if n else 0, dtype=bool)
+    np.logical_or.at(per_key, codes, existing)
+    has_existing = per_key[codes]
+    remove = ~existing & (~last | has_existing)
+    append = last & ~existing & has_existing
+    if not remove.any():
         return set()
+    # the existing group of each key that has one
+    home: dict[int, int] = {}
+    for i in np.flatnonzero(existing).tolist():
+        home.setdefault(int(codes[i]), i)
+    parts_col, fids_col = t.column("partition").to_pylist(), t.column("file_id").to_pylist()
+    keys_col = k.to_pylist() if home else []
+    # (the duplicated keys only: the rows the fingerprint merge found)
+    dest_of = {keys_col[h]: (parts_col[h], fids_col[h]) for h in home.values()}
+    targets: dict[tuple[str, str], list[pa.Table]] = {}
+    wanted = pa.array(np.flatnonzero(append))
+    moving = pc.unique(t.column("key").take(wanted)) if len(wanted) else None
     removed: set[tuple[str, str]] = set()
+    losers = t.filter(pa.array(remove))
     by_group = losers.group_by(["partition", "file_id"]).aggregate([("key", "list")])
     for part, fid, gone in zip(by_group.column("partition").to_pylist(),
                                by_group.column("file_id").to_pylist(),
                                by_group.column("key_list").to_pylist(), strict=True):
-        _rewrite_without(mt, plan, part, fid, pa.array(gone, pa.string()), stats)
-        removed |= {(k, fid) for k in gone}
+        won = _rewrite_without(mt, plan, part, fid, pa.array(gone, pa.string()), stats,
+                               moving)
+        removed |= {(key, fid) for key in gone}
+        if won is not None and won.num_rows:
+            wk = (won.column(RECORD_KEY_FIELD) if mt.populate_meta_fields
+                  else mt.keygen.record_keys(won))
+            for row, key in enumerate(wk.to_pylist()):
+                targets.setdefault(dest_of[key], []).append(won.slice(row, 1))
+    if targets:
+        _append_winners(mt, plan, reports, stats, targets)
     return removed
 
 
+def _append_winners(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
+                    stats: dict[str, list[dict[str, Any]]],
+                    targets: dict[tuple[str, str], list[pa.Table]]) -> None:
+    """Write the winning rows of keys whose winning copy was in a new file group into the
+    key's small file group (a log file of the commit's own write token, after every task's:
+    it wins the merge there, its ordering value being the greatest)."""
+    view = mt.table()
+    slices = {(sl.partition, sl.file_id): sl for sl in view.file_slices()}
+    pending = view.timeline.pending_services().compaction
+    top = max((_token_order(r.token)[0] for r in reports), default=0)
+    writer = _TaskTable(plan, f"{top + 1}-0-0")
+    for (part, fid), rows in sorted(targets.items()):
+        sl = slices.get((part, fid))
+        if sl is None:
+            raise ContentError("a small file group of the plan vanished", path=plan.location.uri,
+                               actual=(part, fid))
+        base = sl.base_instant
+        if writer.version < 8 and (part, fid) in pending:
+            base = pending[(part, fid)]  # table version 6: the slice the compaction starts
+        for w in writer.write_group(plan.instant, part, fid, base, pa.concat_tables(rows),
+                                    None, slice_logs=sl.log_files):
+            stats.setdefault(part, []).append(w.stat(writer.store, writer.path))
+
+
 def _rewrite_without(mt: MorTable, plan: WritePlan, partition: str, fid: str, gone: pa.Array,
-                     stats: dict[str, list[dict[str, Any]]]) -> None:
+                     stats: dict[str, list[dict[str, Any]]],
+                     extract: pa.Array | None = None) -> pa.Table | None:
     """Rewrite new file group ``fid`` (one task chunk's: one base file or one log file,
     never committed) without the records of keys ``gone``, under the same file name; its
     write stat replaced. A key left in any index of a file group would make later writers
-    tag it there too, so the copy is removed, not deleted by a block."""
+    tag it there too, so the copy is removed, not deleted by a block. Returns the data
+    columns of the removed records whose keys are in ``extract``."""
     st = mt.store
     entries = stats.get(partition, [])
     mine = [e for e in entries if e.get("fileId") == fid]
@@ -577,12 +723,15 @@ def _rewrite_without(mt: MorTable, plan: WritePlan, partition: str, fid: str, go
     rows = _read_new_file(mt, path, name)
     keys = (rows.column(RECORD_KEY_FIELD) if mt.populate_meta_fields
             else mt.keygen.record_keys(rows))
-    keep = rows.filter(pc.invert(pc.is_in(keys, value_set=gone)))
-    keep = keep.select([f.name for f in mt.data_schema])
+    data_cols = [f.name for f in mt.data_schema]
+    out = None
+    if extract is not None:
+        out = rows.filter(pc.is_in(keys, value_set=extract)).select(data_cols)
+    keep = rows.filter(pc.invert(pc.is_in(keys, value_set=gone))).select(data_cols)
     _delete_data_file(mt, plan.location, partition, name)
     stats[partition] = [e for e in entries if e.get("fileId") != fid]
     if not keep.num_rows:
-        return
+        return out
     token = (BaseFileName.parse(name).write_token if BaseFileName.matches(name)
              else LogFileName.parse(name).write_token) or ""
     writer = MorTable(plan.location, dataclasses.replace(plan.config, mode="rollover"))
@@ -592,6 +741,7 @@ def _rewrite_without(mt: MorTable, plan: WritePlan, partition: str, fid: str, go
             raise ContentError("a rewritten file group changed its file name",
                                path=w.path, expected=name)
         stats[partition].append(w.stat(writer.store, writer.path))
+    return out
 
 
 def _read_new_file(mt: MorTable, path: str, name: str) -> pa.Table:
