@@ -334,3 +334,52 @@ def test_inserts_are_routed_into_small_file_groups_by_every_task(tmp_path: Path)
     assert len({(s.partition, s.file_id) for s in view.file_slices()}) > len(groups)
     assert len(_rows(path)) == 3330
     _check_tags(path)
+
+
+@pytest.mark.parametrize("which", ["fp", "keys"])
+def test_damaged_task_files_fail_the_commit_typed_and_leave_the_table(
+        tmp_path: Path, which: str) -> None:
+    """A fingerprint or key file damaged between the tasks and the commit: a typed error
+    naming the file, the instant rolled back, the table as before."""
+    from morlog.logformat.errors import FormatError
+
+    path, cfg = _setup(tmp_path)
+    rows = _rows(path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 1000)
+    b = _batch(list(range(100, 140)), [3] * 40)
+    reports = [write_task(plan, b.slice(0, 20).to_batches(), "0-1-0"),
+               write_task(plan, b.slice(10).to_batches(), "1-1-0")]  # 10 keys twice
+    stage = os.path.join(path, ".hoodie", ".temp", f"spark-{plan.instant}")
+    victim = sorted(f for f in os.listdir(stage) if f.endswith("." + which))[0]
+    with open(os.path.join(stage, victim), "r+b") as f:
+        f.seek(40)
+        byte = f.read(1)
+        f.seek(40)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(FormatError) as err:
+        commit_write(plan, reports)
+    assert victim in str(err.value) or stage in str(err.value)
+    assert _rows(path) == rows == _hudi_rs_rows(path)
+    MorTable(path, cfg).upsert(_batch([5], [9]))  # the next writer goes on
+
+
+def test_the_key_file_vector() -> None:
+    """spec/vectors/distributed/keys.json: the trailer morlog appends to an Arrow IPC key
+    file, and the rows a reader gets back (spec/table.md §7.6)."""
+    import json
+
+    from morlog.logformat.errors import ChecksumError
+    from morlog.writers.distributed import open_keys, seal_keys
+
+    v = json.loads((Path(__file__).resolve().parent.parent / "spec" / "vectors"
+                    / "distributed" / "keys.json").read_text())
+    body = bytes.fromhex(v["body_hex"])
+    sealed = seal_keys(body)
+    assert sealed[len(body):].hex() == v["trailer_hex"]
+    assert sealed[len(body):len(body) + 8] == b"MORLKEY1"
+    assert open_keys(sealed, "k").read_all().to_pylist() == v["rows"]
+    for at in (0, len(body) // 2, len(sealed) - 1):
+        bad = bytearray(sealed)
+        bad[at] ^= 0x01
+        with pytest.raises((ChecksumError, MorlogError)):
+            open_keys(bytes(bad), "k")

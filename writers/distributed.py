@@ -48,7 +48,9 @@ log compaction fold the files.
 from __future__ import annotations
 
 import dataclasses
+import struct
 import uuid
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +62,13 @@ import pyarrow.ipc as ipc
 
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
-from morlog.logformat.errors import ConcurrentWriterError, ContentError, MorlogError, UsageError
+from morlog.logformat.errors import (
+    ChecksumError,
+    ConcurrentWriterError,
+    ContentError,
+    MorlogError,
+    UsageError,
+)
 from morlog.logformat.fingerprints import (
     DEFAULT_BUCKET_BITS,
     FingerprintFile,
@@ -394,7 +402,7 @@ def _write_keys(mt: MorTable, plan: WritePlan, name: str, ins: pa.Table, dels: p
         w.write_table(table, max_chunksize=_KEY_BATCH_ROWS)
     st = mt.store
     st.makedirs(plan.stage)
-    _publish(st, st.join(plan.stage, f"{name}.keys"), sink.getvalue().to_pybytes())
+    _publish(st, st.join(plan.stage, f"{name}.keys"), seal_keys(sink.getvalue().to_pybytes()))
     if n_ins:
         hashes = xxh64_batch(KeyBatch.of(ins.column("key").combine_chunks().cast(pa.string())))
         fp = encode_fingerprints(np.asarray(hashes, dtype=np.uint64),
@@ -581,12 +589,43 @@ def _reconcile_markers(mt: MorTable, plan: WritePlan, reports: list[TaskReport])
             _delete_data_file(mt, plan.location, m.partition, m.file_name)
 
 
+#: the key file's trailer: this magic, then the CRC-32 (zlib, u32 little-endian) of every
+#: byte before the trailer (spec/table.md §7.6)
+KEYS_MAGIC = b"MORLKEY1"
+_TRAILER = struct.Struct("<8sI")
+
+
+def seal_keys(data: bytes) -> bytes:
+    """An Arrow IPC key file with its trailer."""
+    return data + _TRAILER.pack(KEYS_MAGIC, zlib.crc32(data))
+
+
+def open_keys(data: bytes, path: str) -> ipc.RecordBatchFileReader:
+    """A key file checked (trailer, CRC-32) and opened; a :class:`ContentError`
+    (:class:`ChecksumError`) naming ``path`` otherwise."""
+    if len(data) < _TRAILER.size:
+        raise ContentError("a task's key file is too short", path=path, actual=len(data))
+    magic, crc = _TRAILER.unpack(data[-_TRAILER.size:])
+    body = data[:-_TRAILER.size]
+    if magic != KEYS_MAGIC:
+        raise ContentError("a task's key file has no trailer", path=path, actual=magic)
+    if zlib.crc32(body) != crc:
+        raise ChecksumError("a task's key file checksum mismatch", path=path, expected=crc,
+                            actual=zlib.crc32(body))
+    try:
+        reader = ipc.open_file(pa.py_buffer(body))
+    except (pa.ArrowInvalid, pa.ArrowException) as exc:
+        raise ContentError(f"a task's key file does not decode: {exc}", path=path) from None
+    names = reader.schema.names
+    if names[:len(KEY_COLUMNS)] != list(KEY_COLUMNS):
+        raise ContentError("a task's key file has other columns", path=path,
+                           expected=list(KEY_COLUMNS), actual=names)
+    return reader
+
+
 def _key_file(mt: MorTable, plan: WritePlan, name: str) -> ipc.RecordBatchFileReader:
     path = mt.store.join(plan.stage, f"{name}.keys")
-    try:
-        return ipc.open_file(pa.py_buffer(mt.store.storage.read(path)))
-    except pa.ArrowInvalid as exc:
-        raise ContentError(f"a task's key file does not decode: {exc}", path=path) from None
+    return open_keys(mt.store.storage.read(path), path)
 
 
 def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
