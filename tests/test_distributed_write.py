@@ -383,3 +383,22 @@ def test_the_key_file_vector() -> None:
         bad[at] ^= 0x01
         with pytest.raises((ChecksumError, MorlogError)):
             open_keys(bytes(bad), "k")
+
+
+def test_repair_leaves_a_live_write_alone_and_cleans_a_dead_one(tmp_path: Path) -> None:
+    from morlog.writers.repair import apply_repair, plan_repair
+
+    path, cfg = _setup(tmp_path)
+    rows = _rows(path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 7)
+    write_task(plan, _batch(list(range(20, 50)), [5] * 30).to_batches(), "0-1-0")
+    live = plan_repair(path)
+    assert live.findings and not any(f.fixable for f in live.findings)
+    beat = os.path.join(path, ".hoodie", ".heartbeat", plan.instant)
+    os.utime(beat, (1, 1))
+    dead = plan_repair(path)
+    assert {f.kind for f in dead.findings if f.fixable} >= {"PENDING_INSTANT", "SPARK_STAGING"}
+    apply_repair(dead)
+    assert plan_repair(path).findings == []
+    assert _rows(path) == rows == _hudi_rs_rows(path)
+    assert not [f for f in _listing(path) if "_0-1-0" in f or ".0-1-0" in f]

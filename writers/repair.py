@@ -82,6 +82,11 @@ from morlog.writers.core.store import (
     WriteStore,
     store_for,
 )
+from morlog.writers.core.timeline import (
+    HEARTBEAT_DIR,
+    HEARTBEAT_INTERVAL_MS,
+    HEARTBEAT_TOLERABLE_MISSES,
+)
 
 PENDING_INSTANT = "PENDING_INSTANT"
 TORN_TAIL = "TORN_TAIL"
@@ -166,14 +171,22 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     fs = store.fs if isinstance(store, ArrowStore) else None
     table = Table(inner, fs)
     plan.findings.extend(_service_findings(store, table, fixable))
+    live_instants = set()
     for inst in table.timeline.pending():
         if inst.action in SERVICE_COMMANDS:
             continue
-        ok = (fixable and inst.action in ("deltacommit", "rollback")
+        # a writer with a fresh heartbeat (a distributed write's tasks, a Hudi writer) is
+        # alive: its instant is not a dead writer's (spec/table.md §9.1)
+        alive = _heartbeat_alive(store, inner, inst.requested)
+        if alive:
+            live_instants.add(inst.requested)
+        ok = (fixable and not alive and inst.action in ("deltacommit", "rollback")
               and table.version in WRITE_VERSIONS)
         why = (f"{inst.action} left {inst.state.lower()} by a writer that is gone"
                if ok else f"pending {inst.action}: "
-               + ("a writer is live" if not fixable else "not a delta commit of a table "
+               + ("a writer is live" if not fixable else
+                  "its writer is live (fresh heartbeat)" if alive else
+                  "not a delta commit of a table "
                   "version morlog writes (6, 8, 9); roll it back with Hudi's CLI"))
         plan.findings.append(Finding(PENDING_INSTANT, store.join(table.timeline.directory,
                                                                  inst.file_name), why,
@@ -203,10 +216,19 @@ def plan_repair(table_path: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
     staging = store.join(inner, ".hoodie", ".temp")
     for d in _subdirs(store, staging):
         if d.startswith("spark-"):
+            live = d[len("spark-"):] in live_instants
             plan.findings.append(Finding(SPARK_STAGING, store.join(staging, d),
+                                         "stage of a Spark write still running" if live else
                                          "staging folder of a Spark write that did not commit",
-                                         fixable=fixable))
+                                         fixable=fixable and not live))
     return plan
+
+
+def _heartbeat_alive(store: WriteStore, inner: str, instant: str) -> bool:
+    """Whether ``instant``'s heartbeat file is fresher than Hudi's expiry."""
+    mtime = store.mtime(store.join(inner, ".hoodie", HEARTBEAT_DIR, instant))
+    expiry = HEARTBEAT_INTERVAL_MS * (HEARTBEAT_TOLERABLE_MISSES + 1) / 1000.0
+    return mtime is not None and time.time() - mtime < expiry
 
 
 def _service_findings(store: WriteStore, table: Table, fixable: bool) -> list[Finding]:
