@@ -390,3 +390,62 @@ def test_read_optimized_reads_base_files_only(tmp_path: Path) -> None:
                       ).to_pylist() == [{"id": "k0"}]
     with pytest.raises(UsageError, match="begin and end"):
         table.read(query_type="read_optimized", begin="earliest")
+
+
+# --- CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_snapshot_query_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    from morlog.cli import main
+
+    _simple(tmp_path / "t")
+    path = str(tmp_path / "t")
+    table = Table(path)
+    done = table.timeline.completed(INCREMENTAL_ACTIONS)
+    b, e = _key(table, done[1]), _key(table, done[2])
+    # snapshot: unchanged (JSON lines), and --json prints one array
+    assert main(["snapshot", path, "--columns", "id,v"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert sorted(lines, key=lambda r: r["id"]) == _rows(table.read(columns=["id", "v"]), "id")
+    assert main(["snapshot", path, "--query-type", "snapshot", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == table.read().num_rows
+    # incremental
+    assert main(["snapshot", path, "--query-type", "incremental", "--begin", b, "--end", e,
+                 "--columns", "id,v", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert sorted(got, key=lambda r: r["id"]) == [{"id": "k0", "v": 20}, {"id": "k2", "v": 2}]
+    out = tmp_path / "incr.parquet"
+    assert main(["snapshot", path, "--query-type", "incremental", "--begin", b, "--end", e,
+                 "--format", "parquet", "--out", str(out)]) == 0
+    assert _rows(pq.read_table(out)) == _rows(table.incremental(b, e))
+    # read optimized
+    assert main(["snapshot", path, "--query-type", "read_optimized", "--json"]) == 0
+    ro = json.loads(capsys.readouterr().out)
+    assert sorted(r["id"] for r in ro) == sorted(table.read_optimized().column("id").to_pylist())
+    assert len(ro) < table.read().num_rows + 1 and ro != lines
+    # typed errors: exit 2 with the message, nothing on stdout
+    for argv, words in (
+            (["--query-type", "incremental"], "needs --begin"),
+            (["--query-type", "incremental", "--begin", b, "--as-of", e], "not --as-of"),
+            (["--begin", b], "belong to --query-type"),
+            (["--query-type", "cdc", "--begin", b], "CDC queries need"),
+            (["--query-type", "incremental", "--begin", "nope"], "instant")):
+        assert main(["snapshot", path, *argv]) == 2, argv
+        cap = capsys.readouterr()
+        assert cap.out == "" and words in cap.err, (argv, cap.err)
+
+
+def test_cli_snapshot_help_explains_the_query_types(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    from morlog.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["snapshot", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("--query-type", "read_optimized", "incremental", "--begin", "--end",
+                  "completion time", "earliest", "--json"):
+        assert words in text, words
