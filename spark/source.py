@@ -457,5 +457,5 @@ def register_reader(spark: Any) -> None:
 
 
 __all__ = ["LOOKUP_COLUMNS", "READ_OPTIONS", "CdcReader", "MorlogFilteringReader",
-           "MorlogReadSource", "MorlogReader", "Query", "QueryPartition", "SlicePartition", "filter_expr", "lookup_record_index", "parse_options",
-           "register_reader"]
+           "MorlogReadSource", "MorlogReader", "Query", "QueryPartition", "SlicePartition",
+           "filter_expr", "lookup_record_index", "parse_options", "register_reader"]
