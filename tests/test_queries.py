@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from morlog.logformat.errors import MissingFileError, MorlogError, UsageError
@@ -225,11 +225,13 @@ def _check_history(root: Path) -> None:
             # a clean deleted files the range's commits wrote: Hudi's error without the
             # fallback, and the latest slices filtered on the range's commit times with it
             plan_needs_fallback = True
+            event("a range over cleaned files")
             full = _rows(table.incremental(begin or "earliest", end, fallback=True))
             latest = _rows(table.read()) if table.read().num_rows else []
             assert full == [r for r in latest if r["_hoodie_commit_time"] == cur.requested]
         if plan_needs_fallback:
             continue
+        event(f"range of a {cur.action}" + (" with rows" if mine else ""))
         expected = _oracle(table, cur)
         if expected is not None:
             assert mine == expected, (begin, end)
@@ -500,3 +502,23 @@ def test_cleaned_range_differs_from_hudi_rs(tmp_path: Path) -> None:
     except ValueError:  # no batch at all
         theirs = []
     assert theirs == []
+
+
+def test_incremental_refuses_damaged_write_stats_with_the_commit_file(tmp_path: Path) -> None:
+    """Commit metadata whose write stats are not what Hudi writes is a ContentError naming
+    the commit file, never a crash or a silently empty answer."""
+    import json
+
+    from morlog.logformat.errors import ContentError
+
+    _simple(tmp_path / "t", version=6)
+    table = Table(str(tmp_path / "t"))
+    last = table.timeline.completed(INCREMENTAL_ACTIONS)[-1]
+    f = Path(table.timeline.directory) / last.file_name
+    md = json.loads(f.read_text())
+    for bad in ([1, 2], {"b": "x"}, {"b": [3]}, {"../x": []}):
+        f.write_text(json.dumps({**md, "partitionToWriteStats": bad}))
+        with pytest.raises(ContentError) as info:
+            Table(str(tmp_path / "t")).incremental(table.timeline.completed(
+                INCREMENTAL_ACTIONS)[-2].requested)
+        assert info.value.path is not None and last.file_name in info.value.path
