@@ -58,6 +58,11 @@ def test_spark_query_types(spark: Any, tmp_path: Path) -> None:
     assert _rows(inc) == _arrow_rows(table.incremental(b, e))
     assert _rows(inc.select("id", "v")) == [{"id": "k0", "v": 20}, {"id": "k2", "v": 2}]
     assert _rows(inc.where("v > 5").select("id")) == [{"id": "k0"}]
+    # with filter pushdown: the pushed filter prunes and filters with the range's predicate
+    pushed = (spark.read.format("morlog").option(QT, "incremental").option(BEGIN, b)
+              .option(END, e).option("filter.pushdown", "true").load(path))
+    assert _rows(pushed.where("v > 5").select("id", "v")) == [{"id": "k0", "v": 20}]
+    assert _rows(pushed.where("id = 'k1'")) == []  # k1 is not in the range
     # end defaults to the latest
     tail = spark.read.format("morlog").option(QT, "incremental").option(BEGIN, b).load(path)
     assert _rows(tail) == _arrow_rows(table.incremental(b))
