@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from morlog.bench import append, compaction, lookup, probe, prune, rli, scale, tag
+from morlog.bench import append, compaction, incremental, lookup, probe, prune, rli, scale, tag
 from morlog.bench import spark as spark_bench
 from morlog.bench import spark_upsert as upsert
 from morlog.bench.common import (
@@ -33,7 +33,8 @@ Runner = Callable[..., dict[str, Any]]
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
 ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
-                                                      "compaction", "prune", "rli", "spark")))
+                                                      "compaction", "prune", "rli", "spark",
+                                                      "incremental")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2, "spark": 1}
@@ -49,6 +50,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "prune": (prune.run, prune.plot),
     "rli": (rli.run, rli.plot),
     "spark": (spark_bench.run, spark_bench.plot),
+    "incremental": (incremental.run, incremental.plot),
 }
 
 
@@ -73,7 +75,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
               timeout: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Run one scenario (or ``all``); return its report and the files written.
 
-    ``rows`` (``"100000,1000000"``: ``scale``'s sizes, the largest ``compaction``'s table)
+    ``rows`` (``"100000,1000000"``: ``scale``'s sizes, the largest ``compaction``'s and
+    ``incremental``'s table)
     and ``timeout`` (seconds per step, ``scale``'s)."""
     if scenario not in (*ALL_SCENARIOS, "all"):
         raise UsageError("unknown benchmark scenario", expected=[*ALL_SCENARIOS, "all"],
@@ -82,8 +85,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
         raise UsageError("--repeats must be at least 1", actual=repeats)
     if timeout is not None and scenario not in ("scale", "all"):
         raise UsageError("--timeout is an option of bench scale", actual=scenario)
-    if rows is not None and scenario not in ("scale", "compaction", "all"):
-        raise UsageError("--rows is an option of bench scale and bench compaction",
+    if rows is not None and scenario not in ("scale", "compaction", "incremental", "all"):
+        raise UsageError("--rows is an option of bench scale, compaction and incremental",
                          actual=scenario)
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be positive", actual=timeout)
@@ -100,8 +103,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
         run, plot = RUNNERS[name]
         n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))
         extra: dict[str, Any] = {"rows": sizes, "timeout": timeout} if name == "scale" else {}
-        if name == "compaction" and sizes is not None:
-            extra = {"rows": max(sizes)}  # its table scenario: one size, the largest
+        if name in ("compaction", "incremental") and sizes is not None:
+            extra = {"rows": max(sizes)}  # one table: one size, the largest
         reports[name] = run(quick=quick, repeats=n, **extra)
         written += write_outputs(reports[name], out, plot)
     if scenario != "all":

@@ -29,7 +29,7 @@ def register(commands: Commands) -> None:
     p = commands.add(
         "bench", cmd_bench,
         help="measure filter, lookup, append, tagging, Spark upsert, scale, compaction, "
-        "pruning and record index performance",
+        "pruning, record index and incremental query performance",
         description="Benchmarks of the index: 'probe' (filter membership tests: morlog's "
         "split-block bloom filter vs pybloom-live vs Hudi's DYNAMIC_V0), 'lookup' (record-key "
         "lookups in one file slice, indexed vs compatibility path), 'append' (writing indexed "
@@ -55,7 +55,9 @@ def register(commands: Commands) -> None:
         "baseline, then 10 upserts), 'spark' (batches of 100,000 rows, 30 %% updates, into "
         "a 1,000,000-row table through df.write.format('morlog') and morlog.spark.upsert "
         "against the Python write client on local[2]: time, rows/s, driver memory; needs "
-        "pyspark), or 'all'. "
+        "pyspark), 'incremental' (one commit's changes pulled from a "
+        "table of --rows N records (default 1,000,000) and 50 commits: file slices read vs "
+        "those the commit wrote, time vs a full snapshot read), or 'all'. "
         "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
         "DIR/<scenario>.png (the plot needs matplotlib).",
     )
@@ -69,8 +71,9 @@ def register(commands: Commands) -> None:
                    help="timed runs per measurement, best kept (default: 3, 1 for upsert, "
                    "2 for scale; 1 with --quick)")
     p.add_argument("--rows", default=None, metavar="N[,N...]",
-                   help="scale: table sizes, e.g. 100000,1000000; compaction: the table "
-                   "scenario's size (the largest given); default 1,000,000, 20,000 with "
+                   help="scale: table sizes, e.g. 100000,1000000; compaction and "
+                   "incremental: the table's size (the largest given); default 1,000,000, "
+                   "20,000 with "
                    "--quick, 200,000 in 'all'")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"scale: per-step limit; a step over it is recorded as a timeout "

@@ -5,7 +5,9 @@ and ``tag`` (``morlog.cli.table``; errors through
 ``morlog slices TABLE --json``: one object per latest file slice with ``partition``,
 ``file_id``, ``base_instant``, ``base_file``, ``log_files`` and ``instants`` (first and last
 block instant of its logs). ``morlog snapshot TABLE [--as-of I] [--columns a,b]
---format jsonl|parquet [--out FILE]``: the merged snapshot, Hudi meta columns included.
+--format jsonl|parquet [--out FILE] [--json]``: the merged snapshot, Hudi meta columns
+included; ``--query-type read_optimized|incremental|cdc [--begin I] [--end I]``: Hudi's
+other query types (spec/queries.md), ``--json`` one JSON array of the rows.
 ``morlog timeline TABLE --json``: one object per instant of the active timeline with
 ``instant``, ``action``, ``state`` and ``completed`` (:meth:`Table.instants`).
 ``morlog tag TABLE --keys FILE --json``: key -> ``{"partition", "file_id"}`` or null.
@@ -24,8 +26,10 @@ import datetime as dt
 import decimal
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from morlog.cli.common import (
@@ -93,11 +97,23 @@ def _json_value(v: Any) -> Any:
 
 def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Rows stream out as they are merged (one file slice at a time): JSON lines, or a
-    Parquet file; this command has no --json form."""
+    Parquet file; ``--json``: one JSON array of the rows (held in memory)."""
     out = output(out)
     table = Table(args.table)
     columns = [c for c in args.columns.split(",") if c] if args.columns else None
-    parts = table.snapshot(args.as_of, columns, args.where)
+    parts = _query_parts(table, args, columns)
+    if getattr(args, "json", False):
+        if args.format == "parquet":
+            raise UsageError("--json prints rows as JSON: not with --format parquet")
+        rows = [{k: _json_value(v) for k, v in row.items()}
+                for t in parts for row in t.to_pylist()]
+        sink = open(args.out, "w", encoding="utf-8") if args.out else out  # noqa: SIM115
+        try:
+            sink.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        finally:
+            if sink is not out:
+                sink.close()
+        return EXIT_OK
     if args.format == "parquet":
         if not args.out:
             raise UsageError("--format parquet needs --out FILE")
@@ -126,6 +142,31 @@ def cmd_snapshot(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if sink is not out:
             sink.close()
     return EXIT_OK
+
+
+def _query_parts(table: Table, args: argparse.Namespace, columns: list[str] | None
+                 ) -> Iterator[pa.Table]:
+    """The rows of ``--query-type`` (spec/queries.md): the snapshot one file slice at a time,
+    the other query types as one table."""
+    kind = getattr(args, "query_type", None) or "snapshot"
+    begin, end = getattr(args, "begin", None), getattr(args, "end", None)
+    if kind in ("incremental", "cdc"):
+        if args.as_of:
+            raise UsageError(f"--query-type {kind} reads --begin/--end, not --as-of")
+        if begin is None:
+            raise UsageError(f"--query-type {kind} needs --begin INSTANT (or 'earliest')")
+    elif begin is not None or end is not None:
+        raise UsageError("--begin and --end belong to --query-type incremental or cdc")
+    if kind == "snapshot":
+        return iter(table.snapshot(args.as_of, columns, args.where))
+    if kind == "cdc":
+        from morlog.readers.cdc import read_cdc
+
+        if args.where:
+            raise UsageError("--where does not apply to --query-type cdc")
+        return iter([read_cdc(table, begin, end, columns)])
+    return iter([table.read(args.as_of, columns, args.where, query_type=kind, begin=begin,
+                            end=end, fallback=getattr(args, "fallback", None))])
 
 
 def cmd_timeline(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -207,7 +248,9 @@ def register(commands: Commands) -> None:
         "logs, Hudi's merge semantics) at the latest or a given instant, one "
         "file slice at a time, and write it as JSON lines (one object per row; "
         "dates and times ISO 8601, decimals as strings, bytes Base64) or as a "
-        "Parquet file. Hudi's meta columns are included.")
+        "Parquet file. Hudi's meta columns are included. --query-type reads "
+        "Hudi's other query types: read_optimized, incremental and cdc over "
+        "(--begin, --end].")
     add_table_argument(s, _TABLE_HELP, metavar=None)
     _add_as_of(s)
     s.add_argument("--columns", metavar="A,B",
@@ -220,6 +263,25 @@ def register(commands: Commands) -> None:
                    help="only rows for which this predicate is TRUE (comparisons, IN, IS "
                    "[NOT] NULL, AND, OR, NOT on data and partition columns); file slices "
                    "that cannot hold such a row are not read (see 'morlog prune')")
+    s.add_argument("--query-type", choices=["snapshot", "read_optimized", "incremental", "cdc"],
+                   default="snapshot",
+                   help="Hudi's query types (hoodie.datasource.query.type): snapshot (merged, "
+                   "default); read_optimized (the latest base files only, no log merged); "
+                   "incremental (the latest state, as of --end, of the records the writes "
+                   "in (--begin, --end] wrote; only the file groups they wrote are read); cdc "
+                   "(the changes of those writes, Hudi's op/ts_ms/before/after)")
+    s.add_argument("--begin", metavar="INSTANT",
+                   help="incremental/cdc: exclusive start (hoodie.datasource.read.begin."
+                   "instanttime): a completion time on table version 8+, an instant time on "
+                   "6, in the forms --as-of takes, or 'earliest'")
+    s.add_argument("--end", metavar="INSTANT",
+                   help="incremental/cdc: inclusive end (default: the latest)")
+    s.add_argument("--fallback", action="store_true", default=None,
+                   help="incremental: when the range reaches archived instants or files a "
+                   "clean deleted, scan the latest file slices instead of failing "
+                   "(hoodie.datasource.read.incr.fallback.fulltablescan.enable)")
+    s.add_argument("--json", action="store_true",
+                   help="print one JSON array of the rows (instead of JSON lines)")
 
     tl = commands.add(
         "timeline", cmd_timeline, help="list a table's instants",

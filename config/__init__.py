@@ -36,6 +36,7 @@ class Scope(StrEnum):
     WRITE = "write"
     COMMIT = "commit"
     FILE = "file"
+    READ = "read"
 
 
 #: the meaning of each scope in the reference
@@ -45,6 +46,8 @@ SCOPE_DOC = {
                  "table services also read it from the table's properties)",
     Scope.COMMIT: "extraMetadata key morlog writes into its commits and plans",
     Scope.FILE: "key/value metadata key morlog writes into its base files",
+    Scope.READ: "read option (Spark reader options; Table.read arguments; morlog snapshot "
+                "flags)",
 }
 
 
@@ -74,7 +77,7 @@ OPTIONS: dict[str, ConfigOption] = {}
 #: the reference's groups, in their order
 AREAS = ("table", "keys and partitions", "merging", "timeline", "metadata table",
          "base files", "log files", "write", "compaction", "log compaction", "cleaning",
-         "record index", "Hudi engine tuning (accepted, ignored)", "commit metadata",
+         "record index", "queries", "Hudi engine tuning (accepted, ignored)", "commit metadata",
          "file metadata")
 
 
@@ -596,6 +599,30 @@ STAT_RLI_INSERTED = _o("morlog.rli.inserted", None, "int", C, _CM,
                        "entries written into morlog's record index")
 STAT_RLI_DELETED = _o("morlog.rli.deleted", None, "int", C, _CM,
                       "entries deleted from morlog's record index")
+
+# --- queries (spec/queries.md) ---------------------------------------------------------------
+_RD = "DataSourceReadOptions"
+QUERY_TYPE = _o("hoodie.datasource.query.type", "snapshot", "enum", Scope.READ, "queries",
+                "snapshot (merged), read_optimized (base files only) or incremental",
+                f"{_RD}.QUERY_TYPE")
+READ_BEGIN_INSTANTTIME = _o("hoodie.datasource.read.begin.instanttime", None, "string",
+                            Scope.READ, "queries",
+                            "incremental query: exclusive start (completion time on table "
+                            "version 8+, instant time on 6; 'earliest': from the start)",
+                            f"{_RD}.START_COMMIT")
+READ_END_INSTANTTIME = _o("hoodie.datasource.read.end.instanttime", None, "string",
+                          Scope.READ, "queries",
+                          "incremental query: inclusive end (default: the latest)",
+                          f"{_RD}.END_COMMIT")
+INCR_FALLBACK_FULL_TABLE_SCAN = _o("hoodie.datasource.read.incr.fallback.fulltablescan.enable",
+                                   "false", "bool", Scope.READ, "queries",
+                                   "incremental query reaching archived instants or cleaned "
+                                   "files: scan the latest file slices (false: an error)",
+                                   f"{_RD}.INCREMENTAL_FALLBACK_TO_FULL_TABLE_SCAN")
+INCREMENTAL_FORMAT = _o("hoodie.datasource.query.incremental.format", "latest_state", "enum",
+                        Scope.READ, "queries",
+                        "incremental query output: latest_state (records) or cdc (changes)",
+                        f"{_RD}.INCREMENTAL_FORMAT")
 
 # --- file metadata ---------------------------------------------------------------------------
 NAN_COUNTS = _o("morlog.nan_counts", None, "json", F, "file metadata",

@@ -519,7 +519,9 @@ class Table:
                 path=self.path, expected=f">= {first}", actual=as_of)
 
     def read(self, as_of: str | None = None, columns: list[str] | None = None,
-             where: Any = None, *, threads: int | None = None) -> pa.Table:
+             where: Any = None, *, threads: int | None = None, query_type: str = "snapshot",
+             begin: str | None = None, end: str | None = None,
+             fallback: bool | None = None) -> pa.Table:
         """The whole snapshot in memory (small tables; prefer :meth:`snapshot`); ``where``:
         only the rows for which that predicate is TRUE (see :meth:`snapshot`). Without
         ``where``, file slices are read and merged on up to ``threads`` threads (default:
@@ -533,7 +535,16 @@ class Table:
         Traceback (most recent call last):
         ...
         morlog.logformat.errors.UsageError: ...: unknown column 'nope'; the table's columns are ...
+
+        ``query_type`` (Hudi's ``hoodie.datasource.query.type``, spec/queries.md):
+        ``snapshot`` (this read), ``read_optimized`` (:meth:`read_optimized`) or
+        ``incremental`` (:meth:`incremental` with ``begin``, ``end`` and ``fallback``).
         """
+        if query_type != "snapshot":
+            return self._query(query_type, as_of, columns, where, begin, end, fallback)
+        if begin is not None or end is not None:
+            raise UsageError("begin and end belong to incremental queries "
+                             "(query_type='incremental')", path=self.path)
         if where is None:
             as_of = self.resolve_instant(as_of)
             if as_of is not None:
@@ -551,6 +562,60 @@ class Table:
             return pa.concat_tables(parts, promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return pa.concat_tables(parts)
+
+    def _query(self, query_type: str, as_of: str | None, columns: list[str] | None,
+               where: Any, begin: str | None, end: str | None,
+               fallback: bool | None) -> pa.Table:
+        from .incremental import QUERY_TYPES
+
+        if query_type == "read_optimized":
+            if begin is not None or end is not None:
+                raise UsageError("begin and end belong to incremental queries", path=self.path)
+            return self.read_optimized(as_of, columns, where)
+        if query_type == "incremental":
+            if as_of is not None:
+                raise UsageError("an incremental query takes begin and end, not as_of",
+                                 path=self.path)
+            if begin is None:
+                raise UsageError("an incremental query needs begin (an instant, or "
+                                 "'earliest'): hoodie.datasource.read.begin.instanttime",
+                                 path=self.path)
+            return self.incremental(begin, end, columns, where, fallback=fallback)
+        raise UsageError("unknown query type (hoodie.datasource.query.type)", path=self.path,
+                         expected=list(QUERY_TYPES), actual=query_type)
+
+    def incremental(self, begin: str, end: str | None = None,
+                    columns: list[str] | None = None, where: Any = None, *,
+                    fallback: bool | None = None) -> pa.Table:
+        """Hudi's incremental query (spec/queries.md §3): the latest state, as of the range's
+        last instant, of the records written by the completed writes in ``(begin, end]``
+        (completion times on table version 8+, instant times on 6; ``begin`` ``"earliest"``:
+        from the start; ``end`` None: to the latest). ``begin``/``end`` take the forms of
+        ``as_of``. Only the file groups those writes wrote are read. ``fallback``
+        (``hoodie.datasource.read.incr.fallback.fulltablescan.enable``, default false): when
+        the range reaches archived instants or files a clean deleted, scan every latest file
+        slice instead of failing.
+
+        >>> t = Table("rides")
+        >>> first, second = [i.completed or i.instant for i in t.instants()]
+        >>> t.incremental(first, second, columns=["uuid", "fare"]).to_pylist()
+        [{'uuid': 'a', 'fare': 12.5}]
+        """
+        from .incremental import read_incremental
+
+        return read_incremental(self, begin, end, columns, where, fallback)
+
+    def read_optimized(self, as_of: str | None = None, columns: list[str] | None = None,
+                       where: Any = None) -> pa.Table:
+        """Hudi's read-optimized query: the rows of the latest file slices' base files (as of
+        ``as_of``), no log merged; file groups without a base file give no row.
+
+        >>> Table("rides").read_optimized(columns=["fare"], where="uuid = 'a'").to_pylist()
+        [{'fare': 10.0}]
+        """
+        from .incremental import read_read_optimized
+
+        return read_read_optimized(self, as_of, columns, where)
 
     def slice_dir(self, partition: str) -> str:
         """The directory of a partition, checked to lie under the table root (a partition

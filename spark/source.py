@@ -28,7 +28,15 @@ are left to Spark.
 
 Read options use Hudi's names (short aliases in brackets); any other option is an error naming
 it: ``path``, ``as.of.instant`` [``as_of``] (an instant, or Hudi's ``yyyy-MM-dd HH:mm:ss[.SSS]``
-and ``yyyy-MM-dd``), ``columns``, ``filter.pushdown`` [``pushdown``] (``true``/``false``).
+and ``yyyy-MM-dd``), ``columns``, ``filter.pushdown`` [``pushdown``] (``true``/``false``),
+and the query types (spec/queries.md): ``hoodie.datasource.query.type`` (``snapshot``,
+``read_optimized``: the latest base files only, ``incremental``),
+``hoodie.datasource.read.begin.instanttime`` / ``end.instanttime`` (the range
+``(begin, end]``), ``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` and
+``hoodie.datasource.query.incremental.format`` (``latest_state``; ``cdc``:
+``morlog.readers.cdc.read_cdc`` in one task). An incremental query's partitions are the file
+groups its commits wrote, each read as of the range's last instant and filtered on
+``_hoodie_commit_time``.
 
 :class:`MorlogReadSource` reads only; ``morlog.spark.write.MorlogDataSource`` extends it
 with the writer (``df.write.format("morlog")``) and is what ``register`` installs. The table's
@@ -52,8 +60,16 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from morlog.config import (
+    INCR_FALLBACK_FULL_TABLE_SCAN,
+    INCREMENTAL_FORMAT,
+    QUERY_TYPE,
+    READ_BEGIN_INSTANTTIME,
+    READ_END_INSTANTTIME,
+)
 from morlog.logformat.errors import UsageError
 from morlog.readers import predicate as pr
+from morlog.readers.incremental import QUERY_TYPES, plan_incremental, read_optimized_slices
 from morlog.readers.prune import Pruner, SliceFilter, predicate_schema
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, query_instant
@@ -63,7 +79,13 @@ _COMPARE = {sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">="
             sds.LessThan: "<", sds.LessThanOrEqual: "<="}
 
 READ_OPTIONS = {"path": "path", "as.of.instant": "as_of", "as_of": "as_of",
-                "columns": "columns", "filter.pushdown": "pushdown", "pushdown": "pushdown"}
+                "columns": "columns", "filter.pushdown": "pushdown", "pushdown": "pushdown",
+                # query types (spec/queries.md)
+                QUERY_TYPE: "query_type", READ_BEGIN_INSTANTTIME: "begin",
+                READ_END_INSTANTTIME: "end", INCR_FALLBACK_FULL_TABLE_SCAN: "fallback",
+                INCREMENTAL_FORMAT: "incremental_format"}
+#: the values of hoodie.datasource.query.incremental.format
+INCREMENTAL_FORMATS = ("latest_state", "cdc")
 
 
 def parse_options(options: dict[str, str], known: dict[str, str],
@@ -136,11 +158,33 @@ class SlicePartition(InputPartition):
         super().__init__(f"{s.partition}/{s.file_id}")
 
 
+class QueryPartition(SlicePartition):
+    """A file slice of a read-optimized or incremental query, with the instant it is read as
+    of and the predicate its merged rows must satisfy (incremental: ``_hoodie_commit_time``
+    in the range; bound)."""
+
+    def __init__(self, s: FileSlice, as_of: str | None, expr: pr.Expr | None) -> None:
+        super().__init__(s)
+        self.as_of = as_of
+        self.expr = expr
+
+
+@dataclass(frozen=True)
+class Query:
+    """The query type of a read (``hoodie.datasource.query.type`` and its range)."""
+
+    kind: str = "snapshot"
+    begin: str | None = None
+    end: str | None = None
+    fallback: bool | None = None
+
+
 class MorlogReader(DataSourceReader):
     """Reads a table's snapshot, one Spark partition per file slice."""
 
     def __init__(self, path: str | TableLocation, schema: StructType, as_of: str | None,
-                 columns: list[str] | None) -> None:
+                 columns: list[str] | None, query: Query | None = None) -> None:
+        self.query = query or Query()
         self.location = TableLocation.of(path)
         self.schema = schema
         # Hudi's time formats resolved once, here: planning and the read tasks see one instant
@@ -157,11 +201,27 @@ class MorlogReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         table = Table(self.location)
         as_of = table.resolve_instant(self.as_of)
-        slices = table.file_slices(as_of)
+        q = self.query
+        expr: pr.Expr | None = None
+        if q.kind == "incremental":
+            plan = plan_incremental(table, q.begin, q.end, q.fallback)
+            as_of, slices = plan.as_of, plan.slices
+            if plan.expr is None:
+                slices = []
+            else:
+                expr = pr.bind(plan.expr, predicate_schema(table))
+        elif q.kind == "read_optimized":
+            if as_of is not None:
+                table.check_time_travel(as_of)
+            slices = read_optimized_slices(table, as_of)
+        else:
+            slices = table.file_slices(as_of)
         if self.prune_expr is not None:
             pruner = Pruner(table, self.prune_expr, as_of, "morlog")
             slices = [s for s in slices if pruner.decide(s).kept]
-        return [SlicePartition(s) for s in slices] or [InputPartition(None)]
+        if q.kind == "snapshot":
+            return [SlicePartition(s) for s in slices] or [InputPartition(None)]
+        return [QueryPartition(s, as_of, expr) for s in slices] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = to_arrow_schema(self.schema, timezone="UTC")
@@ -170,8 +230,15 @@ class MorlogReader(DataSourceReader):
         table = Table(self.location)
         s = FileSlice(partition.partition, partition.file_id, partition.base_instant,
                       partition.base_file, partition.log_files)
-        data = (table.read_slice(s, self.as_of, list(self.columns)) if self.rows is None
-                else self.rows.read(table, s, self.as_of))
+        as_of, rows = self.as_of, self.rows
+        if isinstance(partition, QueryPartition):
+            as_of = partition.as_of
+            if partition.expr is not None:
+                expr = (partition.expr if rows is None
+                        else pr.And((partition.expr, rows.expr)))
+                rows = SliceFilter(predicate_schema(table), expr, list(self.columns))
+        data = (table.read_slice(s, as_of, list(self.columns)) if rows is None
+                else rows.read(table, s, as_of))
         if data.num_rows == 0:
             return iter(())
         cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
@@ -250,18 +317,83 @@ class MorlogReadSource(DataSource):
         return loc
 
     def schema(self) -> StructType:
-        parse_options(dict(self.options), READ_OPTIONS, "read")
+        opts = parse_options(dict(self.options), READ_OPTIONS, "read")
         table = Table(self.location())
+        if _cdc(opts):
+            from morlog.readers.cdc import read_cdc
+
+            q = _query(opts)
+            return from_arrow_schema(read_cdc(table, q.begin, q.end, None).schema)
         return from_arrow_schema(table.arrow_schema())
 
-    def reader(self, schema: StructType) -> MorlogReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
+        query = _query(opts)
+        if _cdc(opts):
+            return CdcReader(self.location(), schema, query, columns)
         if columns is not None:
             Table(self.location()).check_columns(columns)  # an unknown column names itself
         pushdown = _flag(opts.get("pushdown"), self.PUSHDOWN, "filter.pushdown")
         cls = MorlogFilteringReader if pushdown else MorlogReader
-        return cls(self.location(), schema, opts.get("as_of"), columns)
+        return cls(self.location(), schema, opts.get("as_of"), columns, query)
+
+
+def _query(opts: dict[str, str]) -> Query:
+    """The query type of the read options (spec/queries.md): Hudi's values, the range of an
+    incremental query (begin required, as Hudi's ``HoodieIncrementalRelation*.validate``)."""
+    kind = (opts.get("query_type") or "snapshot").strip().lower()
+    if kind not in QUERY_TYPES:
+        raise UsageError(f"unknown query type ({QUERY_TYPE})", expected=list(QUERY_TYPES),
+                         actual=opts.get("query_type"))
+    if kind != "incremental":
+        return Query(kind)
+    if opts.get("as_of"):
+        raise UsageError(f"an incremental query reads {READ_BEGIN_INSTANTTIME} and "
+                         f"{READ_END_INSTANTTIME}, not as.of.instant")
+    begin = opts.get("begin")
+    if not begin:
+        raise UsageError(f"an incremental query needs {READ_BEGIN_INSTANTTIME} (an instant, "
+                         "or 'earliest')")
+    fallback = opts.get("fallback")
+    return Query(kind, begin, opts.get("end") or None,
+                 None if fallback is None else _flag(fallback, False,
+                                                     INCR_FALLBACK_FULL_TABLE_SCAN))
+
+
+def _cdc(opts: dict[str, str]) -> bool:
+    """Whether the read is a CDC query (incremental query, ``incremental.format=cdc``)."""
+    fmt = (opts.get("incremental_format") or "latest_state").strip().lower()
+    if fmt not in INCREMENTAL_FORMATS:
+        raise UsageError(f"unknown incremental format ({INCREMENTAL_FORMAT})",
+                         expected=list(INCREMENTAL_FORMATS),
+                         actual=opts.get("incremental_format"))
+    return fmt == "cdc" and _query(opts).kind == "incremental"
+
+
+class CdcReader(DataSourceReader):
+    """A CDC query (``morlog.readers.cdc.read_cdc``), read in one task."""
+
+    def __init__(self, path: str | TableLocation, schema: StructType, query: Query,
+                 columns: list[str] | None) -> None:
+        self.location = TableLocation.of(path)
+        self.schema = schema
+        self.query = query
+        self.columns = columns
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from morlog.readers.cdc import read_cdc
+
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        data = read_cdc(Table(self.location), self.query.begin, self.query.end, self.columns)
+        if data.num_rows == 0:
+            return iter(())
+        cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
+                else pa.nulls(data.num_rows, f.type) for f in target]
+        return iter(pa.Table.from_arrays(cols, schema=target).to_batches())
 
 
 #: the columns :func:`lookup_record_index` adds
@@ -324,6 +456,6 @@ def register_reader(spark: Any) -> None:
     spark.dataSource.register(MorlogReadSource)
 
 
-__all__ = ["LOOKUP_COLUMNS", "READ_OPTIONS", "MorlogFilteringReader", "MorlogReadSource",
-           "MorlogReader", "SlicePartition", "filter_expr", "lookup_record_index", "parse_options",
-           "register_reader"]
+__all__ = ["LOOKUP_COLUMNS", "READ_OPTIONS", "CdcReader", "MorlogFilteringReader",
+           "MorlogReadSource", "MorlogReader", "Query", "QueryPartition", "SlicePartition",
+           "filter_expr", "lookup_record_index", "parse_options", "register_reader"]

@@ -37,6 +37,7 @@ GOALS = {
     "prune": {"pruned_superset_of_hudi", "unsound_prunes", "pruned_fraction_morlog_minus_hudi",
               "read_time_ratio_minus_kept_fraction"},
     "rli": {"bytes_per_mapping", "lookup_100k_ms", "tag_keys_per_s", "tag_vs_bloom_baseline"},
+    "incremental": {"slices_read_over_touched", "incremental_time_vs_snapshot"},
 }
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
@@ -476,3 +477,22 @@ def test_bench_scale_options(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         _, err = capsys.readouterr()
         assert rc == 2, argv
         assert "--rows" in err or "--timeout" in err, err
+
+
+def test_bench_incremental_reads_only_the_slices_the_commit_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, report, err = _run(capsys, "bench", "incremental", "--quick", "--rows", "4000",
+                           "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, "incremental")
+    p, r = report["params"], report["results"]
+    assert p["rows"] == 4000 and p["commits"] >= 2
+    sl = r["slices"]
+    assert 0 < sl["read"] <= sl["touched"] < sl["table"] and not sl["full_scan"]
+    assert report["goals"]["slices_read_over_touched"]["met"] is True
+    assert r["checks"]["ok"] is True
+    assert r["incremental"]["rows"] == r["checks"]["expected_rows"] > 0
+    assert r["snapshot"]["rows"] == 4000
+    assert json.loads((tmp_path / "incremental.json").read_text())["goals"] == report["goals"]
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "incremental.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

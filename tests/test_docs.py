@@ -226,6 +226,7 @@ def test_named_module_paths_exist(doc: Path) -> None:
 DOCTESTED = ["MorTable.create", "MorTable.upsert", "MorTable.insert", "MorTable.delete",
              "MorTable.insert_overwrite", "MorTable.insert_overwrite_table",
              "MorTable.delete_partitions", "Table", "Table.read", "Table.snapshot",
+             "Table.incremental", "Table.read_optimized",
              "Table.instants", "Table.schema", "tag_keys", "KeyTagger", "LogFileReader",
              "probe_log_file", "SliceProbe", "IndexedLogWriter", "LogFileWriter", "MorTable",
              "WriteConfig"]

@@ -50,7 +50,8 @@ def _batch(ids: range, ts: int) -> pa.Table:
 
 
 def only_typed_errors(root: Path, keys: list[str] | None = None) -> None:
-    """Open, list, read and tag: each step may refuse, but only with MorlogError."""
+    """Open, list, read (snapshot, read-optimized, incremental) and tag: each step may
+    refuse, but only with MorlogError."""
     keys = keys or ["k1", "k7", "nope"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -58,7 +59,9 @@ def only_typed_errors(root: Path, keys: list[str] | None = None) -> None:
             table = Table(str(root))
         except MorlogError:
             return
-        for step in (table.file_slices, table.read,
+        for step in (table.file_slices, table.read, table.read_optimized,
+                     lambda: table.incremental("earliest"),
+                     lambda: table.incremental("earliest", fallback=True),
                      lambda: KeyTagger(table).tag(keys), lambda: KeyTagger(Table(str(root)))
                      .tag(keys, [table.partitions()[0] if table.partitions() else ""]
                           * len(keys))):
