@@ -29,11 +29,12 @@ or URI is resolved once (``morlog.readers.storage.TableLocation``) and handed do
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,6 +324,11 @@ class MorTable:
     # --- the commit ---------------------------------------------------------------------
 
     def _write(self, batch: pa.Table | pa.RecordBatch, operation: str) -> CommitResult:
+        with self.schema_guard():
+            return self._write_checked(batch, operation)
+
+    def _write_checked(self, batch: pa.Table | pa.RecordBatch, operation: str
+                       ) -> CommitResult:
         t0 = time.perf_counter()
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         table = self.validate(table, operation)
@@ -390,6 +396,9 @@ class MorTable:
                 if ordering in names and ordering not in keep:
                     keep.append(ordering)
             return table.select(keep)
+        # new nullable columns and widened types evolve the table's schema for this write
+        # (morlog.writers.core.evolution: Hudi's deduceWriterSchema); refused before writing
+        self.evolve_schema(table.schema)
         unknown = [n for n in names if n not in self.data_schema.names]
         missing = [f.name for f in self.data_schema if f.name not in names
                    and not f.nullable]
@@ -397,7 +406,8 @@ class MorTable:
             raise UsageError("the batch does not match the table schema", path=self.path,
                              expected=self.data_schema.names, actual=names)
         absent = [f.name for f in self.data_schema if f.name not in names]
-        if absent and not self.config.set_null_for_missing_columns:
+        if absent and not (self.config.set_null_for_missing_columns
+                           or self.config.reconcile_schema):
             raise UsageError(f"the batch lacks data columns {absent} (Hudi refuses it unless "
                              "hoodie.write.set.null.for.missing.columns: set "
                              "WriteConfig.set_null_for_missing_columns to write NULL there)",
@@ -416,6 +426,37 @@ class MorTable:
             else:
                 cols.append(pa.nulls(table.num_rows, f.type))
         return pa.Table.from_arrays(cols, schema=self.data_schema)
+
+    def evolve_schema(self, batch: pa.Schema) -> None:
+        """Adopt the table schema a batch of schema ``batch`` evolves (new nullable columns,
+        top level or struct fields; widened types) for the next commit, which records it
+        (``extraMetadata.schema``); nothing when the batch brings no change. A
+        :class:`UsageError` naming the column and Hudi's rule when the batch's schema is
+        not an evolution Hudi allows (:mod:`morlog.writers.core.evolution`). The schema
+        before the first evolution is kept for :meth:`schema_guard`."""
+        from morlog.writers.core.evolution import evolve
+
+        skip = set(META_FIELDS) | set(self.profile.dropped_columns)
+        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path)
+        if got is None:
+            return
+        avro, arrow = got
+        old = self.data_schema
+        data = [arrow.field(f.name) if f.name in arrow.names else f for f in old]
+        data += [f for f in arrow if f.name not in skip and f.name not in old.names]
+        self.avro_schema, self.arrow_schema = avro, arrow
+        self.data_schema = pa.schema(data)
+
+    @contextlib.contextmanager
+    def schema_guard(self) -> Iterator[None]:
+        """The writer's schema as it was when the block fails: a write that raises leaves
+        no evolved schema behind for the next one (:meth:`evolve_schema`)."""
+        saved = (self.avro_schema, self.arrow_schema, self.data_schema)
+        try:
+            yield
+        except BaseException:
+            self.avro_schema, self.arrow_schema, self.data_schema = saved
+            raise
 
     def keys_of(self, batch: pa.Table) -> tuple[pa.Array, pa.Array]:
         """The record key and partition path of every record of a validated batch, as
