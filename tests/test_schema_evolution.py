@@ -1,0 +1,257 @@
+"""Schema evolution (issue 27): a batch with new nullable columns or wider types evolves the
+table's schema as Hudi's writer does (``HoodieSchemaUtils.deduceWriterSchema``), readers read
+older files under the latest schema, services rewrite to it, and hudi-rs reads the same rows;
+any other change is a typed error before anything is written (spec/table.md, "Schema
+evolution")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+
+from .test_real_table_writes import _copy, _digest, _hudi_rs
+
+S1 = pa.struct([("a", pa.int32())])
+S2 = pa.struct([("a", pa.int32()), ("b", pa.string())])
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("n", pa.int32()),
+                    ("p", pa.string()), ("s", S1)])
+LOG_COMPACT = {"hoodie.log.compaction.blocks.threshold": "2"}
+
+
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    if not t.num_rows:
+        return []
+    t = t.select([c for c in t.column_names if c not in META_FIELDS])
+    return sorted(t.to_pylist(), key=lambda r: r["id"])
+
+
+def _first(path: Path, version: int = 9, carrier: str = "avro") -> MorTable:
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", table_version=version,
+                        config=WriteConfig(carrier=carrier))  # type: ignore[arg-type]
+    t.upsert(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1],
+                       "n": pa.array([1, 2, 3], pa.int32()), "p": ["x", "y", "x"],
+                       "s": pa.array([{"a": 1}, {"a": 2}, None], S1)}))
+    return t
+
+
+def _evolving_batch() -> pa.Table:
+    """A new top-level column, a new struct field and ``n`` widened int -> long."""
+    return pa.table({"id": ["a", "d"], "ts": [2, 2], "n": pa.array([10, 2**40], pa.int64()),
+                     "p": ["x", "y"], "s": pa.array([{"a": 1, "b": "q"}, {"a": 2, "b": None}],
+                                                    S2),
+                     "extra": [1.5, None]})
+
+
+EXPECTED = [
+    {"id": "a", "ts": 2, "n": 10, "p": "x", "s": {"a": 1, "b": "q"}, "extra": 1.5},
+    {"id": "b", "ts": 3, "n": 7, "p": "y", "s": {"a": 5, "b": None}, "extra": 2.0},
+    {"id": "c", "ts": 1, "n": 3, "p": "x", "s": None, "extra": None},
+    {"id": "d", "ts": 2, "n": 2**40, "p": "y", "s": {"a": 2, "b": None}, "extra": None},
+]
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_an_evolved_table_reads_the_same_in_morlog_and_hudi_rs(tmp_path: Path, version: int,
+                                                              carrier: str) -> None:
+    path = tmp_path / "t"
+    t = _first(path, version, carrier)
+    t.upsert(_evolving_batch())
+    # a later batch under the old schema (int, no struct field): converted to the new one
+    t = MorTable(str(path), WriteConfig(carrier=carrier))  # type: ignore[arg-type]
+    t.upsert(pa.table({"id": ["b"], "ts": [3], "n": pa.array([7], pa.int32()), "p": ["y"],
+                       "s": pa.array([{"a": 5}], S1), "extra": [2.0]}))
+    view = Table(str(path))
+    schema = view.schema()
+    assert schema.field("n").type == pa.int64()
+    assert schema.field("s").type == pa.struct([("a", pa.int32()), ("b", pa.string())])
+    assert schema.names[-1] == "extra" and schema.field("extra").nullable
+    # the create schema stays; the commits record the evolved schema
+    assert "extra" not in view.config.get("hoodie.table.create.schema")
+    assert _rows(view.read()) == EXPECTED
+    assert _rows(_hudi_rs(path)) == EXPECTED
+    # time travel reads the schema of its instant: the first commit had no "extra"
+    first = view.timeline.completed()[0].requested
+    old = view.read(as_of=first)
+    assert "extra" not in old.column_names and old.schema.field("n").type == pa.int32()
+    # log compaction, then compaction, rewrite every row under the latest schema
+    lc = MorTable(str(path), WriteConfig(carrier=carrier,  # type: ignore[arg-type]
+                                         hoodie_options=LOG_COMPACT)).log_compact()
+    assert lc.results
+    assert _rows(Table(str(path)).read()) == EXPECTED
+    assert _rows(_hudi_rs(path)) == EXPECTED
+    MorTable(str(path)).compact()
+    after = Table(str(path))
+    assert all(not s.log_files for s in after.file_slices())
+    assert _rows(after.read()) == EXPECTED
+    assert _rows(_hudi_rs(path)) == EXPECTED
+    import pyarrow.parquet as pq
+
+    for s in after.file_slices():
+        assert s.base_file is not None
+        got = pq.read_schema(path / s.partition / s.base_file)
+        assert got.field("n").type == pa.int64() and "extra" in got.names
+
+
+def test_the_commit_records_the_evolved_schema(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _first(path).upsert(_evolving_batch())
+    view = Table(str(path))
+    last = view.timeline.completed()[-1]
+    avro = json.loads(view.timeline.metadata(last)["extraMetadata"]["schema"])
+    fields = {f["name"]: f for f in avro["fields"]}
+    assert [f["name"] for f in avro["fields"]] == ["id", "ts", "n", "p", "s", "extra"]
+    assert fields["extra"] == {"name": "extra", "type": ["null", "double"], "default": None}
+    assert fields["n"]["type"] == ["null", "long"]
+    record = fields["s"]["type"][1]
+    assert [f["name"] for f in record["fields"]] == ["a", "b"]
+    assert record["fields"][1] == {"name": "b", "type": ["null", "string"], "default": None}
+
+
+@pytest.mark.parametrize("batch, words", [
+    # a narrowing: the table's long values do not fit an int column
+    (pa.table({"id": ["a"], "ts": pa.array([2], pa.int32()), "n": pa.array([1], pa.int32()),
+               "p": ["x"], "s": pa.array([{"a": 1}], S1)}), None),
+    (pa.table({"id": ["a"], "ts": [2], "n": ["7"], "p": ["x"],
+               "s": pa.array([{"a": 1}], S1)}), ["'n'", "string", "int32", "Hudi"]),
+    (pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+               "s": pa.array([{"a": "x"}])}), ["'s.a'", "Hudi"]),
+    (pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+               "s": [1]}), ["'s'", "Hudi"]),
+    (pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+               "s": pa.array([{"a": 1}], S1), "req": [1]},
+              schema=pa.schema([*SCHEMA, pa.field("req", pa.int64(), nullable=False)])),
+     ["'req'", "nullable"]),
+    (pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+               "s": pa.array([{"a": 1}], S1), "x": pa.array([1], pa.uint64())}), ["'x'"]),
+])
+def test_refused_changes_name_the_column_and_leave_the_table_as_it_was(
+        tmp_path: Path, batch: pa.Table, words: list[str] | None) -> None:
+    path = tmp_path / "t"
+    t = _first(path)
+    before = _digest(path)
+    if words is None:  # ts is long in the table: an int batch converts, nothing evolves
+        t.upsert(batch)
+        assert Table(str(path)).schema().field("ts").type == pa.int64()
+        return
+    with pytest.raises(UsageError) as e:
+        t.upsert(batch)
+    for w in words:
+        assert w in str(e.value)
+    assert _digest(path) == before
+    # the writer did not keep a half-adopted schema: a plain batch still writes as before
+    t.upsert(pa.table({"id": ["z"], "ts": [1], "n": pa.array([1], pa.int32()), "p": ["x"],
+                       "s": pa.array([{"a": 1}], S1)}))
+    assert Table(str(path)).schema() == Table(str(path)).arrow_schema()
+
+
+def test_a_failed_write_leaves_no_evolved_schema_in_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _first(path)
+    bad = _evolving_batch().set_column(0, "id", pa.array(["a", None]))  # a null key
+    with pytest.raises(UsageError):
+        t.upsert(bad)
+    assert "extra" not in t.data_schema.names and t.data_schema.field("n").type == pa.int32()
+    t.upsert(pa.table({"id": ["z"], "ts": [1], "n": pa.array([1], pa.int32()), "p": ["x"],
+                       "s": pa.array([{"a": 1}], S1)}))
+    assert "extra" not in Table(str(path)).schema().names
+
+
+def test_missing_columns_follow_the_existing_rule_and_reconcile_keeps_the_table_schema(
+        tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _first(path).upsert(_evolving_batch())
+    lacking = pa.table({"id": ["a"], "ts": [5], "n": [11], "p": ["x"]})
+    before = _digest(path)
+    with pytest.raises(UsageError, match="hoodie.write.set.null.for.missing.columns"):
+        MorTable(str(path)).upsert(lacking)
+    assert _digest(path) == before
+    t = MorTable(str(path), WriteConfig.from_hoodie_options(
+        {"hoodie.datasource.write.reconcile.schema": "true"}))
+    t.upsert(lacking.append_column("more", pa.array(["m"])))
+    view = Table(str(path))
+    assert view.schema().names[-2:] == ["extra", "more"]  # the table's columns kept
+    row = [r for r in _rows(view.read()) if r["id"] == "a"][0]
+    assert row == {"id": "a", "ts": 5, "n": 11, "p": "x", "s": None, "extra": None,
+                   "more": "m"}
+    assert [r for r in _rows(_hudi_rs(path)) if r["id"] == "a"][0] == row
+
+
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_predicates_and_projections_see_evolved_columns(tmp_path: Path, carrier: str) -> None:
+    path = tmp_path / "t"
+    t = _first(path, 9, carrier)
+    t.compact()  # the first rows in base files that have no "extra" and an int "n"
+    MorTable(str(path), WriteConfig(carrier=carrier)).upsert(  # type: ignore[arg-type]
+        _evolving_batch())
+    view = Table(str(path))
+    assert any(s.base_file for s in view.file_slices())
+
+    def ids(where: str) -> list[str]:
+        return sorted(view.read(columns=["id", "extra"], where=where)["id"].to_pylist())
+
+    assert ids("extra = 1.5") == ["a"]
+    # files written before the column existed hold it as NULL: never pruned by it
+    assert ids("extra IS NULL") == ["b", "c", "d"]
+    assert ids("n > 8589934592") == ["d"]
+    assert ids("n < 5") == ["b", "c"]
+    assert view.read(columns=["extra"]).column_names == ["extra"]
+
+
+def test_new_columns_get_column_stats_in_the_metadata_table(tmp_path: Path) -> None:
+    from .hudi_fixtures import fixture_table
+    from .test_mdt_colstats import KEEP_STATS, _mdt
+    from morlog.writers.mdt.colstats import COLUMN_STATS
+
+    path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
+    # columns chosen by Hudi's rule (no index definition naming them, as tables of older
+    # writers have): the first 32 columns of the schema the commit records. A definition
+    # that names its sourceFields is followed as it is (spec/table.md, "Schema evolution")
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    doc = json.loads(defs.read_text())
+    del doc["indexDefinitions"]["column_stats"]
+    defs.write_text(json.dumps(doc))
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    data = Table(str(path)).read()
+    row = data.select([c for c in data.column_names if c not in META_FIELDS]).slice(0, 1)
+    row = row.set_column(row.schema.get_field_index(t.ordering_field), t.ordering_field,
+                         pa.array([10**15], row.schema.field(t.ordering_field).type))
+    t.upsert(row.append_column("new_col", pa.array([42], pa.int64())))
+    instant = Table(str(path)).timeline.completed()[-1].requested
+    recs = [r for r in _mdt(path).partition_records(COLUMN_STATS)
+            if r.get("ColumnStatsMetadata") and r["ColumnStatsMetadata"]["columnName"]
+            == "new_col"]
+    assert recs, "the commit that adds new_col indexes it"
+    assert any(instant in r["ColumnStatsMetadata"]["fileName"] for r in recs)
+    view = Table(str(path))
+    key = t.key_field
+    got = view.read(columns=[key, "new_col"], where="new_col = 42")
+    assert got.column(key).to_pylist() == row.column(key).to_pylist()
+
+
+def test_schema_on_read_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _first(path)
+    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
+        MorTable(str(path), WriteConfig.from_hoodie_options(
+            {"hoodie.schema.on.read.enable": "true"}))
+    # a table whose commits carry Hudi's internal schema (schema on read): refused on read
+    # and on write, naming the setting
+    last = Table(str(path)).timeline.completed()[-1].requested
+    (path / ".hoodie" / ".schema").mkdir()
+    (path / ".hoodie" / ".schema" / f"{last}.schemacommit").write_text("{}")
+    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
+        Table(str(path)).read()
+    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
+        MorTable(str(path))
