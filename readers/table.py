@@ -590,7 +590,7 @@ class Table:
         the table keeps Hudi's internal schema history (``.hoodie/.schema``, written by
         ``FileBasedInternalSchemaStorageManager`` when schema-on-read evolution is on):
         its renames, drops and reorders map columns by id, which morlog does not follow
-        (spec/table.md, "Schema evolution"). Checked once per table object."""
+        (spec/table.md §7.7). Checked once per table object."""
         if getattr(self, "_schema_on_read_checked", False):
             return
         meta = self.storage.join(self.path, ".hoodie")

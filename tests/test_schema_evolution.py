@@ -1,8 +1,7 @@
 """Schema evolution (issue 27): a batch with new nullable columns or wider types evolves the
 table's schema as Hudi's writer does (``HoodieSchemaUtils.deduceWriterSchema``), readers read
 older files under the latest schema, services rewrite to it, and hudi-rs reads the same rows;
-any other change is a typed error before anything is written (spec/table.md, "Schema
-evolution")."""
+any other change is a typed error before anything is written (spec/table.md §7.7)."""
 
 from __future__ import annotations
 
@@ -213,14 +212,15 @@ def test_predicates_and_projections_see_evolved_columns(tmp_path: Path, carrier:
 
 
 def test_new_columns_get_column_stats_in_the_metadata_table(tmp_path: Path) -> None:
+    from morlog.writers.mdt.colstats import COLUMN_STATS
+
     from .hudi_fixtures import fixture_table
     from .test_mdt_colstats import KEEP_STATS, _mdt
-    from morlog.writers.mdt.colstats import COLUMN_STATS
 
     path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
     # columns chosen by Hudi's rule (no index definition naming them, as tables of older
     # writers have): the first 32 columns of the schema the commit records. A definition
-    # that names its sourceFields is followed as it is (spec/table.md, "Schema evolution")
+    # that names its sourceFields is followed as it is (spec/table.md §7.7)
     defs = path / ".hoodie" / ".index_defs" / "index.json"
     doc = json.loads(defs.read_text())
     del doc["indexDefinitions"]["column_stats"]
@@ -424,3 +424,23 @@ def test_random_evolutions_match_the_model(tmp_path_factory: pytest.TempPathFact
     # hudi-rs limitation Hudi's Java reader (rewriteRecordWithNewSchema) does not have
     if len(model.fields) <= 2 and model.rows:
         assert _rows(_hudi_rs(path)) == model.expected()
+
+
+def test_the_evolution_vectors() -> None:
+    """spec/vectors/evolution/cases.json (spec/table.md §7.7): the schema each batch makes
+    the commit record, or the column its refusal names."""
+    from morlog.logformat.avroschema import avro_to_arrow_schema
+    from morlog.writers.core.evolution import evolve
+
+    cases = json.loads((Path(__file__).parent.parent / "spec" / "vectors" / "evolution"
+                        / "cases.json").read_text())
+    assert len(cases) >= 8
+    for name, case in cases.items():
+        batch = avro_to_arrow_schema(case["batch"])
+        if "refused" in case:
+            with pytest.raises(UsageError) as e:
+                evolve(case["table"], batch, meta_fields=set(META_FIELDS))
+            assert repr(case["refused"]) in str(e.value) and "Hudi" in str(e.value), name
+            continue
+        got = evolve(case["table"], batch, meta_fields=set(META_FIELDS))
+        assert (None if got is None else got[0]) == case["evolved"], name

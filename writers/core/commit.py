@@ -504,7 +504,8 @@ class CommitHooks(RollbackHooks):
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None, *,
-                   rewrite: bool = False, schema: str | None = None) -> None:  # pragma: no cover - interface
+                   rewrite: bool = False,
+                   schema: str | None = None) -> None:  # pragma: no cover - interface
         """The data files of ``instant`` are written and about to be completed;
         ``written``: partition -> {file name: its size in bytes now} of every file the
         commit created or appended to; ``changes``: computes the commit's

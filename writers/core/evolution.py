@@ -29,8 +29,8 @@ What that gives, and what :func:`evolve` does:
   into a scalar) is a :class:`~morlog.logformat.errors.UsageError` naming the column (its
   dotted path for nested fields) and the rule, raised before anything is written.
 
-Only the schema is computed here; the writer (``MorTable.validate``) adopts it for its next
-commit.
+Only the schema is computed here (spec/table.md §7.7); the writer (``MorTable.validate``)
+adopts it for its next commit.
 """
 
 from __future__ import annotations
