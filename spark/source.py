@@ -252,7 +252,9 @@ class MorlogReadSource(DataSource):
     def schema(self) -> StructType:
         parse_options(dict(self.options), READ_OPTIONS, "read")
         table = Table(self.location())
-        return from_arrow_schema(table.arrow_schema())
+        # the latest schema: the columns a write added, the types it widened (spec/table.md
+        # §7.7); older files read them as NULL or cast
+        return from_arrow_schema(table.schema())
 
     def reader(self, schema: StructType) -> MorlogReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")

@@ -419,11 +419,16 @@ def test_random_evolutions_match_the_model(tmp_path_factory: pytest.TempPathFact
         got = Table(str(path)).schema()
         assert got.field("v").type == model.columns["v"]
         assert got.field("s").type == model.struct_type()
-    # hudi-rs (0.5) cannot read log blocks whose struct grew twice ("reconcile child-count
-    # mismatch": it reconciles each block to the latest struct from the previous one), a
-    # hudi-rs limitation Hudi's Java reader (rewriteRecordWithNewSchema) does not have
-    if len(model.fields) <= 2 and model.rows:
-        assert _rows(_hudi_rs(path)) == model.expected()
+    if not model.rows:
+        return
+    if len(model.fields) > 1:
+        # hudi-rs (0.5) cannot read a log block whose struct column lacks fields the latest
+        # schema has ("reconcile child-count mismatch"; base files it reads): a hudi-rs
+        # limitation Hudi's Java reader (rewriteRecordWithNewSchema) does not have. After a
+        # compaction every row is in a base file under the latest schema
+        MorTable(str(path), cfg).compact()
+        assert _table_rows(path, model) == model.expected()
+    assert _rows(_hudi_rs(path)) == model.expected()
 
 
 def test_the_evolution_vectors() -> None:
@@ -444,3 +449,34 @@ def test_the_evolution_vectors() -> None:
             continue
         got = evolve(case["table"], batch, meta_fields=set(META_FIELDS))
         assert (None if got is None else got[0]) == case["evolved"], name
+
+
+def test_spark_writes_evolve_the_table_like_the_client(spark: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    path = str(tmp_path / "t")
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.table.name": "sparky"}
+    df1 = spark.createDataFrame([(f"k{i}", "eu" if i % 2 else "us", 1, i) for i in range(20)],
+                                "id string, region string, ts long, n int").repartition(2)
+    df1.write.format("morlog").options(**opts).mode("append").save(path)
+    # a new column and n widened int -> long
+    df2 = spark.createDataFrame([(f"k{i}", "eu" if i % 2 else "us", 2, 2**40 + i, f"x{i}")
+                                 for i in range(15, 25)],
+                                "id string, region string, ts long, n long, extra string")
+    df2.write.format("morlog").options(**opts).mode("append").save(path)
+    schema = Table(path).schema()
+    assert schema.field("n").type == pa.int64() and schema.names[-1] == "extra"
+    back = {r.id: r.asDict() for r in spark.read.format("morlog").load(path).collect()}
+    assert len(back) == 25
+    assert (back["k3"]["n"], back["k3"]["extra"]) == (3, None)
+    assert (back["k20"]["n"], back["k20"]["extra"]) == (2**40 + 20, "x20")
+    assert _rows(_hudi_rs(Path(path))) == _rows(Table(path).read())
+    # a refused change leaves the table as it was
+    before = _digest(Path(path))
+    bad = spark.createDataFrame([("k1", "eu", 3, "seven")],
+                                "id string, region string, ts long, n string")
+    with pytest.raises(Exception, match="'n'"):
+        bad.write.format("morlog").options(**opts).mode("append").save(path)
+    assert _digest(Path(path)) == before
