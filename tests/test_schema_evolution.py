@@ -480,3 +480,25 @@ def test_spark_writes_evolve_the_table_like_the_client(spark: Any, tmp_path: Pat
     with pytest.raises(Exception, match="'n'"):
         bad.write.format("morlog").options(**opts).mode("append").save(path)
     assert _digest(Path(path)) == before
+
+
+def test_orc_base_files_read_and_compact_under_the_latest_schema(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", table_version=9,
+                        table_properties={"hoodie.table.base.file.format": "ORC"})
+    t.upsert(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1],
+                       "n": pa.array([1, 2, 3], pa.int32()), "p": ["x", "y", "x"],
+                       "s": pa.array([{"a": 1}, {"a": 2}, None], S1)}))
+    assert all(s.base_file and s.base_file.endswith(".orc")
+               for s in Table(str(path)).file_slices())
+    MorTable(str(path)).upsert(_evolving_batch())
+    want = [r for r in EXPECTED if r["id"] != "b"] + [
+        {"id": "b", "ts": 1, "n": 2, "p": "y", "s": {"a": 2, "b": None}, "extra": None}]
+    want.sort(key=lambda r: r["id"])
+    assert _rows(Table(str(path)).read()) == want
+    assert sorted(Table(str(path)).read(columns=["id"], where="extra IS NULL")
+                  .column("id").to_pylist()) == ["b", "c", "d"]
+    MorTable(str(path)).compact()
+    assert all(not s.log_files for s in Table(str(path)).file_slices())
+    assert _rows(Table(str(path)).read()) == want
