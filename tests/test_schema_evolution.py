@@ -502,3 +502,24 @@ def test_orc_base_files_read_and_compact_under_the_latest_schema(tmp_path: Path)
     MorTable(str(path)).compact()
     assert all(not s.log_files for s in Table(str(path)).file_slices())
     assert _rows(Table(str(path)).read()) == want
+
+
+def test_a_writer_opened_before_another_evolved_the_schema_keeps_its_columns(
+        tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _first(path)
+    early = MorTable(str(path))  # reads the schema before the evolution
+    MorTable(str(path)).upsert(_evolving_batch())
+    # its batch has the old columns: the commit must not record the old schema (which
+    # would drop "extra" from the table), nor refuse the batch for lacking it... Hudi's
+    # writer deduces its schema from the latest table schema: the batch lacks "extra"
+    with pytest.raises(UsageError, match="extra"):
+        early.upsert(pa.table({"id": ["c"], "ts": [5], "n": pa.array([9], pa.int32()),
+                               "p": ["x"], "s": pa.array([{"a": 3}], S1)}))
+    early.upsert(pa.table({"id": ["c"], "ts": [5], "n": pa.array([9], pa.int32()),
+                           "p": ["x"], "s": pa.array([{"a": 3}], S1), "extra": [0.5]}))
+    view = Table(str(path))
+    assert view.schema().names[-1] == "extra" and view.schema().field("n").type == pa.int64()
+    row = [r for r in _rows(view.read()) if r["id"] == "c"][0]
+    assert row == {"id": "c", "ts": 5, "n": 9, "p": "x", "s": {"a": 3, "b": None},
+                   "extra": 0.5}

@@ -77,7 +77,7 @@ from morlog.writers.core.commit import (
 )
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import Mode
-from morlog.writers.core.profile import write_profile
+from morlog.writers.core.profile import table_schema_json, write_profile
 from morlog.writers.core.sizing import average_record_size
 from morlog.writers.core.store import (
     ConcurrentWriterError,
@@ -169,6 +169,9 @@ class MorTable:
         self.avro_schema = self.profile.avro_schema
         self.arrow_schema = self.profile.arrow_schema
         self.data_schema = self.profile.data_schema
+        #: the table schema (Avro JSON text) this client last read or committed: a write
+        #: finding another under the lock takes that one (:meth:`reload_schema`)
+        self._schema_seen = table_schema_json(table)
         #: the codec of Parquet-carrier log blocks: ``hoodie.parquet.compression.codec``
         #: (write option over table property; Hudi's default snappy), checked here
         self.log_parquet_codec = str(parquet_write_options(
@@ -338,12 +341,20 @@ class MorTable:
     def _write_checked(self, batch: pa.Table | pa.RecordBatch, operation: str
                        ) -> CommitResult:
         t0 = time.perf_counter()
-        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        table = self.validate(table, operation)
+        raw = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        table = self.validate(raw, operation)
         keys, parts = self.keys_of(table)
         if operation != "delete":
             table, keys, parts = self.combine_duplicates(table, keys, parts)
         with self.commit(operation) as c:
+            if self.reload_schema(c.table()):
+                # another writer evolved the schema since this client read it: the batch
+                # is checked again against that schema, which this commit records
+                table = self.validate(raw, operation)
+                keys, parts = self.keys_of(table)
+                if operation != "delete":
+                    table, keys, parts = self.combine_duplicates(table, keys, parts)
+                c.schema = self.commit_schema()
             self._sizes = {}
             instant = c.instant
             result = CommitResult(instant, operation, rolled_back=c.rolled_back)
@@ -357,6 +368,7 @@ class MorTable:
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
             c.complete(stats, result.summary(), changes=plan.record_changes)
+            self._schema_seen = json.dumps(c.schema, separators=(",", ":"))
         self.table_services()
         return result
 
@@ -455,15 +467,32 @@ class MorTable:
         self.avro_schema, self.arrow_schema = avro, arrow
         self.data_schema = pa.schema(data)
 
+    def reload_schema(self, view: Table) -> bool:
+        """Take the table's latest schema from ``view`` (read under the writer lock) when
+        it is not the one this client last read or wrote (another writer evolved it: a
+        commit recording this client's older schema would drop the other's columns from
+        the table's schema); whether it did."""
+        latest = table_schema_json(view)
+        if latest == self._schema_seen:
+            return False
+        self.profile = write_profile(view)
+        self.avro_schema = self.profile.avro_schema
+        self.arrow_schema = self.profile.arrow_schema
+        self.data_schema = self.profile.data_schema
+        self._schema_seen = latest
+        return True
+
     @contextlib.contextmanager
     def schema_guard(self) -> Iterator[None]:
         """The writer's schema as it was when the block fails: a write that raises leaves
         no evolved schema behind for the next one (:meth:`evolve_schema`)."""
-        saved = (self.avro_schema, self.arrow_schema, self.data_schema)
+        saved = (self.profile, self.avro_schema, self.arrow_schema, self.data_schema,
+                 self._schema_seen)
         try:
             yield
         except BaseException:
-            self.avro_schema, self.arrow_schema, self.data_schema = saved
+            (self.profile, self.avro_schema, self.arrow_schema, self.data_schema,
+             self._schema_seen) = saved
             raise
 
     def keys_of(self, batch: pa.Table) -> tuple[pa.Array, pa.Array]:
