@@ -421,11 +421,13 @@ def test_random_evolutions_match_the_model(tmp_path_factory: pytest.TempPathFact
         assert got.field("s").type == model.struct_type()
     if not model.rows:
         return
-    if len(model.fields) > 1:
+    if len(model.fields) > 1 or model.columns["v"] != pa.int32():
         # hudi-rs (0.5) cannot read a log block whose struct column lacks fields the latest
-        # schema has ("reconcile child-count mismatch"; base files it reads): a hudi-rs
-        # limitation Hudi's Java reader (rewriteRecordWithNewSchema) does not have. After a
-        # compaction every row is in a base file under the latest schema
+        # schema has ("reconcile child-count mismatch"), nor a log block lacking a column
+        # when another was widened since ("partial-update column 'v' has type Int32 but the
+        # table schema expects Int64"; base files it reads): hudi-rs limitations Hudi's Java
+        # reader (rewriteRecordWithNewSchema) does not have. After a compaction every row
+        # is in a base file under the latest schema
         MorTable(str(path), cfg).compact()
         assert _table_rows(path, model) == model.expected()
     assert _rows(_hudi_rs(path)) == model.expected()
