@@ -525,3 +525,19 @@ def test_a_writer_opened_before_another_evolved_the_schema_keeps_its_columns(
     row = [r for r in _rows(view.read()) if r["id"] == "c"][0]
     assert row == {"id": "c", "ts": 5, "n": 9, "p": "x", "s": {"a": 3, "b": None},
                    "extra": 0.5}
+
+
+def test_insert_overwrite_evolves_and_a_refused_one_keeps_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _first(path)
+    batch = _evolving_batch().filter(pa.compute.equal(pa.compute.field("p"), "x"))
+    t.insert_overwrite(batch)
+    view = Table(str(path))
+    assert view.schema().names[-1] == "extra"
+    assert [r["id"] for r in _rows(view.read())] == ["a", "b"]
+    before = _digest(path)
+    bad = batch.append_column("more", pa.array([1])).set_column(0, "id", pa.array([None],
+                                                                                 pa.string()))
+    with pytest.raises(UsageError):
+        t.insert_overwrite(bad)
+    assert _digest(path) == before and "more" not in t.data_schema.names

@@ -310,7 +310,8 @@ class MorTable:
         >>> sorted(r.replaced), sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
         (['sf'], ['c', 'x'])
         """
-        return insert_overwrite(self, batch)
+        with self.schema_guard():  # a refused or failed write keeps no evolved schema
+            return insert_overwrite(self, batch)
 
     def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Replace the whole table's data with the batch (``insert_overwrite_table``).
@@ -320,7 +321,8 @@ class MorTable:
         >>> Table("rides").read(columns=["uuid", "city"]).to_pylist()
         [{'uuid': 'x', 'city': 'la'}]
         """
-        return insert_overwrite_table(self, batch)
+        with self.schema_guard():  # a refused or failed write keeps no evolved schema
+            return insert_overwrite_table(self, batch)
 
     def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
         """Drop every record of the named partitions (relative partition paths; ``*``
