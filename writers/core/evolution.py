@@ -71,8 +71,9 @@ def _new_field(f: pa.Field, path: str, namespace: str, where: str | None) -> dic
         raise UsageError(f"new column {path!r} is not nullable: the records the table holds "
                          "have no value for it (" + _RULE + "); make it nullable",
                          path=where)
+    typ = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
     try:
-        t = arrow_type_to_avro(f.type, f.name, namespace)
+        t = arrow_type_to_avro(typ, f.name, namespace)
     except UsageError as exc:
         raise UsageError(f"new column {path!r}: {exc.args[0] if exc.args else exc}",
                          path=where) from None
