@@ -205,6 +205,12 @@ def _record(fields: Sequence[pa.Field], name: str, namespace: str) -> dict[str, 
     return {"type": "record", "name": name, "namespace": namespace, "fields": out}
 
 
+def arrow_type_to_avro(t: pa.DataType, name: str, namespace: str) -> Any:
+    """The Avro type of Arrow type ``t`` (``name``/``namespace``: of the records and fixed
+    types it defines), as :func:`arrow_to_avro_schema` writes a field of it."""
+    return _arrow_type_to_avro(t, name, namespace)
+
+
 def arrow_to_avro_schema(schema: pa.Schema, name: str = "record",
                          namespace: str = "hoodie") -> dict[str, Any]:
     """Avro record schema of an Arrow schema (nullable fields become ``["null", T]``)."""

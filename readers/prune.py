@@ -104,9 +104,10 @@ class PruneResult:
 
 
 def predicate_schema(table: Table) -> pa.Schema:
-    """The schema predicates bind to: the table's (``Table.arrow_schema``) plus the
-    partition columns it lacks (strings, or the type ``PartitionColumns`` gives them)."""
-    schema = table.arrow_schema()
+    """The schema predicates bind to: the table's latest (``Table.schema``: columns a
+    write added, types it widened) plus the partition columns it lacks (strings, or the
+    type ``PartitionColumns`` gives them)."""
+    schema = table.schema()
     fields = table.config.partition_fields
     if not fields:
         return schema
@@ -370,7 +371,9 @@ class Pruner:
         self.partitions = PartitionValues(table, self.schema)
         self.spec = table.merge_spec(as_of)
         self.whole = whole_record_merges(table)
-        self.data_schema = table.arrow_schema()
+        #: the latest schema: files written before a column was added have no statistics
+        #: of it (never pruned by it); older narrower types are read cast
+        self.data_schema = table.schema()
         #: the MDT's column_stats by file name -> column -> range (None: none; read once)
         self._mdt: dict[str, dict[str, ColumnRange]] | None = None
         self._mdt_read = False

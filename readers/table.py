@@ -30,6 +30,7 @@ from morlog.config import (
     PRECOMBINE_FIELD,
     RECORD_MERGE_MODE,
     RECORDKEY_FIELDS,
+    SCHEMA_ON_READ_ENABLE,
     TABLE_CREATE_SCHEMA,
     TABLE_NAME,
     TABLE_TYPE,
@@ -37,7 +38,13 @@ from morlog.config import (
 )
 from morlog.logformat import file_checksum
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
-from morlog.logformat.errors import ContentError, FormatError, UnsupportedVersionError, UsageError
+from morlog.logformat.errors import (
+    ContentError,
+    FormatError,
+    UnsupportedSettingError,
+    UnsupportedVersionError,
+    UsageError,
+)
 from morlog.logformat.naming import BaseFileName, LogFileName
 from morlog.logformat.partition_path import check_relative_partition_path
 from morlog.logformat.table_files import (
@@ -643,9 +650,30 @@ class Table:
                 stack.append(child)
         return sorted(out)
 
+    def check_schema_on_read(self) -> None:
+        """An :class:`UnsupportedSettingError` naming ``hoodie.schema.on.read.enable`` when
+        the table keeps Hudi's internal schema history (``.hoodie/.schema``, written by
+        ``FileBasedInternalSchemaStorageManager`` when schema-on-read evolution is on):
+        its renames, drops and reorders map columns by id, which morlog does not follow
+        (spec/table.md §7.7). Checked once per table object."""
+        if getattr(self, "_schema_on_read_checked", False):
+            return
+        meta = self.storage.join(self.path, ".hoodie")
+        if ".schema" in self.storage.listdir(meta) and self.storage.listdir(
+                self.storage.join(meta, ".schema")):
+            raise UnsupportedSettingError(
+                "the table keeps Hudi's internal schema history (.hoodie/.schema): its "
+                "schema-on-read evolution (renamed, dropped, reordered columns) is not "
+                "read by morlog", property=SCHEMA_ON_READ_ENABLE, value="true",
+                path=self.storage.join(meta, ".schema"))
+        self._schema_on_read_checked = True
+
     def file_slices(self, as_of: str | None = None, partition: str | None = None
                     ) -> list[FileSlice]:
-        """The latest file slice of every file group as of ``as_of`` (default: now)."""
+        """The latest file slice of every file group as of ``as_of`` (default: now); an
+        :class:`UnsupportedSettingError` for a table with schema-on-read evolution
+        (:meth:`check_schema_on_read`)."""
+        self.check_schema_on_read()
         replaced = self.timeline.replaced_file_groups(as_of)
         out = []
         for part in [partition] if partition is not None else self.partitions():

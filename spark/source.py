@@ -324,7 +324,9 @@ class MorlogReadSource(DataSource):
 
             q = _query(opts)
             return from_arrow_schema(read_cdc(table, q.begin, q.end, None).schema)
-        return from_arrow_schema(table.arrow_schema())
+        # the latest schema: the columns a write added, the types it widened (spec/table.md
+        # §7.7); older files read them as NULL or cast
+        return from_arrow_schema(table.schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = parse_options(dict(self.options), READ_OPTIONS, "read")

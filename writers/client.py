@@ -29,11 +29,12 @@ or URI is resolved once (``morlog.readers.storage.TableLocation``) and handed do
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +43,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import morlog.config as conf
 from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
-from morlog.logformat.errors import UsageError
+from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.naming import BaseFileName, LogFileName
@@ -75,7 +77,7 @@ from morlog.writers.core.commit import (
 )
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import Mode
-from morlog.writers.core.profile import write_profile
+from morlog.writers.core.profile import table_schema_json, write_profile
 from morlog.writers.core.sizing import average_record_size
 from morlog.writers.core.store import (
     ConcurrentWriterError,
@@ -138,6 +140,13 @@ class MorTable:
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
+        if self.config.schema_on_read:
+            raise UnsupportedSettingError(
+                "Hudi's schema-on-read evolution (internal schema in .hoodie/.schema) is not "
+                "written by morlog; new columns and type promotions evolve the schema "
+                "without it", property=conf.SCHEMA_ON_READ_ENABLE, value="true",
+                path=self.path)
+        table.check_schema_on_read()
         #: what hoodie.properties asks of a writer; raises before anything is written
         self.profile = write_profile(table)
         self.version = self.profile.version
@@ -160,6 +169,9 @@ class MorTable:
         self.avro_schema = self.profile.avro_schema
         self.arrow_schema = self.profile.arrow_schema
         self.data_schema = self.profile.data_schema
+        #: the table schema (Avro JSON text) this client last read or committed: a write
+        #: finding another under the lock takes that one (:meth:`reload_schema`)
+        self._schema_seen = table_schema_json(table)
         #: the codec of Parquet-carrier log blocks: ``hoodie.parquet.compression.codec``
         #: (write option over table property; Hudi's default snappy), checked here
         self.log_parquet_codec = str(parquet_write_options(
@@ -298,7 +310,8 @@ class MorTable:
         >>> sorted(r.replaced), sorted(Table("rides").read(columns=["uuid"])["uuid"].to_pylist())
         (['sf'], ['c', 'x'])
         """
-        return insert_overwrite(self, batch)
+        with self.schema_guard():  # a refused or failed write keeps no evolved schema
+            return insert_overwrite(self, batch)
 
     def insert_overwrite_table(self, batch: pa.Table | pa.RecordBatch) -> CommitResult:
         """Replace the whole table's data with the batch (``insert_overwrite_table``).
@@ -308,7 +321,8 @@ class MorTable:
         >>> Table("rides").read(columns=["uuid", "city"]).to_pylist()
         [{'uuid': 'x', 'city': 'la'}]
         """
-        return insert_overwrite_table(self, batch)
+        with self.schema_guard():  # a refused or failed write keeps no evolved schema
+            return insert_overwrite_table(self, batch)
 
     def delete_partitions(self, partitions: Sequence[str]) -> CommitResult:
         """Drop every record of the named partitions (relative partition paths; ``*``
@@ -323,13 +337,26 @@ class MorTable:
     # --- the commit ---------------------------------------------------------------------
 
     def _write(self, batch: pa.Table | pa.RecordBatch, operation: str) -> CommitResult:
+        with self.schema_guard():
+            return self._write_checked(batch, operation)
+
+    def _write_checked(self, batch: pa.Table | pa.RecordBatch, operation: str
+                       ) -> CommitResult:
         t0 = time.perf_counter()
-        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        table = self.validate(table, operation)
+        raw = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        table = self.validate(raw, operation)
         keys, parts = self.keys_of(table)
         if operation != "delete":
             table, keys, parts = self.combine_duplicates(table, keys, parts)
         with self.commit(operation) as c:
+            if self.reload_schema(c.table()):
+                # another writer evolved the schema since this client read it: the batch
+                # is checked again against that schema, which this commit records
+                table = self.validate(raw, operation)
+                keys, parts = self.keys_of(table)
+                if operation != "delete":
+                    table, keys, parts = self.combine_duplicates(table, keys, parts)
+                c.schema = self.commit_schema()
             self._sizes = {}
             instant = c.instant
             result = CommitResult(instant, operation, rolled_back=c.rolled_back)
@@ -343,6 +370,7 @@ class MorTable:
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
             c.complete(stats, result.summary(), changes=plan.record_changes)
+            self._schema_seen = json.dumps(c.schema, separators=(",", ":"))
         self.table_services()
         return result
 
@@ -390,6 +418,9 @@ class MorTable:
                 if ordering in names and ordering not in keep:
                     keep.append(ordering)
             return table.select(keep)
+        # new nullable columns and widened types evolve the table's schema for this write
+        # (morlog.writers.core.evolution: Hudi's deduceWriterSchema); refused before writing
+        self.evolve_schema(table.schema)
         unknown = [n for n in names if n not in self.data_schema.names]
         missing = [f.name for f in self.data_schema if f.name not in names
                    and not f.nullable]
@@ -397,7 +428,8 @@ class MorTable:
             raise UsageError("the batch does not match the table schema", path=self.path,
                              expected=self.data_schema.names, actual=names)
         absent = [f.name for f in self.data_schema if f.name not in names]
-        if absent and not self.config.set_null_for_missing_columns:
+        if absent and not (self.config.set_null_for_missing_columns
+                           or self.config.reconcile_schema):
             raise UsageError(f"the batch lacks data columns {absent} (Hudi refuses it unless "
                              "hoodie.write.set.null.for.missing.columns: set "
                              "WriteConfig.set_null_for_missing_columns to write NULL there)",
@@ -416,6 +448,54 @@ class MorTable:
             else:
                 cols.append(pa.nulls(table.num_rows, f.type))
         return pa.Table.from_arrays(cols, schema=self.data_schema)
+
+    def evolve_schema(self, batch: pa.Schema) -> None:
+        """Adopt the table schema a batch of schema ``batch`` evolves (new nullable columns,
+        top level or struct fields; widened types) for the next commit, which records it
+        (``extraMetadata.schema``); nothing when the batch brings no change. A
+        :class:`UsageError` naming the column and Hudi's rule when the batch's schema is
+        not an evolution Hudi allows (:mod:`morlog.writers.core.evolution`). The schema
+        before the first evolution is kept for :meth:`schema_guard`."""
+        from morlog.writers.core.evolution import evolve
+
+        skip = set(META_FIELDS) | set(self.profile.dropped_columns)
+        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path)
+        if got is None:
+            return
+        avro, arrow = got
+        old = self.data_schema
+        data = [arrow.field(f.name) if f.name in arrow.names else f for f in old]
+        data += [f for f in arrow if f.name not in skip and f.name not in old.names]
+        self.avro_schema, self.arrow_schema = avro, arrow
+        self.data_schema = pa.schema(data)
+
+    def reload_schema(self, view: Table) -> bool:
+        """Take the table's latest schema from ``view`` (read under the writer lock) when
+        it is not the one this client last read or wrote (another writer evolved it: a
+        commit recording this client's older schema would drop the other's columns from
+        the table's schema); whether it did."""
+        latest = table_schema_json(view)
+        if latest == self._schema_seen:
+            return False
+        self.profile = write_profile(view)
+        self.avro_schema = self.profile.avro_schema
+        self.arrow_schema = self.profile.arrow_schema
+        self.data_schema = self.profile.data_schema
+        self._schema_seen = latest
+        return True
+
+    @contextlib.contextmanager
+    def schema_guard(self) -> Iterator[None]:
+        """The writer's schema as it was when the block fails: a write that raises leaves
+        no evolved schema behind for the next one (:meth:`evolve_schema`)."""
+        saved = (self.profile, self.avro_schema, self.arrow_schema, self.data_schema,
+                 self._schema_seen)
+        try:
+            yield
+        except BaseException:
+            (self.profile, self.avro_schema, self.arrow_schema, self.data_schema,
+             self._schema_seen) = saved
+            raise
 
     def keys_of(self, batch: pa.Table) -> tuple[pa.Array, pa.Array]:
         """The record key and partition path of every record of a validated batch, as

@@ -48,6 +48,7 @@ log compaction fold the files.
 from __future__ import annotations
 
 import dataclasses
+import json
 import struct
 import uuid
 import zlib
@@ -60,6 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import (
@@ -153,6 +155,9 @@ class TaskReport:
     updates: int = 0
     deletes: int = 0
     files_created: int = 0
+    #: the Avro write schema the attempt's rows evolved the table's to (new columns, wider
+    #: types: spec/table.md §7.7), JSON; None: the table's schema as it was
+    schema: str | None = None
 
     @property
     def files(self) -> set[tuple[str, str]]:
@@ -320,10 +325,21 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -
     mt = task_table(plan, token)
     report = TaskReport(token)
     view = mt.table()
+    before = mt.avro_schema
     for n, chunk in enumerate(_chunks(batches, plan.chunk_rows)):
         beat(plan, mt.store)
         _write_chunk(mt, view, plan, chunk, report, f"{token}-{n}")
+    if mt.avro_schema is not before:
+        report.schema = json.dumps(mt.avro_schema, separators=(",", ":"))
     return report
+
+
+def _adopt_schema(mt: MorTable, reports: list[TaskReport]) -> None:
+    """The commit's client takes the schema the tasks' rows evolved the table's to (every
+    task saw the same batch schema; each evolution is checked again, by Hudi's rules)."""
+    for r in reports:
+        if r.schema is not None:
+            mt.evolve_schema(avro_to_arrow_schema(r.schema))
 
 
 def _chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
@@ -425,6 +441,7 @@ def commit_write(plan: WritePlan, reports: list[TaskReport]) -> CommitResult:
     the instant is rolled back and every file of the write removed."""
     mt = MorTable(plan.location, plan.config)
     result = CommitResult(plan.instant, plan.operation)
+    _adopt_schema(mt, reports)
     c = mt.commit(plan.operation, instant=plan.instant)
     try:
         with c:
@@ -774,6 +791,8 @@ def _rewrite_without(mt: MorTable, plan: WritePlan, partition: str, fid: str, go
     token = (BaseFileName.parse(name).write_token if BaseFileName.matches(name)
              else LogFileName.parse(name).write_token) or ""
     writer = MorTable(plan.location, dataclasses.replace(plan.config, mode="rollover"))
+    writer.avro_schema, writer.arrow_schema, writer.data_schema = (
+        mt.avro_schema, mt.arrow_schema, mt.data_schema)  # the write's (evolved) schema
     writer.write_token = token
     for w in writer.write_group(plan.instant, partition, fid, None, keep, None):
         if st.basename(w.path) != name:

@@ -35,6 +35,8 @@ hoodie.parquet.small.file.limit                 ``small_file_limit``
                                                 (``morlog.small.file.limit``)
 hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
 hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
+hoodie.datasource.write.reconcile.schema        ``reconcile_schema``
+hoodie.schema.on.read.enable                    ``schema_on_read`` (refused when true)
 hoodie.parquet.compression.codec, .block.size,  ``hoodie_options`` (base files)
 .page.size, .dictionary.enabled
 hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.writers.mdt.plan``)
@@ -164,6 +166,12 @@ class WriteConfig:
     #: is refused (False, Hudi's default) or written with NULL in that column (True: the
     #: stored value of an updated record is replaced by NULL, as in Hudi)
     set_null_for_missing_columns: bool = conf.default_bool(conf.SET_NULL_FOR_MISSING_COLUMNS)
+    #: hoodie.datasource.write.reconcile.schema: a batch lacking table columns is written
+    #: under the table's schema (those columns NULL) instead of refused, as Hudi's legacy
+    #: reconciliation picks the wider schema (``morlog.writers.core.evolution``)
+    reconcile_schema: bool = conf.default_bool(conf.RECONCILE_SCHEMA)
+    #: hoodie.schema.on.read.enable: Hudi's schema-on-read evolution; morlog refuses it
+    schema_on_read: bool = conf.default_bool(conf.SCHEMA_ON_READ_ENABLE)
     #: Hudi write settings that are not table properties, by Hudi's keys; today the base
     #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
     #: ``.dictionary.enabled`` (``morlog.writers.core.base_file``; Hudi's defaults otherwise)
@@ -267,6 +275,8 @@ _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
             conf.CARRIER: ("carrier", ("avro", "parquet")),
             conf.NEW_GROUPS: ("new_groups", ("base", "log"))}
 _BOOLS = {conf.SET_NULL_FOR_MISSING_COLUMNS: "set_null_for_missing_columns",
+          conf.RECONCILE_SCHEMA: "reconcile_schema",
+          conf.SCHEMA_ON_READ_ENABLE: "schema_on_read",
           conf.ROUTE_INSERTS: "route_inserts",
           conf.BASE_KEY_INDEX: "base_key_index"}
 _FLOATS = {conf.LOGFILE_TO_PARQUET_RATIO: "log_to_parquet_ratio"}

@@ -460,7 +460,8 @@ class Commit:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
         if self.hooks is not None:
-            self.hooks.committing(self.instant, self.written_files(stats), changes)
+            self.hooks.committing(self.instant, self.written_files(stats), changes,
+                                  schema=json.dumps(self.schema, separators=(",", ":")))
         self.completed_at = self.timeline.write(self.instant, "completed", {
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
@@ -539,12 +540,14 @@ class CommitHooks(RollbackHooks):
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None, *,
-                   rewrite: bool = False) -> None:  # pragma: no cover - interface
+                   rewrite: bool = False,
+                   schema: str | None = None) -> None:  # pragma: no cover - interface
         """The data files of ``instant`` are written and about to be completed;
         ``written``: partition -> {file name: its size in bytes now} of every file the
         commit created or appended to; ``changes``: computes the commit's
         :class:`RecordChanges` (None: the writer does not know them); ``rewrite``: the
-        commit rewrote rows without changing any (a compaction)."""
+        commit rewrote rows without changing any (a compaction); ``schema``: the Avro
+        schema the commit records (a write that evolves the schema records a new one)."""
 
     def committed(self, instant: str) -> None:
         """``instant`` is completed on the data timeline; the writer lock is still held
@@ -565,7 +568,7 @@ class HookChain(CommitHooks):
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None, *,
-                   rewrite: bool = False) -> None:
+                   rewrite: bool = False, schema: str | None = None) -> None:
         memo: list[RecordChanges] = []
 
         def once() -> RecordChanges:  # the changes are computed once for every hook
@@ -576,7 +579,7 @@ class HookChain(CommitHooks):
 
         for h in self.hooks:
             h.committing(instant, written, None if changes is None else once,
-                         rewrite=rewrite)
+                         rewrite=rewrite, schema=schema)
 
     def rolled_back(self, failed: str, rollback_instant: str,
                     deleted: dict[str, list[str]]) -> None:

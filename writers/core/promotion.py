@@ -11,11 +11,11 @@ decimal -> decimal), an instant (a timestamp with a zone, whatever its name) sta
 and a local timestamp (no zone) stays local, changing unit only without losing a value,
 a date stays a date. Values are converted with Arrow's safe casts, so a ``long`` above 2**53
 does not silently round into a ``double`` and bytes that are not UTF-8 do not become a
-string. Anything else (a string holding ``"1.5"`` for a double column, a double for a long
-column, a long for an int column) is a :class:`~morlog.logformat.errors.UsageError` naming
-the column and both types, raised before anything is written (spec/table.md, "Batch
-columns").
-"""
+string. Anything else (a string holding ``"1.5"`` for a double column) is a
+:class:`~morlog.logformat.errors.UsageError` naming the column and both types, raised before
+anything is written (spec/table.md §7.2 "Batch column types"); a batch type the table's type
+promotes to (a double for a long column, a long for an int column) widens the table's column
+first (schema evolution: :mod:`morlog.writers.core.evolution`, spec/table.md §7.7)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import morlog.config as conf
+from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.errors import UnsupportedSettingError, UsageError
 from morlog.logformat.mdt_records import (
@@ -82,8 +83,11 @@ class _Commit:
         if not schema:
             raise UsageError("the table has no hoodie.table.create.schema, which column "
                              "statistics need", path=self.table.config.path)
+        schema = _evolved(schema, ctx.schema if ctx is not None else None)
         self.columns = cs.columns_to_index(self.props, schema, cdef, v2=self.v2)
         self.types = {f.name: f.type for f in self.table.arrow_schema()}
+        if ctx is not None and ctx.schema:
+            self.types.update((f.name, f.type) for f in avro_to_arrow_schema(ctx.schema))
         missing = [c for c in self.columns if c not in self.types]
         if missing:
             raise UsageError("morlog computes column statistics of top-level columns of the "
@@ -149,6 +153,25 @@ class _Commit:
         if not parts:
             return pa.table({})
         return pa.concat_tables(parts, promote_options="default")
+
+
+def _evolved(create: str, commit: str | None) -> str:
+    """The schema whose columns the statistics cover: the create schema's fields (their
+    order kept), with the types the commit's schema gives them, then the fields a later
+    write added (the commit that adds a column indexes it, as Hudi's
+    ``HoodieTableMetadataUtil.getColumnsToIndex`` reads the writer's schema)."""
+    if not commit:
+        return create
+    try:
+        c, w = json.loads(create), json.loads(commit)
+        cf, wf = list(c["fields"]), list(w["fields"])
+    except (ValueError, KeyError, TypeError):
+        return create
+    latest = {f.get("name"): f for f in wf if isinstance(f, dict)}
+    names = {f.get("name") for f in cf if isinstance(f, dict)}
+    fields = [latest.get(f.get("name"), f) if isinstance(f, dict) else f for f in cf]
+    fields += [f for f in wf if isinstance(f, dict) and f.get("name") not in names]
+    return json.dumps({**c, "fields": fields})
 
 
 _LAST: list[_Commit] = []

@@ -68,6 +68,9 @@ class CommitContext:
     clean: bool = False
     #: the data partitions a clean deleted whole (``isPartitionDeleted``)
     partitions_deleted: Sequence[str] = ()
+    #: the Avro schema (JSON text) the data commit records; None: the table's latest
+    #: (a write that adds a column records a schema the timeline does not show yet)
+    schema: str | None = None
 
 
 class PartitionKeeper:

@@ -451,9 +451,9 @@ class MetadataWriter(CommitHooks):
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None, *,
-                   rewrite: bool = False) -> None:
-        self.mdt.write_commit(CommitContext(instant, written, {}, changes, rewrite),
-                              self.keepers)
+                   rewrite: bool = False, schema: str | None = None) -> None:
+        self.mdt.write_commit(CommitContext(instant, written, {}, changes, rewrite,
+                                            schema=schema), self.keepers)
 
     def cleaned(self, instant: str, deleted: Mapping[str, Sequence[str]],
                 partitions_deleted: Sequence[str] = ()) -> None:

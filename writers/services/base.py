@@ -177,11 +177,12 @@ class PlanRun(Generic[TR]):
             writer.write(instant, "inflight", None, self.action)
             try:
                 result, stats = self.execute(table, plan, ops, progress, runner)
+                schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
                 if hooks is not None:
                     written = {p: {s["path"].rsplit("/", 1)[-1]: int(s["fileSizeInBytes"])
                                    for s in ss} for p, ss in stats.items()}
-                    hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True)
-                schema = json.dumps(mt.commit_schema(), separators=(",", ":"))
+                    hooks.committing(instant, written, lambda: RecordChanges(), rewrite=True,
+                                     schema=schema)
                 writer.write(instant, "completed", self.completed_metadata(stats, schema),
                              self.completed_action)
             except Exception as exc:

@@ -140,7 +140,7 @@ class RecordIndexWriter(CommitHooks):
 
     def committing(self, instant: str, written: dict[str, dict[str, int]],
                    changes: Callable[[], RecordChanges] | None = None, *,
-                   rewrite: bool = False) -> None:
+                   rewrite: bool = False, schema: str | None = None) -> None:
         if rewrite:
             self._empty_instant(instant)
             return
