@@ -746,6 +746,8 @@ def _append_winners(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
     pending = view.timeline.pending_services().compaction
     top = max((_token_order(r.token)[0] for r in reports), default=0)
     writer = _TaskTable(plan, f"{top + 1}-0-0")
+    writer.avro_schema, writer.arrow_schema, writer.data_schema = (
+        mt.avro_schema, mt.arrow_schema, mt.data_schema)  # the write's (evolved) schema
     for (part, fid), rows in sorted(targets.items()):
         sl = slices.get((part, fid))
         if sl is None:
