@@ -58,6 +58,7 @@ from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.containment import check_file_name
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
+from morlog.writers.core.cdc import write_cdc_files
 from morlog.writers.core.logwriter import LogFileWriter, Mode
 from morlog.writers.core.properties import restore_properties
 from morlog.writers.core.store import (
@@ -409,6 +410,10 @@ class Commit:
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
+        # CDC log files of a CDC-enabled table, their cdcStats added to ``stats``
+        # (morlog.writers.core.cdc; nothing for other tables)
+        write_cdc_files(self.store, self.location, self.table(), self.instant, self.action,
+                        self.operation, self.schema, stats, fsync=self.fsync)
         if self.hooks is not None:
             self.hooks.committing(self.instant, self.written_files(stats), changes)
         self.completed_at = self.timeline.write(self.instant, "completed", {

@@ -1,0 +1,138 @@
+"""Writing CDC log files for a commit of a table with ``hoodie.table.cdc.enabled=true``
+(spec/cdc.md §3).
+
+Where Hudi writes CDC data: its merge handles (``HoodieMergeHandleWithChangeLog``, through
+``HoodieCDCLogger``) write one CDC log file beside every base file they rewrite; its append
+handles (the log appends of merge-on-read tables) write none, and its CDC reader infers their
+changes from the log and the slice before (``HoodieCDCExtractor``: LOG_FILE), as it infers
+those of new base files (BASE_FILE_INSERT) and replaced file groups (REPLACE_COMMIT).
+
+morlog rewrites no base file on a write (updates and deletes go to logs), so in the
+``OP_KEY_ONLY`` and ``DATA_BEFORE`` modes it writes no CDC file at all, as Hudi's Spark writer
+of a merge-on-read table: Hudi's reader takes a CDC file of those modes only beside a base file
+(``parseWriteStat`` reads the write stat's path as the base file after the change), so a CDC
+file beside a log append would break its CDC query. In the ``DATA_BEFORE_AFTER`` mode (Hudi's
+default) the CDC records are complete and Hudi's reader takes them as they are (AS_IS, from
+``cdcStats`` alone): there, each file group a delta commit writes to a log gets one CDC log
+file ``.<fileId>_<instant>.log.1_<writeToken>.cdc`` (the commit's instant, as
+``HoodieWriteHandle.createLogWriter(instantTime, CDC_LOGFILE_SUFFIX)`` names it) with one
+CDC_DATA block of the group's changes, and the group's write stat names it in ``cdcStats``
+(path relative to the table -> size), so readers need not merge the slice before. The file
+is published before the commit completes; a rollback deletes it with the commit's other files
+(it carries the instant). Compaction and log compaction write none (their changes are none).
+
+The changes are the file group's merged rows before the commit against its merged rows with
+the commit (``morlog.readers.cdc.diff_rows``, the same rule the reader infers with); the
+images hold the data fields (``HoodieCDCLogger`` removes the meta fields).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+import morlog.config as conf
+from morlog.logformat.avroschema import avro_to_arrow_schema
+from morlog.logformat.cdc import (
+    AFTER,
+    BEFORE,
+    DATA_BEFORE_AFTER,
+    OP,
+    TS_MS,
+    cdc_block,
+    cdc_schema,
+    logging_mode,
+)
+from morlog.logformat.errors import UsageError
+from morlog.logformat.framing import encode_block
+from morlog.logformat.naming import COMPLETED, LOGFILE_BASE_VERSION, LogFileName
+from morlog.readers.cdc import cdc_enabled, data_images, diff_rows
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
+from morlog.readers.timeline import Instant, Timeline
+from morlog.writers.core.store import WriteStore
+from morlog.writers.core.timeline import WRITE_TOKEN
+
+#: the operations whose commits carry CDC files (not the services')
+_SERVICE_OPERATIONS = frozenset({"compact", "log_compact", "logcompact", "cluster"})
+
+
+def writes_cdc(table: Table) -> bool:
+    """Whether commits of ``table`` write CDC log files (CDC enabled, DATA_BEFORE_AFTER)."""
+    if not cdc_enabled(table):
+        return False
+    return logging_mode(table.config.get(conf.TABLE_CDC_LOGGING_MODE)) == DATA_BEFORE_AFTER
+
+
+def _with_instant(table: Table, location: TableLocation, instant: str, action: str) -> Table:
+    """``table`` read as if ``instant`` had completed (its blocks visible): the group's rows
+    after the commit, before the commit is completed."""
+    after = Table(location)
+    tl = after.timeline
+    done = Instant(instant, action, COMPLETED, None, "")
+    after.timeline = Timeline(tl.directory, [*tl.instants, done], tl.layout, tl.storage)
+    return after
+
+
+def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, instant: str,
+                    action: str, operation: str, schema: dict[str, Any],
+                    stats: dict[str, list[dict[str, Any]]], *, fsync: bool) -> list[str]:
+    """Write the CDC log files of a commit about to complete and add ``cdcStats`` to the
+    write stats of their file groups (in place); the files written. ``before``: the table
+    when the commit began; ``schema``: the commit's data schema (no meta fields)."""
+    if operation.lower() in _SERVICE_OPERATIONS or not writes_cdc(before):
+        return []
+    targets = []
+    for partition, entries in stats.items():
+        for e in entries:
+            name = str(e.get("path", "")).rsplit("/", 1)[-1]
+            if not LogFileName.matches(name):
+                continue  # a new base file: its changes are its rows (BASE_FILE_INSERT)
+            ln = LogFileName.parse(name)
+            if ln.cdc or ln.ext != "log":
+                continue
+            targets.append((partition, e))
+    if not targets:
+        return []
+    after = _with_instant(before, location, instant, action)
+    data_schema = avro_to_arrow_schema(schema)
+    text = cdc_schema(DATA_BEFORE_AFTER, schema)
+    written = []
+    done: dict[tuple[str, str], dict[str, int]] = {}
+    for partition, e in targets:
+        fid = str(e["fileId"])
+        if (partition, fid) in done:
+            e["cdcStats"] = dict(done[(partition, fid)])
+            continue
+        rows_before = _group_rows(before, partition, fid)
+        rows_after = _group_rows(after, partition, fid)
+        d = diff_rows(rows_before, rows_after, before.key_field)
+        if not len(d.op):
+            done[(partition, fid)] = {}
+            continue
+        n = len(d.op)
+        table = pa.table({OP: d.op, TS_MS: pa.repeat(pa.scalar(instant, pa.string()), n),
+                          BEFORE: data_images(d.before, data_schema),
+                          AFTER: data_images(d.after, data_schema)})
+        data = encode_block(cdc_block(table, text, instant))
+        directory = location.partition_path(partition)
+        fname = str(LogFileName(fid, instant, LOGFILE_BASE_VERSION, WRITE_TOKEN, cdc=True))
+        path = store.join(directory, fname)
+        if not store.create(path, data, sync=fsync):
+            raise UsageError("a CDC log file of this name exists already", path=path)
+        written.append(path)
+        rel = f"{partition}/{fname}" if partition else fname
+        done[(partition, fid)] = {rel: len(data)}
+        e["cdcStats"] = {rel: len(data)}
+    return written
+
+
+def _group_rows(table: Table, partition: str, fid: str) -> pa.Table | None:
+    for s in table.file_slices(None, partition):
+        if s.file_id == fid:
+            return table.read_slice(s)
+    return None
+
+
+__all__ = ["write_cdc_files", "writes_cdc"]
