@@ -128,8 +128,8 @@ def read_cdc(table: Table | TableLocation | str, begin: str | None, end: str | N
 class _Group:
     partition: str
     file_id: str
-    #: CDC log files (relative to the table) the write stat names
-    cdc_files: tuple[str, ...] = ()
+    #: CDC log files (relative to the table) the write stat names, with their sizes
+    cdc_files: tuple[tuple[str, Any], ...] = ()
 
 
 class _Reader:
@@ -172,8 +172,18 @@ class _Reader:
 
     def _as_is(self, g: _Group, instant: str) -> pa.Table:
         parts = []
-        for rel in g.cdc_files:
+        for rel, size in g.cdc_files:
             path = _under(self.table, rel)
+            try:
+                have = self.table.storage.size(path)
+            except OSError:
+                raise ContentError("a CDC log file its commit names (cdcStats) is missing",
+                                   path=path) from None
+            if isinstance(size, int) and not isinstance(size, bool) and have != size:
+                # a CDC file is written whole, once: another size is damage (a cut file
+                # would lose changes without a word)
+                raise ContentError("a CDC log file is not the size its commit recorded "
+                                   "(cdcStats)", path=path, expected=size, actual=have)
             with LogFileReader(self.table.storage.source(path)) as r:
                 for b in r.blocks():
                     if b.block_type == BlockType.CORRUPT:
@@ -257,7 +267,7 @@ def _groups(md: dict[str, Any], where: str) -> list[_Group]:
             if cdc:
                 if not isinstance(cdc, dict) or not all(isinstance(k, str) for k in cdc):
                     raise ContentError("cdcStats is not a map of paths", path=where)
-                g.cdc_files = tuple(dict.fromkeys([*g.cdc_files, *cdc]))
+                g.cdc_files = tuple(dict.fromkeys([*g.cdc_files, *cdc.items()]))
     replaced = md.get("partitionToReplaceFileIds") or {}
     if not isinstance(replaced, dict):
         raise ContentError("partitionToReplaceFileIds is not a map", path=where)

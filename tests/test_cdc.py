@@ -1,0 +1,230 @@
+"""Issue 26 (part B): CDC log files and the CDC query (spec/cdc.md).
+
+The model-based test runs random histories (upserts, deletes, insert_overwrite, compaction,
+log compaction) into a CDC-enabled table in each supplemental logging mode; the model knows
+every record's before and after at each commit, and the CDC query over the whole range and
+over random sub-ranges returns exactly the model's changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.cdc import DATA_BEFORE_AFTER, LOGGING_MODES
+from morlog.logformat.errors import MorlogError, UsageError
+from morlog.logformat.naming import LogFileName
+from morlog.readers.cdc import read_cdc
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+
+SLOW = os.environ.get("HYPOTHESIS_PROFILE") == "slow"
+SCHEMA = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()),
+                    ("val", pa.float64()), ("note", pa.string())])
+KEYS = 10
+
+
+def _part(i: int) -> str:
+    return f"p{i % 2}"
+
+
+def _create(path: Path, mode: str, version: int = 9, **props: str) -> MorTable:
+    return MorTable.create(str(path), SCHEMA, key_field="id", partition_field="part",
+                           ordering_field="ts", table_version=version,
+                           config=WriteConfig(fsync=False),
+                           table_properties={"hoodie.table.cdc.enabled": "true",
+                                             "hoodie.table.cdc.supplemental.logging.mode":
+                                                 mode, **props})
+
+
+def _rows(ids: list[int], step: int) -> pa.Table:
+    return pa.table({"id": [f"k{i}" for i in ids], "part": [_part(i) for i in ids],
+                     "ts": [step] * len(ids), "val": [step * 100.0 + i for i in ids],
+                     "note": [f'n"{step}\\{i}\n' for i in ids]}, schema=SCHEMA)
+
+
+def _data(image: str | None) -> dict[str, Any] | None:
+    if image is None:
+        return None
+    return {k: v for k, v in json.loads(image).items() if k not in META_FIELDS}
+
+
+def _actual(table: Table, begin: str | None = None, end: str | None = None
+            ) -> list[tuple[Any, ...]]:
+    out = []
+    for r in read_cdc(table, begin, end).to_pylist():
+        b, a = _data(r["before"]), _data(r["after"])
+        key = (a or b or {}).get("id")
+        out.append((r["ts_ms"], r["op"], key, json.dumps(b, sort_keys=True),
+                    json.dumps(a, sort_keys=True)))
+    return sorted(out)
+
+
+def _expect(changes: list[tuple[str, str, str, dict[str, Any] | None, dict[str, Any] | None]]
+            ) -> list[tuple[Any, ...]]:
+    return sorted((ts, op, key, json.dumps(b, sort_keys=True), json.dumps(a, sort_keys=True))
+                  for ts, op, key, b, a in changes)
+
+
+_ids = st.lists(st.integers(0, KEYS - 1), min_size=1, max_size=5, unique=True)
+_op = st.one_of(
+    st.tuples(st.just("upsert"), _ids),
+    st.tuples(st.just("upsert"), _ids),
+    st.tuples(st.just("delete"), _ids),
+    st.tuples(st.just("overwrite"), st.integers(0, 1), _ids),
+    st.tuples(st.just("compact")),
+    st.tuples(st.just("logcompact")),
+)
+
+
+def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
+         ) -> tuple[Table, list[tuple[str, str, str, Any, Any]], list[str]]:
+    """Run ``ops``; the model's changes (instant, op, key, before, after) and the instants
+    of the writes."""
+    mt = _create(root, mode, version, **{"hoodie.log.compaction.blocks.threshold": "2"})
+    model: dict[str, dict[str, Any]] = {}
+    changes: list[tuple[str, str, str, Any, Any]] = []
+    instants = []
+    for step, op in enumerate(ops, start=1):
+        kind = op[0]
+        if kind == "upsert":
+            batch = _rows(op[1], step)
+            inst = mt.upsert(batch).instant
+            for r in batch.to_pylist():
+                old = model.get(r["id"])
+                changes.append((inst, "u" if old else "i", r["id"], old, r))
+                model[r["id"]] = r
+        elif kind == "delete":
+            batch = _rows(op[1], step).select(["id", "part"])
+            inst = mt.delete(batch).instant
+            for r in batch.to_pylist():
+                old = model.pop(r["id"], None)
+                if old is not None:
+                    changes.append((inst, "d", r["id"], old, None))
+        elif kind == "overwrite":
+            ids = [i for i in op[2] if i % 2 == op[1]] or [op[1]]
+            batch = _rows(ids, step)
+            inst = mt.insert_overwrite(batch).instant
+            for key, old in sorted(model.items()):
+                if old["part"] == _part(op[1]):
+                    changes.append((inst, "d", key, old, None))
+                    del model[key]
+            for r in batch.to_pylist():
+                changes.append((inst, "i", r["id"], None, r))
+                model[r["id"]] = r
+        elif kind == "compact":
+            mt.compact()
+            continue
+        else:
+            mt.log_compact()
+            continue
+        instants.append(inst)
+    table = Table(str(root))
+    snapshot = {r["id"]: {k: v for k, v in r.items() if k not in META_FIELDS}
+                for r in table.read().to_pylist()}
+    assert snapshot == model
+    return table, changes, instants
+
+
+def _bound(table: Table, instant: str) -> str:
+    """The range bound that means "after ``instant``": its completion time (8+)."""
+    if table.version >= 8:
+        info = {i.instant: i for i in table.instants()}[instant]
+        assert info.completed is not None
+        return info.completed
+    return instant
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("mode", LOGGING_MODES)
+@settings(max_examples=40 if SLOW else 8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_op, min_size=1, max_size=7), cut=st.tuples(st.floats(0, 1),
+                                                               st.floats(0, 1)))
+def test_cdc_query_equals_the_model(mode: str, version: int, ops: list[tuple[Any, ...]],
+                                    cut: tuple[float, float]) -> None:
+    root = Path(tempfile.mkdtemp(prefix="morlog-cdc-"))
+    try:
+        table, changes, instants = _run(root / "t", mode, version, ops)
+        assert _actual(table) == _expect(changes)
+        # a sub-range (begin exclusive, end inclusive) holds the changes of its commits
+        lo, hi = sorted(int(c * len(instants)) for c in cut)
+        begin = _bound(table, instants[lo - 1]) if lo > 0 else None
+        end = _bound(table, instants[hi - 1]) if hi > 0 else None
+        if end is not None and begin is not None and end <= begin:
+            return
+        inside = set(instants[lo:hi] if end is not None else instants[lo:])
+        if hi == 0:
+            inside = set(instants[lo:]) if end is None else set()
+        got = _actual(table, begin, end)
+        assert got == _expect([c for c in changes if c[0] in inside])
+        cdc_files = [n for _, _, names in os.walk(root) for n in names
+                     if LogFileName.matches(n) and LogFileName.parse(n).cdc]
+        if mode != DATA_BEFORE_AFTER:
+            assert cdc_files == []  # Hudi reads no CDC file of these modes beside a log
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_data_before_after_writes_cdc_files_named_in_cdc_stats(tmp_path: Path) -> None:
+    """One CDC log file per file group a delta commit appends to, named after the commit's
+    instant with the ``.cdc`` suffix; the write stat's cdcStats names it with its size; the
+    snapshot ignores it."""
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 6)
+    mt.upsert(_rows([0, 1, 2], 1))
+    inst = mt.upsert(_rows([0, 4], 2)).instant
+    table = Table(str(tmp_path / "t"))
+    md = table.timeline.metadata(table.timeline.get(inst))  # type: ignore[arg-type]
+    stats = [s for ss in md["partitionToWriteStats"].values() for s in ss]
+    cdc = {k: v for s in stats for k, v in (s.get("cdcStats") or {}).items()}
+    assert len(cdc) == 1
+    rel, size = next(iter(cdc.items()))
+    name = LogFileName.parse(rel.rsplit("/", 1)[-1])
+    assert name.cdc and name.instant == inst and name.version == 1
+    assert (tmp_path / "t" / rel).stat().st_size == size
+    assert sorted(table.read()["id"].to_pylist()) == ["k0", "k1", "k2", "k4"]
+    # the CDC file holds the changes: the CDC query reads them as they are
+    (tmp_path / "t" / rel).write_bytes(b"")
+    with pytest.raises(MorlogError):
+        read_cdc(table, None, None)
+
+
+def test_the_cdc_query_needs_a_cdc_table(tmp_path: Path) -> None:
+    mt = MorTable.create(str(tmp_path / "t"), SCHEMA, key_field="id", partition_field="part",
+                         ordering_field="ts", config=WriteConfig(fsync=False))
+    mt.upsert(_rows([0], 1))
+    with pytest.raises(UsageError, match="hoodie.table.cdc.enabled"):
+        read_cdc(Table(str(tmp_path / "t")), None, None)
+
+
+def test_columns_and_instant_forms(tmp_path: Path) -> None:
+    mt = _create(tmp_path / "t", "OP_KEY_ONLY", 6)
+    first = mt.upsert(_rows([0, 1], 1)).instant
+    mt.upsert(_rows([1], 2))
+    table = Table(str(tmp_path / "t"))
+    got = read_cdc(table, first, None, columns=["after", "op"])
+    assert got.column_names == ["op", "after"] and got["op"].to_pylist() == ["u"]
+    # yyyy-MM-dd HH:mm:ss.SSS means the same instant
+    t = first
+    text = f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:17]}"
+    assert read_cdc(table, text, None).num_rows == 1
+    with pytest.raises(UsageError, match="unknown CDC column"):
+        read_cdc(table, None, None, columns=["nope"])
+
+
+def test_an_unknown_logging_mode_is_refused(tmp_path: Path) -> None:
+    from morlog.logformat.errors import UnsupportedSettingError
+
+    with pytest.raises(UnsupportedSettingError):
+        _create(tmp_path / "t", "CDC_EVERYTHING")
