@@ -596,6 +596,9 @@ STAT_FILES_CREATED = _o("morlog.files.created", None, "int", C, _CM,
 STAT_SECONDS = _o("morlog.seconds", None, "float", C, _CM, "seconds the commit's phases took")
 STAT_ROWS_WRITTEN = _o("morlog.rows.written", None, "int", C, _CM,
                        "rows the Spark writer's tasks wrote")
+STAT_CDC_CRC32 = _o("morlog.cdc.crc32", None, "json", C, _CM,
+                    "CRC-32 of every CDC log file the commit wrote (relative path -> CRC, "
+                    "spec/cdc.md §3): readers check them")
 STAT_GROUPS_REPLACED = _o("morlog.groups.replaced", None, "int", C, _CM,
                           "file groups an insert-overwrite replaced")
 STAT_RLI_INSERTED = _o("morlog.rli.inserted", None, "int", C, _CM,

@@ -32,6 +32,8 @@ before a completed clean's earliest commit to retain is refused as time travel i
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +62,7 @@ from morlog.logformat.errors import ContentError, UsageError
 from morlog.logformat.naming import LogFileName
 
 from .logfile import LogFileReader
-from .storage import TableLocation
+from .storage import BytesSource, TableLocation
 from .table import FileSlice, Table, query_instant
 from .timeline import Instant
 
@@ -148,11 +150,12 @@ class _Reader:
         if operation in NO_CHANGE_OPERATIONS:
             return CDC_SCHEMA.empty_table()
         groups = _groups(md, where)
+        crcs = _crcs(md, where)
         before_at = self._before(inst)
         parts = []
         for g in groups:
             if g.cdc_files and self.mode == DATA_BEFORE_AFTER:
-                parts.append(self._as_is(g, inst.requested))
+                parts.append(self._as_is(g, crcs))
             else:
                 parts.append(self._inferred(g, before_at, inst.requested))
         parts = [p for p in parts if p.num_rows]
@@ -170,21 +173,26 @@ class _Reader:
 
     # --- AS_IS: CDC blocks --------------------------------------------------------------
 
-    def _as_is(self, g: _Group, instant: str) -> pa.Table:
+    def _as_is(self, g: _Group, crcs: dict[str, int]) -> pa.Table:
         parts = []
         for rel, size in g.cdc_files:
             path = _under(self.table, rel)
             try:
-                have = self.table.storage.size(path)
+                data = self.table.storage.read(path)
             except OSError:
                 raise ContentError("a CDC log file its commit names (cdcStats) is missing",
                                    path=path) from None
-            if isinstance(size, int) and not isinstance(size, bool) and have != size:
+            if isinstance(size, int) and not isinstance(size, bool) and len(data) != size:
                 # a CDC file is written whole, once: another size is damage (a cut file
                 # would lose changes without a word)
                 raise ContentError("a CDC log file is not the size its commit recorded "
-                                   "(cdcStats)", path=path, expected=size, actual=have)
-            with LogFileReader(self.table.storage.source(path)) as r:
+                                   "(cdcStats)", path=path, expected=size, actual=len(data))
+            crc = crcs.get(rel)
+            if crc is not None and zlib.crc32(data) != crc:
+                raise ContentError("a CDC log file's bytes do not match the CRC-32 its commit "
+                                   f"recorded ({conf.STAT_CDC_CRC32})", path=path,
+                                   expected=crc, actual=zlib.crc32(data))
+            with LogFileReader(BytesSource(data, path)) as r:
                 for b in r.blocks():
                     if b.block_type == BlockType.CORRUPT:
                         raise ContentError("a CDC log file holds a damaged block", path=path,
@@ -246,6 +254,23 @@ def _under(table: Table, rel: str) -> str:
         raise ContentError("a cdcStats path does not name a CDC log file", path=table.path,
                            actual=rel)
     return table.storage.join(table.slice_dir("/".join(parts[:-1])), name)
+
+
+def _crcs(md: dict[str, Any], where: str) -> dict[str, int]:
+    """The CRC-32 of each CDC file morlog's commit recorded (none for Hudi's commits)."""
+    extra = md.get("extraMetadata")
+    raw = extra.get(conf.STAT_CDC_CRC32) if isinstance(extra, dict) else None
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in value.items()):
+        raise ContentError(f"{conf.STAT_CDC_CRC32} is not a map of paths to CRCs", path=where)
+    return value
 
 
 def _groups(md: dict[str, Any], where: str) -> list[_Group]:

@@ -28,6 +28,7 @@ images hold the data fields (``HoodieCDCLogger`` removes the meta fields).
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import pyarrow as pa
@@ -77,12 +78,14 @@ def _with_instant(table: Table, location: TableLocation, instant: str, action: s
 
 def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, instant: str,
                     action: str, operation: str, schema: dict[str, Any],
-                    stats: dict[str, list[dict[str, Any]]], *, fsync: bool) -> list[str]:
+                    stats: dict[str, list[dict[str, Any]]], *, fsync: bool) -> dict[str, int]:
     """Write the CDC log files of a commit about to complete and add ``cdcStats`` to the
-    write stats of their file groups (in place); the files written. ``before``: the table
-    when the commit began; ``schema``: the commit's data schema (no meta fields)."""
+    write stats of their file groups (in place); the files written (path relative to the
+    table -> CRC-32 of the file's bytes, which the commit records in its extra metadata).
+    ``before``: the table when the commit began; ``schema``: the commit's data schema (no
+    meta fields)."""
     if operation.lower() in _SERVICE_OPERATIONS or not writes_cdc(before):
-        return []
+        return {}
     targets = []
     for partition, entries in stats.items():
         for e in entries:
@@ -94,11 +97,11 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
                 continue
             targets.append((partition, e))
     if not targets:
-        return []
+        return {}
     after = _with_instant(before, location, instant, action)
     data_schema = avro_to_arrow_schema(schema)
     text = cdc_schema(DATA_BEFORE_AFTER, schema)
-    written = []
+    written: dict[str, int] = {}
     done: dict[tuple[str, str], dict[str, int]] = {}
     for partition, e in targets:
         fid = str(e["fileId"])
@@ -121,8 +124,8 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
         path = store.join(directory, fname)
         if not store.create(path, data, sync=fsync):
             raise UsageError("a CDC log file of this name exists already", path=path)
-        written.append(path)
         rel = f"{partition}/{fname}" if partition else fname
+        written[rel] = zlib.crc32(data)
         done[(partition, fid)] = {rel: len(data)}
         e["cdcStats"] = {rel: len(data)}
     return written

@@ -412,8 +412,11 @@ class Commit:
         self._lock.check()  # a writer whose lease ran out must not complete the instant
         # CDC log files of a CDC-enabled table, their cdcStats added to ``stats``
         # (morlog.writers.core.cdc; nothing for other tables)
-        write_cdc_files(self.store, self.location, self.table(), self.instant, self.action,
-                        self.operation, self.schema, stats, fsync=self.fsync)
+        cdc = write_cdc_files(self.store, self.location, self.table(), self.instant,
+                              self.action, self.operation, self.schema, stats,
+                              fsync=self.fsync)
+        if cdc:
+            summary = {**summary, conf.STAT_CDC_CRC32: json.dumps(cdc, sort_keys=True)}
         if self.hooks is not None:
             self.hooks.committing(self.instant, self.written_files(stats), changes)
         self.completed_at = self.timeline.write(self.instant, "completed", {
