@@ -228,3 +228,36 @@ def test_an_unknown_logging_mode_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(UnsupportedSettingError):
         _create(tmp_path / "t", "CDC_EVERYTHING")
+
+
+def test_table_changes_is_the_cdc_query(tmp_path: Path) -> None:
+    import morlog
+
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 9)
+    mt.upsert(_rows([0, 1], 1))
+    mt.delete(_rows([1], 2).select(["id", "part"]))
+    table = morlog.Table(str(tmp_path / "t"))
+    assert table.changes().equals(read_cdc(table, None, None))
+    assert table.changes(columns=["op"])["op"].to_pylist() == ["i", "i", "d"]
+
+
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_hudi_rs_reads_a_table_with_cdc_files(tmp_path: Path, version: int) -> None:
+    """Snapshot readers ignore CDC log files: hudi-rs reads the rows morlog reads."""
+    hudi = pytest.importorskip("hudi")
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, version)
+    mt.upsert(_rows([0, 1, 2, 3], 1))
+    mt.upsert(_rows([0, 2, 5], 2))
+    mt.delete(_rows([1], 3).select(["id", "part"]))
+    mt.upsert(_rows([3, 6], 4))
+    assert list((tmp_path / "t").rglob("*.cdc"))
+    batches = hudi.HudiTableBuilder.from_base_uri(str(tmp_path / "t")).build().read()
+    theirs = pa.Table.from_batches(batches) if batches else pa.table({})
+
+    def rows(t: pa.Table) -> list[dict[str, Any]]:
+        return sorted(({k: v for k, v in r.items() if k not in META_FIELDS}
+                       for r in t.to_pylist()), key=lambda r: r["id"])
+
+    ours = Table(str(tmp_path / "t")).read()
+    assert rows(theirs) == rows(ours)
+    assert sorted(r["id"] for r in rows(ours)) == ["k0", "k2", "k3", "k5", "k6"]
