@@ -261,3 +261,19 @@ def test_hudi_rs_reads_a_table_with_cdc_files(tmp_path: Path, version: int) -> N
     ours = Table(str(tmp_path / "t")).read()
     assert rows(theirs) == rows(ours)
     assert sorted(r["id"] for r in rows(ours)) == ["k0", "k2", "k3", "k5", "k6"]
+
+
+def test_the_metadata_table_lists_cdc_files(tmp_path: Path) -> None:
+    """Hudi's files partition lists CDC log files (cdcStats) with the data files; morlog's
+    metadata table listing equals the table's files."""
+    from morlog.readers.mdt.read import partition_records
+    from morlog.readers.storage import LocalStorage
+
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 9)
+    mt.upsert(_rows([0, 2], 1))
+    mt.upsert(_rows([0, 4], 2))
+    cdc = sorted(p.name for p in (tmp_path / "t").rglob("*.cdc"))
+    assert len(cdc) == 1
+    listed = {name for r in partition_records(LocalStorage(), str(tmp_path / "t"), "files")
+              if r.get("key") == "p0" for name in (r.get("filesystemMetadata") or {})}
+    assert cdc[0] in listed

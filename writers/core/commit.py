@@ -566,6 +566,10 @@ def _written_files(store: WriteStore, location: TableLocation,
                 continue
             name = rel.rsplit("/", 1)[-1]
             out.setdefault(part, {})[name] = store.size(store.join(location.path, rel))
+            # CDC log files go into the metadata table's files partition too (Hudi's
+            # HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords adds cdcStats)
+            for cdc_rel, size in (e.get("cdcStats") or {}).items():
+                out.setdefault(part, {})[cdc_rel.rsplit("/", 1)[-1]] = int(size)
     return out
 
 
