@@ -560,10 +560,11 @@ class Table:
         version 8+, instant times for 6; None: open), as columns ``op`` (``i``/``u``/``d``),
         ``ts_ms`` (the commit's instant), ``before`` and ``after`` (JSON); ``columns``: a
         subset of those. Only for tables with ``hoodie.table.cdc.enabled=true``
-        (:func:`morlog.readers.cdc.read_cdc`, spec/cdc.md)."""
-        from .cdc import read_cdc
+        (``morlog.readers.changes``, spec/cdc.md)."""
+        from .changes import table_changes
 
-        return read_cdc(self, begin, end, columns)
+        return table_changes(self, query_instant(begin) if begin is not None else None,
+                             query_instant(end) if end is not None else None, columns)
 
     def slice_dir(self, partition: str) -> str:
         """The directory of a partition, checked to lie under the table root (a partition

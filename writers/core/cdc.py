@@ -22,7 +22,7 @@ is published before the commit completes; a rollback deletes it with the commit'
 (it carries the instant). Compaction and log compaction write none (their changes are none).
 
 The changes are the file group's merged rows before the commit against its merged rows with
-the commit (``morlog.readers.cdc.diff_rows``, the same rule the reader infers with); the
+the commit (``morlog.readers.changes.diff_rows``, the same rule the reader infers with); the
 images hold the data fields (``HoodieCDCLogger`` removes the meta fields).
 """
 
@@ -48,7 +48,7 @@ from morlog.logformat.cdc import (
 from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import encode_block
 from morlog.logformat.naming import COMPLETED, LOGFILE_BASE_VERSION, LogFileName
-from morlog.readers.cdc import cdc_enabled, data_images, diff_rows
+from morlog.readers.changes import cdc_enabled, data_images, diff_rows
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Instant, Timeline
