@@ -85,7 +85,28 @@ _op = st.one_of(
     st.tuples(st.just("overwrite"), st.integers(0, 1), _ids),
     st.tuples(st.just("compact")),
     st.tuples(st.just("logcompact")),
+    st.tuples(st.just("killed"), _ids),
 )
+
+
+class _Killed(BaseException):
+    """The writer dies as it completes the instant (its CDC files are written already)."""
+
+
+def _killed_upsert(mt: MorTable, batch: pa.Table) -> None:
+    from unittest import mock
+
+    from morlog.writers.core.timeline import TimelineWriter
+
+    real = TimelineWriter.write
+
+    def dying(self: TimelineWriter, instant: str, state: str, *args: Any, **kw: Any) -> Any:
+        if state == "completed" and self.location.path == mt.location.path:
+            raise _Killed()
+        return real(self, instant, state, *args, **kw)
+
+    with mock.patch.object(TimelineWriter, "write", dying), pytest.raises(_Killed):
+        mt.upsert(batch)
 
 
 def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
@@ -123,6 +144,9 @@ def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
             for r in batch.to_pylist():
                 changes.append((inst, "i", r["id"], None, r))
                 model[r["id"]] = r
+        elif kind == "killed":
+            _killed_upsert(mt, _rows(op[1], step))  # the next writer rolls it back
+            continue
         elif kind == "compact":
             mt.compact()
             continue
