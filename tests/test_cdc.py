@@ -202,11 +202,11 @@ def test_cdc_query_equals_the_model(mode: str, version: int, ops: list[tuple[Any
 
 
 def test_data_before_after_writes_cdc_files_named_in_cdc_stats(tmp_path: Path) -> None:
-    """One CDC log file per file group a delta commit appends to, named after the commit's
-    instant with the ``.cdc`` suffix; the write stat's cdcStats names it with its size; the
-    snapshot ignores it."""
+    """One CDC log file per file group a delta commit appends to, named like the log file
+    it wrote (version 6: the slice's base instant) with the ``.cdc`` suffix; the write stat's
+    cdcStats names it with its size; the snapshot ignores it."""
     mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 6)
-    mt.upsert(_rows([0, 1, 2], 1))
+    first = mt.upsert(_rows([0, 1, 2], 1)).instant
     inst = mt.upsert(_rows([0, 4], 2)).instant
     table = Table(str(tmp_path / "t"))
     md = table.timeline.metadata(table.timeline.get(inst))  # type: ignore[arg-type]
@@ -215,7 +215,13 @@ def test_data_before_after_writes_cdc_files_named_in_cdc_stats(tmp_path: Path) -
     assert len(cdc) == 1
     rel, size = next(iter(cdc.items()))
     name = LogFileName.parse(rel.rsplit("/", 1)[-1])
-    assert name.cdc and name.instant == inst and name.version == 1
+    assert name.cdc and name.instant == first and name.version == 1
+    # the next commit's CDC file in the same slice takes the next version
+    again = mt.upsert(_rows([0], 3)).instant
+    md = table.timeline.metadata(Table(str(tmp_path / "t")).timeline.get(again))  # type: ignore[arg-type]
+    names = [LogFileName.parse(k.rsplit("/", 1)[-1]) for ss in md["partitionToWriteStats"].values()
+             for s in ss for k in (s.get("cdcStats") or {})]
+    assert [(n.instant, n.version) for n in names] == [(first, 2)]
     assert (tmp_path / "t" / rel).stat().st_size == size
     assert sorted(table.read()["id"].to_pylist()) == ["k0", "k1", "k2", "k4"]
     # the CDC file holds the changes: the CDC query reads them as they are
@@ -301,3 +307,43 @@ def test_the_metadata_table_lists_cdc_files(tmp_path: Path) -> None:
     listed = {name for r in partition_records(LocalStorage(), str(tmp_path / "t"), "files")
               if r.get("key") == "p0" for name in (r.get("filesystemMetadata") or {})}
     assert cdc[0] in listed
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("policy", [{"hoodie.clean.commits.retained": "1"},
+                                    {"hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+                                     "hoodie.cleaner.fileversions.retained": "1"}],
+                         ids=["commits", "versions"])
+def test_cleaning_keeps_the_live_slices_of_a_table_with_cdc_files(
+        tmp_path: Path, version: int, policy: dict[str, str]) -> None:
+    """CDC log files belong to the slice their name's instant picks (version 6: the slice's
+    base instant), so the cleaner never takes a CDC file for a newer slice and deletes the
+    live one (a CDC file named after its delta commit did that in version 6); the CDC files
+    of cleaned slices go with them, and the changes since the clean still read."""
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, version, **policy)
+    mt.upsert(_rows([0, 2, 4, 6], 1))
+    for step in range(2, 6):
+        mt.upsert(_rows([0], step))
+        mt.clean()
+    mt.compact()
+    mt.upsert(_rows([2], 7))
+    mt.clean()
+    last = mt.upsert(_rows([4], 8)).instant
+    mt.clean()
+    table = Table(str(tmp_path / "t"))
+    assert sorted(r["id"] for r in table.read().to_pylist()) == ["k0", "k2", "k4", "k6"]
+    before = [i.instant for i in table.instants() if i.instant < last][-1]
+    got = table.changes(_bound(table, before) if version >= 8 else before)
+    assert [(r["op"], _data(r["after"])["id"]) for r in got.to_pylist()] == [("u", "k4")]
+
+
+def test_repair_finds_nothing_wrong_with_cdc_files(tmp_path: Path) -> None:
+    """CDC blocks carry CDC records, not the table's key column: repair does not take them
+    for damaged data blocks (it did, and --apply would have voided them)."""
+    from morlog.writers.repair import plan_repair
+
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 9)
+    mt.upsert(_rows([0, 2], 1))
+    mt.upsert(_rows([0, 4], 2))
+    assert list((tmp_path / "t").rglob("*.cdc"))
+    assert plan_repair(str(tmp_path / "t")).findings == []

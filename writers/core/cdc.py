@@ -14,12 +14,13 @@ of a merge-on-read table: Hudi's reader takes a CDC file of those modes only bes
 file beside a log append would break its CDC query. In the ``DATA_BEFORE_AFTER`` mode (Hudi's
 default) the CDC records are complete and Hudi's reader takes them as they are (AS_IS, from
 ``cdcStats`` alone): there, each file group a delta commit writes to a log gets one CDC log
-file ``.<fileId>_<instant>.log.1_<writeToken>.cdc`` (the commit's instant, as
-``HoodieWriteHandle.createLogWriter(instantTime, CDC_LOGFILE_SUFFIX)`` names it) with one
+file ``.<fileId>_<instant>.log.<version>_<writeToken>.cdc`` with one
 CDC_DATA block of the group's changes, and the group's write stat names it in ``cdcStats``
 (path relative to the table -> size), so readers need not merge the slice before. The file
-is published before the commit completes; a rollback deletes it with the commit's other files
-(it carries the instant). Compaction and log compaction write none (their changes are none).
+is named like the log file the commit wrote in the group (the slice's base instant in table
+version 6, the commit's instant in 8+; the next free version), published before the commit
+completes; a rollback deletes it (:func:`cdc_files_of`). Compaction and log compaction
+write none (their changes are none).
 
 The changes are the file group's merged rows before the commit against its merged rows with
 the commit (``morlog.readers.changes.diff_rows``, the same rule the reader infers with); the
@@ -95,7 +96,7 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
             ln = LogFileName.parse(name)
             if ln.cdc or ln.ext != "log":
                 continue
-            targets.append((partition, e))
+            targets.append((partition, e, ln.instant))
     if not targets:
         return {}
     after = _with_instant(before, location, instant, action)
@@ -103,7 +104,7 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
     text = cdc_schema(DATA_BEFORE_AFTER, schema)
     written: dict[str, int] = {}
     done: dict[tuple[str, str], dict[str, int]] = {}
-    for partition, e in targets:
+    for partition, e, log_instant in targets:
         fid = str(e["fileId"])
         if (partition, fid) in done:
             e["cdcStats"] = dict(done[(partition, fid)])
@@ -120,7 +121,13 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
                           AFTER: data_images(d.after, data_schema)})
         data = encode_block(cdc_block(table, text, instant))
         directory = location.partition_path(partition)
-        fname = str(LogFileName(fid, instant, LOGFILE_BASE_VERSION, WRITE_TOKEN, cdc=True))
+        # named like the log file the commit wrote: the slice's base instant in table
+        # version 6 (where a name's instant picks the file slice, and CDC files belong to
+        # slices as Hudi's file system view lists them), the commit's instant in 8+
+        version = 1 + max((n.version for n in _cdc_names(store, directory)
+                           if n.file_id == fid and n.instant == log_instant),
+                          default=LOGFILE_BASE_VERSION - 1)
+        fname = str(LogFileName(fid, log_instant, version, WRITE_TOKEN, cdc=True))
         path = store.join(directory, fname)
         if not store.create(path, data, sync=fsync):
             raise UsageError("a CDC log file of this name exists already", path=path)
@@ -131,6 +138,41 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
     return written
 
 
+def _cdc_names(store: WriteStore, directory: str) -> list[LogFileName]:
+    out = []
+    for n in store.listdir(directory):
+        if LogFileName.matches(n):
+            ln = LogFileName.parse(n)
+            if ln.cdc:
+                out.append(ln)
+    return out
+
+
+def cdc_files_of(store: WriteStore, directory: str, instant: str) -> list[str]:
+    """Names of the CDC log files in ``directory`` that ``instant`` wrote: those named after
+    it, and (table version 6, named after their slice) those whose first block's
+    INSTANT_TIME is ``instant``. What a rollback of ``instant`` deletes."""
+    from morlog.logformat.errors import MorlogError
+    from morlog.readers.logfile import LogFileReader
+
+    out = []
+    for ln in _cdc_names(store, directory):
+        name = str(ln)
+        if ln.instant == instant:
+            out.append(name)
+            continue
+        if ln.instant > instant:
+            continue  # a slice that began after the instant holds none of its files
+        try:
+            with LogFileReader(store.storage.source(store.join(directory, name))) as r:
+                first = next(r.blocks(), None)
+                if first is not None and first.instant == instant:
+                    out.append(name)
+        except (MorlogError, OSError):
+            continue  # not readable: not provably the instant's; repair reports it
+    return out
+
+
 def _group_rows(table: Table, partition: str, fid: str) -> pa.Table | None:
     for s in table.file_slices(None, partition):
         if s.file_id == fid:
@@ -138,4 +180,4 @@ def _group_rows(table: Table, partition: str, fid: str) -> pa.Table | None:
     return None
 
 
-__all__ = ["write_cdc_files", "writes_cdc"]
+__all__ = ["cdc_files_of", "write_cdc_files", "writes_cdc"]

@@ -55,10 +55,11 @@ from morlog.logformat.timeline_meta import (
     write_stat,
 )
 from morlog.readers.base_keys import base_keys_dir
+from morlog.readers.changes import cdc_enabled
 from morlog.readers.containment import check_file_name
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
-from morlog.writers.core.cdc import write_cdc_files
+from morlog.writers.core.cdc import cdc_files_of, write_cdc_files
 from morlog.writers.core.logwriter import LogFileWriter, Mode
 from morlog.writers.core.properties import restore_properties
 from morlog.writers.core.store import (
@@ -183,6 +184,11 @@ def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineW
     # metadata does not name them): list them all, delete what the instant named
     partitions = sorted(set(table.partitions()) | {p for p, _ in keys})
     doomed = {p: instant_files(st, location.partition_path(p), failed) for p in partitions}
+    if table.version <= 6 and cdc_enabled(table):
+        # CDC log files are named after their slice in version 6 (morlog.writers.core.cdc)
+        for p in partitions:
+            extra = cdc_files_of(st, location.partition_path(p), failed)
+            doomed[p] = list(dict.fromkeys([*doomed[p], *extra]))
     doomed = {p: names for p, names in doomed.items() if names}
     slices = {(s.partition, s.file_id): s for s in table.file_slices()}
     command: list[tuple[str, str]] = []
