@@ -347,3 +347,30 @@ def test_repair_finds_nothing_wrong_with_cdc_files(tmp_path: Path) -> None:
     mt.upsert(_rows([0, 4], 2))
     assert list((tmp_path / "t").rglob("*.cdc"))
     assert plan_repair(str(tmp_path / "t")).findings == []
+
+
+def test_spark_writes_cdc_files(spark: Any, tmp_path: Path) -> None:
+    """``format("morlog")`` and the distributed upsert commit through the same protocol:
+    their commits of a CDC table carry CDC files, and the CDC query returns their changes."""
+    from morlog.spark import upsert
+    from morlog.spark.write import register
+
+    register(spark)
+    path = str(tmp_path / "t")
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 9)
+    mt.upsert(_rows([0, 1, 2, 3], 1))
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "part",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.table.name": "t"}
+    spark.createDataFrame(_rows([0, 5], 2).to_pandas()).write.format("morlog").options(
+        **opts).mode("append").save(path)
+    upsert(spark, spark.createDataFrame(_rows([1, 6], 3).to_pandas()), path, key="id",
+           partition="part", ordering="ts")
+    table = Table(path)
+    writes = [i.instant for i in table.instants() if i.action == "deltacommit"]
+    got = sorted((r["ts_ms"], r["op"], _data(r["after"])["id"])  # type: ignore[index]
+                 for r in table.changes(_bound(table, writes[0])).to_pylist())
+    assert got == [(writes[1], "i", "k5"), (writes[1], "u", "k0"),
+                   (writes[2], "i", "k6"), (writes[2], "u", "k1")]
+    md = table.timeline.metadata(table.timeline.get(writes[2]))  # type: ignore[arg-type]
+    assert any(s.get("cdcStats") for ss in md["partitionToWriteStats"].values() for s in ss)
