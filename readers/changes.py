@@ -62,7 +62,7 @@ from morlog.logformat.cdc import (
 )
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import ContentError, UsageError
-from morlog.logformat.naming import LogFileName
+from morlog.logformat.naming import BaseFileName, LogFileName
 
 from .logfile import LogFileReader
 from .storage import BytesSource
@@ -132,6 +132,8 @@ class _Group:
     file_id: str
     #: CDC log files (relative to the table) the write stat names, with their sizes
     cdc_files: tuple[tuple[str, Any], ...] = ()
+    #: Hudi's BASE_FILE_INSERT: the commit wrote only a new base file of inserts here
+    base_insert: bool = False
 
 
 class _Reader:
@@ -149,15 +151,20 @@ class _Reader:
         operation = str(md.get("operationType") or "").upper()
         if operation in NO_CHANGE_OPERATIONS:
             return CDC_SCHEMA.empty_table()
-        groups = _groups(md, where)
+        groups = _groups(md, where, inst.requested)
         crcs = _crcs(md, where)
-        before_at = self._before(inst)
+        before: list[str | None] = []  # the state before the commit, found once if needed
         parts = []
         for g in groups:
             if g.cdc_files and self.mode == DATA_BEFORE_AFTER:
                 parts.append(self._as_is(g, crcs))
+            elif g.base_insert:
+                # BASE_FILE_INSERT: a new base file of inserts only; no state before it
+                parts.append(self._inferred(g, None, inst.requested))
             else:
-                parts.append(self._inferred(g, before_at, inst.requested))
+                if not before:
+                    before.append(self._before(inst))
+                parts.append(self._inferred(g, before[0], inst.requested))
         parts = [p for p in parts if p.num_rows]
         return pa.concat_tables(parts) if parts else CDC_SCHEMA.empty_table()
 
@@ -273,9 +280,25 @@ def _crcs(md: dict[str, Any], where: str) -> dict[str, int]:
     return value
 
 
-def _groups(md: dict[str, Any], where: str) -> list[_Group]:
+def _base_insert(e: dict[str, Any], instant: str) -> bool:
+    """Whether a write stat is a new base file of inserts only (``parseWriteStat``: no CDC
+    files, a base file, no update writes and, when counted, as many inserts as writes)."""
+    name = str(e.get("path") or "").rsplit("/", 1)[-1]
+    if e.get("cdcStats") or not BaseFileName.matches(name):
+        return False
+    if BaseFileName.parse(name).instant != instant:
+        return False
+    updates, writes, inserts = (e.get(k) for k in ("numUpdateWrites", "numWrites",
+                                                    "numInserts"))
+    if isinstance(updates, int) and updates:
+        return False
+    return not (isinstance(inserts, int) and isinstance(writes, int) and inserts != writes)
+
+
+def _groups(md: dict[str, Any], where: str, instant: str) -> list[_Group]:
     """The file groups a commit wrote or replaced, with their CDC files, in metadata order."""
     out: dict[tuple[str, str], _Group] = {}
+    inserts_only: dict[tuple[str, str], bool] = {}
     stats = md.get("partitionToWriteStats") or {}
     if not isinstance(stats, dict):
         raise ContentError("partitionToWriteStats is not a map", path=where)
@@ -288,6 +311,7 @@ def _groups(md: dict[str, Any], where: str) -> list[_Group]:
                 raise ContentError("a write stat has no fileId", path=where)
             key = (str(partition), e["fileId"])
             g = out.setdefault(key, _Group(*key))
+            inserts_only[key] = inserts_only.get(key, True) and _base_insert(e, instant)
             cdc = e.get("cdcStats")
             if cdc:
                 if not isinstance(cdc, dict) or not all(isinstance(k, str) for k in cdc):
@@ -301,6 +325,9 @@ def _groups(md: dict[str, Any], where: str) -> list[_Group]:
             raise ContentError("replaced file ids are not a list of strings", path=where)
         for f in fids:
             out.setdefault((str(partition), f), _Group(str(partition), f))
+            inserts_only[(str(partition), f)] = False
+    for key, g in out.items():
+        g.base_insert = inserts_only.get(key, False)
     return list(out.values())
 
 
