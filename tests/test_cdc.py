@@ -374,3 +374,30 @@ def test_spark_writes_cdc_files(spark: Any, tmp_path: Path) -> None:
                    (writes[2], "i", "k6"), (writes[2], "u", "k1")]
     md = table.timeline.metadata(table.timeline.get(writes[2]))  # type: ignore[arg-type]
     assert any(s.get("cdcStats") for ss in md["partitionToWriteStats"].values() for s in ss)
+
+
+@pytest.mark.parametrize("mode", ["append", "rollover"])
+def test_a_group_written_twice_in_a_commit_names_its_cdc_file_once(tmp_path: Path,
+                                                                   mode: str) -> None:
+    """Records and deletes of one group in one commit are two write stats (two log files
+    when logs roll over); only the first names the CDC file: Hudi's reader takes the CDC
+    files of every stat that names them."""
+    mt = MorTable.create(str(tmp_path / "t"), SCHEMA, key_field="id", partition_field="part",
+                         ordering_field="ts", table_version=9,
+                         config=WriteConfig(fsync=False, mode=mode),  # type: ignore[arg-type]
+                         table_properties={"hoodie.table.cdc.enabled": "true"})
+    mt.upsert(_rows([0, 2, 4], 1))
+    s = mt.table().file_slices(None, "p0")[0]
+    with mt.commit("upsert") as c:
+        c.start([("p0", s.file_id)])
+        writes = mt.write_group(c.instant, "p0", s.file_id, s.base_instant,
+                                _rows([0], 2), _rows([2], 2).select(["id", "part"]))
+        stats = {"p0": [w.stat(mt.store, mt.path) for w in writes]}
+        c.complete(stats, {})
+    assert len(stats["p0"]) == 2
+    assert [bool(e.get("cdcStats")) for e in stats["p0"]] == [True, False]
+    got = sorted((r["op"], _data(r["before"] or r["after"])["id"])  # type: ignore[index]
+                 for r in Table(str(tmp_path / "t")).changes(_bound(
+                     Table(str(tmp_path / "t")), Table(str(tmp_path / "t")).instants()[0]
+                     .instant)).to_pylist())
+    assert got == [("d", "k2"), ("u", "k0")]

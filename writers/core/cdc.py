@@ -50,6 +50,7 @@ from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import encode_block
 from morlog.logformat.naming import COMPLETED, LOGFILE_BASE_VERSION, LogFileName
 from morlog.readers.changes import cdc_enabled, data_images, diff_rows
+from morlog.readers.parallel import default_threads, run_all
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Instant, Timeline
@@ -103,22 +104,32 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
     data_schema = avro_to_arrow_schema(schema)
     text = cdc_schema(DATA_BEFORE_AFTER, schema)
     written: dict[str, int] = {}
-    done: dict[tuple[str, str], dict[str, int]] = {}
-    for partition, e, log_instant in targets:
-        fid = str(e["fileId"])
-        if (partition, fid) in done:
-            e["cdcStats"] = dict(done[(partition, fid)])
-            continue
-        rows_before = _group_rows(before, partition, fid)
-        rows_after = _group_rows(after, partition, fid)
-        d = diff_rows(rows_before, rows_after, before.key_field)
-        if not len(d.op):
-            done[(partition, fid)] = {}
-            continue
+    groups = list(dict.fromkeys((p, str(e["fileId"]), li) for p, e, li in targets))
+
+    # each partition listed once per state
+    parts = sorted({p for p, _, _ in groups})
+    then = {p: {s.file_id: s for s in before.file_slices(None, p)} for p in parts}
+    now = {p: {s.file_id: s for s in after.file_slices(None, p)} for p in parts}
+
+    def changes(job: tuple[str, str, str]) -> pa.Table | None:
+        partition, fid, _ = job
+        old, new = then[partition].get(fid), now[partition].get(fid)
+        d = diff_rows(before.read_slice(old) if old is not None else None,
+                      after.read_slice(new) if new is not None else None, before.key_field)
         n = len(d.op)
-        table = pa.table({OP: d.op, TS_MS: pa.repeat(pa.scalar(instant, pa.string()), n),
-                          BEFORE: data_images(d.before, data_schema),
-                          AFTER: data_images(d.after, data_schema)})
+        if not n:
+            return None
+        return pa.table({OP: d.op, TS_MS: pa.repeat(pa.scalar(instant, pa.string()), n),
+                         BEFORE: data_images(d.before, data_schema),
+                         AFTER: data_images(d.after, data_schema)})
+
+    # the groups' slices are read on a few threads (each holds two states of one group)
+    found = run_all(changes, groups, min(4, default_threads()), "morlog-cdc")
+    stat_of: dict[tuple[str, str], dict[str, int]] = {}
+    for (partition, fid, log_instant), table in zip(groups, found, strict=True):
+        if table is None:
+            stat_of[(partition, fid)] = {}
+            continue
         data = encode_block(cdc_block(table, text, instant))
         directory = location.partition_path(partition)
         # named like the log file the commit wrote: the slice's base instant in table
@@ -133,8 +144,13 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
             raise UsageError("a CDC log file of this name exists already", path=path)
         rel = f"{partition}/{fname}" if partition else fname
         written[rel] = zlib.crc32(data)
-        done[(partition, fid)] = {rel: len(data)}
-        e["cdcStats"] = {rel: len(data)}
+        stat_of[(partition, fid)] = {rel: len(data)}
+    for partition, e, _ in targets:
+        # on the group's first write stat only: Hudi's reader takes the CDC files of every
+        # write stat that names them (two stats naming one file would double its changes)
+        cdc = stat_of.pop((partition, str(e["fileId"])), None)
+        if cdc:
+            e["cdcStats"] = cdc
     return written
 
 
@@ -171,13 +187,6 @@ def cdc_files_of(store: WriteStore, directory: str, instant: str) -> list[str]:
         except (MorlogError, OSError):
             continue  # not readable: not provably the instant's; repair reports it
     return out
-
-
-def _group_rows(table: Table, partition: str, fid: str) -> pa.Table | None:
-    for s in table.file_slices(None, partition):
-        if s.file_id == fid:
-            return table.read_slice(s)
-    return None
 
 
 __all__ = ["cdc_files_of", "write_cdc_files", "writes_cdc"]
