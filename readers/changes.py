@@ -391,9 +391,8 @@ def diff_rows(before: pa.Table | None, after: pa.Table | None, key_field: Any) -
     gone[both_b.astype(np.int64)] = False
     dels = np.flatnonzero(gone)
     if both_a.size:
-        ja = json_rows(a.take(pa.array(both_a, pa.int64())))
-        jb = json_rows(b.take(pa.array(both_b, pa.int64())))
-        changed = np.asarray(pc.not_equal(ja, jb).to_numpy(zero_copy_only=False), dtype=bool)
+        changed = _differ(a.take(pa.array(both_a, pa.int64())),
+                          b.take(pa.array(both_b, pa.int64())))
         upd_a, upd_b = both_a[changed], both_b[changed].astype(np.int64)
     else:
         upd_a = upd_b = np.array([], dtype=np.int64)
@@ -404,6 +403,24 @@ def diff_rows(before: pa.Table | None, after: pa.Table | None, key_field: Any) -
                      pa.int64())
     return RowChanges(_ops(len(ins), len(upd_a), len(dels)), _images(b, b_idx),
                       _images(a, a_idx))
+
+
+def _differ(a: pa.Table, b: pa.Table) -> np.ndarray:
+    """Per row, whether two aligned tables of one schema hold different values (nulls equal
+    nulls, NaN equals NaN), column by column; nested columns compared by their JSON."""
+    out = np.zeros(a.num_rows, dtype=bool)
+    for name in a.column_names:
+        x, y = a.column(name).combine_chunks(), b.column(name).combine_chunks()
+        t = x.type
+        if pa.types.is_nested(t) or pa.types.is_dictionary(t):
+            x, y = json_values(x), json_values(y)
+        neq = pc.fill_null(pc.not_equal(x, y), False)
+        if pa.types.is_floating(t):
+            neq = pc.and_(neq, pc.invert(pc.and_(pc.fill_null(pc.is_nan(x), False),
+                                                 pc.fill_null(pc.is_nan(y), False))))
+        one_null = pc.xor(pc.is_null(x), pc.is_null(y))
+        out |= np.asarray(pc.or_(neq, one_null).to_numpy(zero_copy_only=False), dtype=bool)
+    return out
 
 
 def _images(t: pa.Table, idx: pa.Array) -> pa.Table:
