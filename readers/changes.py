@@ -70,9 +70,11 @@ from .timeline import Instant
 
 #: the actions whose completed instants may yield changes (``HoodieCDCExtractor``)
 CDC_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
-#: the operations that do not (``WriteOperationType.yieldChanges`` is false for them)
-NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER", "INDEX",
-                                  "ALTER_SCHEMA", "UNKNOWN", ""})
+#: the operations whose commits yield changes (``WriteOperationType.yieldChanges``, its
+#: list; not the prepped inserts, compaction, log compaction, clustering...)
+YIELD_CHANGES = frozenset({"INSERT", "UPSERT", "UPSERT_PREPPED", "DELETE", "DELETE_PREPPED",
+                           "BULK_INSERT", "DELETE_PARTITION", "INSERT_OVERWRITE",
+                           "INSERT_OVERWRITE_TABLE", "BOOTSTRAP"})
 
 CDC_SCHEMA = pa.schema([(OP, pa.string()), (TS_MS, pa.string()), (BEFORE, pa.string()),
                         (AFTER, pa.string())])
@@ -149,7 +151,7 @@ class _Reader:
         md = self.table.timeline.metadata(inst)
         where = self.table.storage.join(self.table.timeline.directory, inst.file_name)
         operation = str(md.get("operationType") or "").upper()
-        if operation in NO_CHANGE_OPERATIONS:
+        if operation not in YIELD_CHANGES:
             return CDC_SCHEMA.empty_table()
         groups = _groups(md, where, inst.requested)
         crcs = _crcs(md, where)

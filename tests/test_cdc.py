@@ -1,7 +1,8 @@
 """Issue 26 (part B): CDC log files and the CDC query (spec/cdc.md).
 
-The model-based test runs random histories (upserts, deletes, insert_overwrite, compaction,
-log compaction) into a CDC-enabled table in each supplemental logging mode; the model knows
+The model-based test runs random histories (upserts, deletes, insert_overwrite,
+insert_overwrite_table, delete_partition, compaction, log compaction, a writer killed as it
+completes) into a CDC-enabled table in each supplemental logging mode; the model knows
 every record's before and after at each commit, and the CDC query over the whole range and
 over random sub-ranges returns exactly the model's changes.
 """
@@ -86,6 +87,8 @@ _op = st.one_of(
     st.tuples(st.just("compact")),
     st.tuples(st.just("logcompact")),
     st.tuples(st.just("killed"), _ids),
+    st.tuples(st.just("drop_partition"), st.integers(0, 1)),
+    st.tuples(st.just("overwrite_table"), _ids),
 )
 
 
@@ -141,6 +144,24 @@ def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
                 if old["part"] == _part(op[1]):
                     changes.append((inst, "d", key, old, None))
                     del model[key]
+            for r in batch.to_pylist():
+                changes.append((inst, "i", r["id"], None, r))
+                model[r["id"]] = r
+        elif kind == "drop_partition":
+            part = _part(op[1])
+            gone = sorted((k, r) for k, r in model.items() if r["part"] == part)
+            if not gone:
+                continue
+            inst = mt.delete_partitions([part]).instant
+            for key, old in gone:
+                changes.append((inst, "d", key, old, None))
+                del model[key]
+        elif kind == "overwrite_table":
+            batch = _rows(op[1], step)
+            inst = mt.insert_overwrite_table(batch).instant
+            for key, old in sorted(model.items()):
+                changes.append((inst, "d", key, old, None))
+            model.clear()
             for r in batch.to_pylist():
                 changes.append((inst, "i", r["id"], None, r))
                 model[r["id"]] = r
