@@ -452,3 +452,23 @@ def test_json_images_parse_back_to_the_values(values: list[str | None],
         assert row["s"] == want["s"] and row["r"] == want["r"] and row["b"] == want["b"]
         f, w = row["f"], want["f"]
         assert (f is None and w is None) or (math.isnan(f) and math.isnan(w)) or f == w
+
+
+def test_hudis_write_options_create_a_cdc_table(tmp_path: Path) -> None:
+    """``hoodie.table.cdc.enabled`` and the logging mode as write options (Hudi's CDC
+    quick start passes them to the first write) create a CDC table: the client's and
+    Spark's ``format("morlog")`` share this parsing."""
+    from morlog.writers.options import parse_write_options
+
+    opts = parse_write_options({"hoodie.datasource.write.recordkey.field": "id",
+                                "hoodie.datasource.write.partitionpath.field": "part",
+                                "hoodie.datasource.write.precombine.field": "ts",
+                                "hoodie.table.cdc.enabled": "true",
+                                "hoodie.table.cdc.supplemental.logging.mode": "data_before"})
+    mt = MorTable.create_from_options(str(tmp_path / "t"), SCHEMA, opts)
+    mt.upsert(_rows([0], 1))
+    table = Table(str(tmp_path / "t"))
+    assert table.config.get("hoodie.table.cdc.supplemental.logging.mode") == "DATA_BEFORE"
+    assert table.changes()["op"].to_pylist() == ["i"]
+    with pytest.raises(UsageError, match="logging mode"):
+        parse_write_options({"hoodie.table.cdc.supplemental.logging.mode": "everything"})
