@@ -259,7 +259,10 @@ def _under(table: Any, rel: str) -> str:
     if not parts or any(p in ("", ".", "..") for p in parts):
         raise ContentError("a cdcStats path leaves the table", path=table.path, actual=rel)
     name = check_file_name(parts[-1])
-    if not LogFileName.matches(name) or not LogFileName.parse(name).cdc:
+    # Hudi 0.13 and 0.14 named CDC log files with "-cdc" (their LOG_FILE_PATTERN's "(.cdc)"
+    # matches both); the name is checked in today's form and opened as it is
+    canonical = name[:-4] + ".cdc" if name.endswith("-cdc") else name
+    if not LogFileName.matches(canonical) or not LogFileName.parse(canonical).cdc:
         raise ContentError("a cdcStats path does not name a CDC log file", path=table.path,
                            actual=rel)
     return str(table.storage.join(table.slice_dir("/".join(parts[:-1])), name))

@@ -472,3 +472,23 @@ def test_hudis_write_options_create_a_cdc_table(tmp_path: Path) -> None:
     assert table.changes()["op"].to_pylist() == ["i"]
     with pytest.raises(UsageError, match="logging mode"):
         parse_write_options({"hoodie.table.cdc.supplemental.logging.mode": "everything"})
+
+
+def test_cdc_files_named_as_hudi_0_14_named_them_are_read(tmp_path: Path) -> None:
+    """Hudi 0.13/0.14 wrote CDC log files with a ``-cdc`` suffix; cdcStats names them."""
+    mt = _create(tmp_path / "t", DATA_BEFORE_AFTER, 6)
+    mt.upsert(_rows([0, 2], 1))
+    inst = mt.upsert(_rows([0], 2)).instant
+    want = Table(str(tmp_path / "t")).changes().to_pylist()
+    timeline = tmp_path / "t" / ".hoodie" / f"{inst}.deltacommit"
+    md = json.loads(timeline.read_text())
+    for stats in md["partitionToWriteStats"].values():
+        for s in stats:
+            for rel, size in list((s.get("cdcStats") or {}).items()):
+                old = tmp_path / "t" / rel
+                old.rename(old.with_name(old.name[:-4] + "-cdc"))
+                s["cdcStats"] = {rel[:-4] + "-cdc": size}
+    md["extraMetadata"].pop("morlog.cdc.crc32")
+    timeline.write_text(json.dumps(md))
+    assert Table(str(tmp_path / "t")).changes().to_pylist() == want
+    assert sorted(Table(str(tmp_path / "t")).read()["id"].to_pylist()) == ["k0", "k2"]
