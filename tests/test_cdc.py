@@ -2,7 +2,7 @@
 
 The model-based test runs random histories (upserts, deletes, insert_overwrite,
 insert_overwrite_table, delete_partition, compaction, log compaction, a writer killed as it
-completes) into a CDC-enabled table in each supplemental logging mode; the model knows
+completes, upserts whose ordering value loses) into a CDC-enabled table in each supplemental logging mode; the model knows
 every record's before and after at each commit, and the CDC query over the whole range and
 over random sub-ranges returns exactly the model's changes.
 """
@@ -88,6 +88,7 @@ _op = st.one_of(
     st.tuples(st.just("logcompact")),
     st.tuples(st.just("killed"), _ids),
     st.tuples(st.just("drop_partition"), st.integers(0, 1)),
+    st.tuples(st.just("stale"), _ids),
     st.tuples(st.just("overwrite_table"), _ids),
 )
 
@@ -147,6 +148,16 @@ def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
             for r in batch.to_pylist():
                 changes.append((inst, "i", r["id"], None, r))
                 model[r["id"]] = r
+        elif kind == "stale":
+            # an upsert whose ordering value loses to the stored one (event-time ordering):
+            # the stored record stays, no change; a new key is an insert
+            assert Table(str(root)).config.merge_mode == "EVENT_TIME_ORDERING"
+            batch = _rows(op[1], 0)
+            inst = mt.upsert(batch).instant
+            for r in batch.to_pylist():
+                if r["id"] not in model:
+                    changes.append((inst, "i", r["id"], None, r))
+                    model[r["id"]] = r
         elif kind == "drop_partition":
             part = _part(op[1])
             gone = sorted((k, r) for k, r in model.items() if r["part"] == part)
