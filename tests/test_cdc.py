@@ -2,9 +2,10 @@
 
 The model-based test runs random histories (upserts, deletes, insert_overwrite,
 insert_overwrite_table, delete_partition, compaction, log compaction, a writer killed as it
-completes, upserts whose ordering value loses) into a CDC-enabled table in each supplemental logging mode; the model knows
-every record's before and after at each commit, and the CDC query over the whole range and
-over random sub-ranges returns exactly the model's changes.
+completes, upserts whose ordering value loses) into a CDC-enabled table in each
+supplemental logging mode; the model knows every record's before and after at each commit,
+and the CDC query over the whole range and over random sub-ranges returns exactly the
+model's changes.
 """
 
 from __future__ import annotations
