@@ -504,3 +504,55 @@ def test_cdc_files_named_as_hudi_0_14_named_them_are_read(tmp_path: Path) -> Non
     timeline.write_text(json.dumps(md))
     assert Table(str(tmp_path / "t")).changes().to_pylist() == want
     assert sorted(Table(str(tmp_path / "t")).read()["id"].to_pylist()) == ["k0", "k2"]
+
+
+@pytest.mark.parametrize("name", ["v8_trips_8i3u1d/v8_trips_8i3u1d",
+                                  "v9_txns_simple_meta/v9_txns_simple_meta"])
+def test_a_hudi_table_with_every_index_takes_cdc_files(tmp_path: Path, name: str) -> None:
+    """A Hudi-written table (metadata table with files, column_stats, partition_stats,
+    record_index, secondary indexes) switched to CDC: morlog's upsert writes CDC files, the
+    files partition lists them, no column statistics cover them (Hudi's come from the
+    write stats' paths), the CDC query returns the updates and hudi-rs reads the rows
+    morlog reads."""
+    import shutil
+
+    from morlog.logformat.table_files import format_properties, parse_properties
+    from morlog.readers.mdt.read import partition_records
+    from morlog.readers.storage import LocalStorage
+    from tests.hudi_fixtures import fixture_table
+
+    hudi = pytest.importorskip("hudi")
+    root = tmp_path / "t"
+    shutil.copytree(fixture_table(name), root)
+    pf = root / ".hoodie" / "hoodie.properties"
+    props = parse_properties(pf.read_text())
+    props["hoodie.table.cdc.enabled"] = "true"
+    pf.write_text(format_properties(props))
+    table = Table(str(root))
+    rows = table.read()
+    ordering = table.config.ordering_fields[0]
+    batch = rows.select([c for c in rows.column_names if c not in META_FIELDS]).slice(0, 2)
+    batch = batch.set_column(batch.column_names.index(ordering), ordering,
+                             pa.compute.add(batch.column(ordering), 1))
+    mt = MorTable(str(root), WriteConfig(
+        hoodie_options={"hoodie.metadata.index.secondary.enable": "false"}))
+    mt.upsert(batch)
+    cdc = sorted(p.name for p in root.rglob("*.cdc"))
+    assert cdc
+    table = Table(str(root))
+    assert table.changes(table.instants()[-2].completed)["op"].to_pylist() == ["u", "u"]
+    storage = LocalStorage()
+    listed = {n for r in partition_records(storage, str(root), "files")
+              for n in (r.get("filesystemMetadata") or {})}
+    assert set(cdc) <= listed
+    stats = json.dumps(partition_records(storage, str(root), "column_stats"), default=str)
+    assert ".cdc" not in stats
+    theirs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(root)).build()
+                                   .read())
+    key = table.config.record_key_fields[0]
+
+    def data(t: pa.Table) -> list[dict[str, Any]]:
+        return sorted(({k: v for k, v in r.items() if k not in META_FIELDS}
+                       for r in t.to_pylist()), key=lambda r: str(r[key]))
+
+    assert data(theirs) == data(table.read())
