@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from morlog.bench import append, compaction, lookup, probe, prune, rli, scale, tag
+from morlog.bench import spark as spark_bench
 from morlog.bench import spark_upsert as upsert
 from morlog.bench.common import (
     DEFAULT_OUT,
@@ -32,10 +33,10 @@ Runner = Callable[..., dict[str, Any]]
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
 ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
-                                                      "compaction", "prune", "rli")))
+                                                      "compaction", "prune", "rli", "spark")))
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
-DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2}
+DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2, "spark": 1}
 
 RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "probe": (probe.run, probe.plot),
@@ -47,6 +48,7 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "compaction": (compaction.run, compaction.plot),
     "prune": (prune.run, prune.plot),
     "rli": (rli.run, rli.plot),
+    "spark": (spark_bench.run, spark_bench.plot),
 }
 
 
@@ -92,8 +94,8 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
     reports: dict[str, dict[str, Any]] = {}
     written: list[str] = []
     for name in names:
-        if name == "upsert" and scenario == "all" and not upsert.available():
-            progress("warning: pyspark is not installed; skipping the upsert scenario")
+        if name in ("upsert", "spark") and scenario == "all" and not upsert.available():
+            progress(f"warning: pyspark is not installed; skipping the {name} scenario")
             continue
         run, plot = RUNNERS[name]
         n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))

@@ -1,8 +1,10 @@
-"""``morlog bench upsert``: upsert batches from Spark, morlog's insert routing vs new file groups.
+"""``morlog bench upsert``: upsert batches from Spark, morlog's insert routing vs new file groups
+(through ``morlog.spark.upsert``, which routes; the data source's tasks cannot, see
+``morlog bench spark``).
 
 Ten batches of 100,000 rows (the first all inserts, then 70 % inserts of new keys and 30 %
 updates of keys written before, each key staying in its partition) are upserted with
-``df.write.format("morlog")`` into a table of 10 partitions (rows of about 100 bytes: UUID4
+``morlog.spark.upsert`` into a table of 10 partitions (rows of about 100 bytes: UUID4
 key, partition string, long ``ts`` that grows with the batch, rider/driver strings, three
 doubles), on local Spark (``local[2]``), by each method into its own table directory, the same
 DataFrame per batch for all of them, in one Spark session:
@@ -215,9 +217,15 @@ def start_spark() -> Session:
 
 
 def save(df: Any, path: str, options: dict[str, str]) -> float:
-    """Wall time of one ``df.write.format("morlog")...save(path)``."""
+    """Wall time of one ``morlog.spark.upsert`` of ``df`` with ``options`` (Hudi's names,
+    parsed as the data source parses them)."""
+    import morlog.spark
+
+    opts = parse_write_options(options)
     t0 = time.perf_counter()
-    df.write.format("morlog").options(**options).mode("append").save(path)
+    morlog.spark.upsert(df.sparkSession, df, path, key=opts.key or KEY_FIELD,
+                        partition=opts.partition, ordering=opts.ordering,
+                        table_name=opts.table_name, config=opts.config)
     return time.perf_counter() - t0
 
 
@@ -471,8 +479,8 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
         "options": BASE_OPTIONS,
         "methods": {**{m: o or "defaults" for m, o in METHODS.items()},
                     CLIENT: "MorTable.upsert of the same Arrow batches on the driver"},
-        "timing": "wall time of each df.write.format('morlog')...save(path) (staging in the "
-                  "tasks and the driver's commit); methods take turns per batch, the first "
+        "timing": "wall time of each morlog.spark.upsert (tagging and writing in the "
+                  "tasks, the driver's commit); methods take turns per batch, the first "
                   "rotating; warm-up first: the first two batches, untimed, into a scratch "
                   "table",
         "files": "data files listed at the end: base Parquet files and log files in the "

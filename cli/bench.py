@@ -52,7 +52,10 @@ def register(commands: Commands) -> None:
         "without pruning; needs hudi, Spark optional), 'rli' (the record "
         "index on 1,000,000 keys in 16 shards: bytes per mapping, a 100,000-key lookup on "
         "one core, bootstrap time, tagging through it vs the file probes and the bloom-index "
-        "baseline, then 10 upserts), or 'all'. "
+        "baseline, then 10 upserts), 'spark' (batches of 100,000 rows, 30 %% updates, into "
+        "a 1,000,000-row table through df.write.format('morlog') and morlog.spark.upsert "
+        "against the Python write client on local[2]: time, rows/s, driver memory; needs "
+        "pyspark), or 'all'. "
         "Prints one JSON object (--json) or a summary, and writes DIR/<scenario>.json and "
         "DIR/<scenario>.png (the plot needs matplotlib).",
     )

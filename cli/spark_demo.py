@@ -94,7 +94,8 @@ def register(commands: Commands) -> None:
         "spark-demo", cmd_spark_demo,
         help="the demo pipeline on Spark: upsert batches, report each commit, read back",
         description="Create a table and upsert batches into it with "
-        "df.write.format('morlog') (70 %% inserts, routed into small file groups), print "
+        "df.write.format('morlog') (70 %% inserts, routed by the Spark tasks into small "
+        "file groups), print "
         "what each commit did, then read the table back with spark.read.format('morlog'). "
         "Needs pyspark. Exit status 0, or 1 when the rows read back are not the rows "
         "written.",

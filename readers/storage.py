@@ -261,6 +261,24 @@ class Storage:
         raise NotImplementedError
 
 
+def _file_stats(path: str) -> list[tuple[str, os.stat_result]]:
+    """(name, stat) of every file in a directory ([] when it does not exist). A file that
+    goes while the directory is read (another writer's temporary file, published and
+    removed) is left out: it must not empty the whole listing."""
+    out = []
+    try:
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    if e.is_file():
+                        out.append((e.name, e.stat()))
+                except FileNotFoundError:
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return out
+
+
 class LocalStorage(Storage):
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)
@@ -275,19 +293,10 @@ class LocalStorage(Storage):
         return [n for n in self.listdir(path) if os.path.isdir(os.path.join(path, n))]
 
     def versions(self, path: str) -> dict[str, tuple[int, int]]:
-        try:
-            with os.scandir(path) as it:
-                return {e.name: (st.st_size, st.st_mtime_ns) for e in it if e.is_file()
-                        for st in (e.stat(),)}
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
+        return {name: (st.st_size, st.st_mtime_ns) for name, st in _file_stats(path)}
 
     def sizes(self, path: str) -> dict[str, int]:
-        try:
-            with os.scandir(path) as it:
-                return {e.name: e.stat().st_size for e in it if e.is_file()}
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
+        return {name: st.st_size for name, st in _file_stats(path)}
 
     def isfile(self, path: str) -> bool:
         return os.path.isfile(path)

@@ -23,11 +23,23 @@ Save modes, as Hudi's data source has them (``HoodieSparkSqlWriter``):
   only learns append (False) or overwrite (True). :func:`save` gives the four modes with
   Hudi's meaning (``errorifexists``: an error when the table exists, ``ignore``: nothing).
 
-Writing stages each task attempt's rows as an Arrow file under ``.hoodie/.temp/``; the driver
-then commits the batch once through the write client (tagging, insert routing, indexed blocks,
-the commit protocol of ``morlog.writers.core.commit``). A retried task stages under a new attempt
-id and only the attempts Spark reports as successful are committed, so retries never
-duplicate records.
+Upserts, inserts and deletes are written by the Spark tasks themselves
+(``morlog.writers.distributed``, spec/table.md §7.6): ``writer()`` plans on the driver (the
+instant, the snapshot the conflict check compares with; the table is created first when
+there is none), each task keys, tags, combines and writes its own rows into log files of
+its own (Hudi's write token ``partition-stage-attempt``) and new file groups of its own,
+marking every file, and the commit (on the driver, without Spark) receives only write stats
+and file names: it checks conflicts, reconciles the markers (failed and speculative attempts
+leave nothing), removes keys two tasks both inserted, updates the indexes and completes the
+instant. The driver holds O(files + tasks), never rows (spec §7.6 says where a duplicate
+key's file is read back). A Python data source cannot ask Spark to cluster its input: new
+keys are routed into small file groups by their hash, each task claiming room there with
+exclusive slot files (spec §7.6), the rest into new file groups of each task; a file group
+updated by several tasks gets a log file from each (``df.repartition(key)`` gives one). The replace
+operations (``insert_overwrite``, ``insert_overwrite_table``, ``delete_partition``,
+``mode("overwrite")``) still stage each task attempt's rows as an Arrow file under
+``.hoodie/.temp/`` and the driver commits the batch once through the write client (spec
+§11); only the attempts Spark reports as successful are committed.
 
 Options use Hudi's names; any other option is an error naming it:
 
@@ -85,6 +97,15 @@ from morlog.writers.core.commit import RecordChanges
 from morlog.writers.core.store import WriteStore, store_at
 from morlog.writers.core.tagging import update_partition_path
 from morlog.writers.core.timeline import base_file_name
+from morlog.writers.distributed import (
+    TaskReport,
+    WritePlan,
+    abort_write,
+    commit_write,
+    new_token,
+    plan_write,
+    write_task,
+)
 from morlog.writers.mdt.plan import apply_drops
 from morlog.writers.options import WriteConfig, WriteOptions, parse_write_options
 from morlog.writers.services.overwrite import partitions_of
@@ -99,6 +120,14 @@ class StagedFile(WriterCommitMessage):
     rows: int
 
 
+@dataclass
+class TaskWritten(WriterCommitMessage):
+    """A distributed write task's message: what it wrote (write stats, file names), no rows
+    (``morlog.writers.distributed.TaskReport``)."""
+
+    report: TaskReport
+
+
 class MorlogWriter(DataSourceArrowWriter):
     def __init__(self, path: str | TableLocation, options: WriteOptions, schema: StructType,
                  overwrite: bool) -> None:
@@ -111,6 +140,11 @@ class MorlogWriter(DataSourceArrowWriter):
         self.schema = schema
         self.run = uuid.uuid4().hex
         self.stage = self.location.join(".hoodie", ".temp", f"spark-{self.run}")
+        #: upsert, insert and delete are written by the tasks themselves (the plan of the
+        #: distributed write); the replace operations stage their rows for the driver
+        self.plan: WritePlan | None = None
+        if not overwrite and options.operation in DISTRIBUTED:
+            self.plan = _plan(self.location, options, schema)
 
     @property
     def path(self) -> str:
@@ -119,25 +153,25 @@ class MorlogWriter(DataSourceArrowWriter):
     def _store(self) -> WriteStore:
         return store_at(self.location, single_writer=True)
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        batches = _conformed(iterator, schema)
+        if self.plan is not None:
+            # Hudi's write token: partition id, stage id, attempt number (distinct per attempt)
+            token = (f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.attemptNumber()}"
+                     if ctx is not None else new_token())
+            return TaskWritten(write_task(self.plan, batches, token))
         attempt = (f"{ctx.partitionId()}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"
                    if ctx is not None else uuid.uuid4().hex)
         store = self._store()
         final = store.join(self.stage, f"part-{attempt}.arrow")
         rows = 0
-        schema = to_arrow_schema(self.schema, timezone="UTC")
         sink = pa.BufferOutputStream()
         with ipc.new_file(sink, schema) as w:
-            for batch in iterator:
-                if not batch.schema.equals(schema):
-                    # Spark's Arrow batches may differ in field nullability or timestamp
-                    # zone from the declared schema: the values are the same
-                    batch = pa.RecordBatch.from_arrays(
-                        [c if c.type == f.type else c.cast(f.type)
-                         for c, f in zip(batch.columns, schema, strict=True)], schema=schema)
+            for batch in batches:
                 w.write_batch(batch)
                 rows += batch.num_rows
         # a task attempt has a name of its own; published whole
@@ -146,6 +180,13 @@ class MorlogWriter(DataSourceArrowWriter):
         return StagedFile(final, rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.plan is not None:
+            reports = [m.report for m in messages if isinstance(m, TaskWritten)]
+            if not any(r.stats for r in reports):
+                abort_write(self.plan)  # nothing written: no commit (as before)
+                return
+            commit_write(self.plan, reports)
+            return
         store = self._store()
         try:
             parts = []
@@ -165,6 +206,9 @@ class MorlogWriter(DataSourceArrowWriter):
             self._clean(store)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.plan is not None:
+            abort_write(self.plan)
+            return
         self._clean(self._store())
 
     def _clean(self, store: WriteStore) -> None:
@@ -172,6 +216,42 @@ class MorlogWriter(DataSourceArrowWriter):
         folder (on S3 too: ``morlog repair`` reports a staging folder left as a write that
         never committed)."""
         store.remove_tree(self.stage)
+
+
+#: the operations the data source's tasks write themselves (``morlog.writers.distributed``)
+DISTRIBUTED = ("upsert", "insert", "delete")
+
+
+def _conformed(iterator: Iterator[pa.RecordBatch], schema: pa.Schema
+               ) -> Iterator[pa.RecordBatch]:
+    for batch in iterator:
+        if not batch.schema.equals(schema):
+            # Spark's Arrow batches may differ in field nullability or timestamp zone from
+            # the declared schema: the values are the same
+            batch = pa.RecordBatch.from_arrays(
+                [c if c.type == f.type else c.cast(f.type)
+                 for c, f in zip(batch.columns, schema, strict=True)], schema=schema)
+        yield batch
+
+
+def _plan(location: TableLocation, options: WriteOptions, schema: StructType) -> WritePlan:
+    """The plan of a distributed write (on the driver, before any task runs): the table is
+    created first if there is none (as Hudi's data source initialises it), the options
+    checked against it, the tasks' chunk size taken from the table's record size."""
+    if table_exists(location):
+        table = MorTable(location, options.config)
+        options.check_table(table)
+    else:
+        if options.operation == "delete":
+            raise UsageError(f"nothing to {options.operation_name}: no table here",
+                             path=location.uri)
+        arrow = to_arrow_schema(schema, timezone="UTC")
+        arrow = pa.schema([f for f in arrow if f.name not in META_FIELDS])
+        table = MorTable.create_from_options(location, arrow, options)
+    table.validate(to_arrow_schema(schema, timezone="UTC").empty_table().drop_columns(
+        [n for n in schema.fieldNames() if n in META_FIELDS]), options.operation)
+    rows = chunk_rows(options.config, table.record_size())
+    return plan_write(location, options.config, options.operation, rows)
 
 
 def table_exists(location: str | TableLocation) -> bool:
@@ -433,8 +513,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                 stat["totalWriteBytes"] = stat["fileSizeInBytes"] = r["size"]
             stats.setdefault(r["partition"], []).append(stat)
         inserts = sum(r["inserts"] for r in stats_rows)
+        # rows tagged to a file group: updates (deletes for a delete)
+        tagged_rows = sum(int(r["count"]) for r in per_group if r[_FID] is not None)
         routed = sum(r["inserts"] for r in stats_rows if not r["new"])
         summary = {conf.STAT_INSERTS: str(inserts),
+                   (conf.STAT_DELETES if operation == "delete" else conf.STAT_UPDATES):
+                       str(tagged_rows),
                    conf.STAT_INSERTS_ROUTED: str(routed),
                    conf.STAT_GROUPS_TOUCHED: str(len(touched)),
                    conf.STAT_GROUPS_NEW: str(len({r["file_id"] for r in stats_rows

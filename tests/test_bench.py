@@ -22,6 +22,7 @@ GOALS = {
     "append": {"indexed_over_plain_time", "index_share_of_data"},
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
     "upsert": {"files_vs_baseline", "time_vs_baseline", "spark_vs_python_client"},
+    "spark": {"data_source_vs_client", "spark_upsert_vs_client"},
     "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
@@ -169,6 +170,28 @@ def test_bench_rli_checks_every_method(tmp_path: Path,
     assert up["live_keys"] == keys + up["inserted_keys"] == up["index"]["entries"]
     assert up["index"]["log_blocks"] > 0  # the index's shards have logs now
     assert up["lookup"]["answers"]["present_keys_found"] == p["lookup_keys"] // 2
+
+
+def test_bench_spark_compares_spark_writes_with_the_client(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
+    rc, report, err = _run(capsys, "bench", "spark", "--quick", "--json", "--out",
+                           str(tmp_path))
+    assert rc == 0, err
+    _check_report(report, "spark")
+    r, p = report["results"], report["params"]
+    for m in ("python_client", "data_source", "spark_upsert"):
+        assert len(r[m]["batch_seconds"]) == p["batches"]
+        assert r[m]["rows_per_s"] == pytest.approx(
+            p["batches"] * p["rows_per_batch"] / r[m]["total_seconds"], rel=1e-3)
+        assert r[m]["driver_python_mb"] > 0
+    # every table read back the same before a number was reported
+    updates = round(p["rows_per_batch"] * p["update_share"])
+    assert r["checks"]["rows"] == p["table_rows"] + p["batches"] * (p["rows_per_batch"]
+                                                                   - updates)
+    assert report["ratios"]["data_source_vs_client"] == pytest.approx(
+        r["data_source"]["total_seconds"] / r["python_client"]["total_seconds"], rel=1e-3)
+    assert (tmp_path / "spark.json").exists()
 
 
 def test_bench_upsert_compares_routing_with_new_file_groups(
@@ -357,7 +380,8 @@ def test_bench_all_merges_the_scenarios(tmp_path: Path,
     rc, report, _ = _run(capsys, "bench", "all", "--quick", "--json", "--out", str(tmp_path))
     assert rc == 0
     assert set(report) == TOP_KEYS and report["scenario"] == "all"
-    ran = {n for n in GOALS if n != "upsert" or importlib.util.find_spec("pyspark")}
+    ran = {n for n in GOALS
+           if n not in ("upsert", "spark") or importlib.util.find_spec("pyspark")}
     want: set[str] = set()  # a goal name a scenario before took is prefixed (combine)
     for name in ALL_SCENARIOS:
         if name in ran:

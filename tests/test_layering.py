@@ -391,7 +391,7 @@ LAYER_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("writers.mdt", ("morlog.writers.mdt",)),
     ("writers.services", ("morlog.writers.services",)),
     ("writers.client", ("morlog.writers.client", "morlog.writers.options", "morlog.writers.create",
-                        "morlog.writers.repair")),
+                        "morlog.writers.repair", "morlog.writers.distributed")),
     ("spark", ("morlog.spark",)),
     ("bench", ("morlog.bench",)),
     ("cli", ("morlog.cli",)),

@@ -93,7 +93,11 @@ def test_spark_demo_pipeline(spark: Any, tmp_path: Path) -> None:
     assert run("local[2]", str(tmp_path / "demo"), 3, 600, out) == 0
     text = out.getvalue()
     assert text.count("  commit ") == 3
-    assert "(420 routed into existing file groups)" in text
+    # later batches: the tasks route inserts into the small file groups the first opened
+    import re
+
+    routed = [int(m) for m in re.findall(r": 420 inserts \((\d+) routed into existing", text)]
+    assert len(routed) == 2 and all(n > 0 for n in routed), text
     assert "read back with Spark: 1440 rows" in text
     assert spark.sparkContext._jsc is not None  # the shared session is still alive
 

@@ -131,7 +131,7 @@ def _on_cluster_gated_write(spark: Any, uri: str, how: str, ranges: Ranges, ts: 
                             gate_dir: str) -> None:
     """A write whose tasks stop at a gate, first attempts only, until the file ``go``
     exists in ``gate_dir``, each writing ``<partition>-<pid>`` there when it stops (the pid of
-    its Python worker). The data source: partition 0 passes (its rows are staged), the
+    its Python worker). The data source: partition 0 passes (its rows are written), the
     others stop before their rows reach the writer. The distributed upsert: every write task
     stops after writing its first file group (``task_hook``)."""
 
@@ -309,12 +309,13 @@ def test_an_executor_killed_mid_write(spark_cluster: Cluster, uri: str, tmp_path
         mark = _wait_for("a write task at its gate", lambda: sorted(gates.iterdir()))[0]
         worker = int(mark.name.split("-")[1])
         if how == "source":
-            # partition 0's rows are staged (on S3) before the kill
+            # partition 0 writes (on S3) before the kill: a data file is marked before it
+            # is created (spec/table.md §7.4, §7.6)
             fs, path = pafs.FileSystem.from_uri(uri)
             sel = pafs.FileSelector(f"{path}/.hoodie/.temp", recursive=True,
                                     allow_not_found=True)
-            _wait_for("a staged file", lambda: [
-                i for i in fs.get_file_info(sel) if i.path.endswith(".arrow")])
+            _wait_for("a task's marker", lambda: [
+                i for i in fs.get_file_info(sel) if ".marker." in i.path])
         executor = spark_cluster.tree.executor_of(worker)
         assert executor is not None, "the gated task's executor JVM"
         doomed = spark_cluster.tree.subtree(executor.pid)
@@ -352,9 +353,7 @@ MEMORY_GROWTH_LIMIT_MB = 48
 
 
 @pytest.mark.parametrize("how", [
-    pytest.param("source", marks=pytest.mark.xfail(strict=True, reason=(
-        "format('morlog') commits on the driver: commit_data_source_write reads every "
-        "staged row (until the distributed data source write lands)"))),
+    "source",
     "upsert",
 ])
 def test_driver_side_memory_does_not_grow_with_the_batch(

@@ -132,6 +132,9 @@ class MorTable:
         self.path = self.location.path
         self.mode: Mode = self.config.mode or ("append" if self.store.can_append
                                                else "rollover")
+        #: Hudi's write token in the names of the files this client writes (a task of a
+        #: distributed write has its own: ``morlog.writers.distributed``)
+        self.write_token = WRITE_TOKEN
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
@@ -235,13 +238,16 @@ class MorTable:
     def writer_lock(self) -> WriterLock:
         return self.store.lock(self.path)
 
-    def commit(self, operation: str, action: str = "deltacommit") -> Commit:
+    def commit(self, operation: str, action: str = "deltacommit", *,
+               instant: str | None = None) -> Commit:
         """A new commit of this table (enter it to lock, roll back dead writers and get the
         instant; see ``morlog.writers.core.commit``); ``action``: ``replacecommit`` for the
-        replace operations."""
+        replace operations. ``instant``: the instant a distributed write planned
+        (``morlog.writers.distributed``); it must still be the latest, else
+        :class:`ConcurrentWriterError`."""
         return Commit(self.store, self.location, mode=self.mode, operation=operation,
                       schema=self.commit_schema(), fsync=self.config.fsync, action=action,
-                      hooks=self.commit_hooks())
+                      hooks=self.commit_hooks(), instant=instant, optimistic=instant is not None)
 
     def commit_schema(self) -> dict[str, Any]:
         """The schema a commit records (``extraMetadata.schema``): the data fields, without
@@ -322,18 +328,18 @@ class MorTable:
         table = self.validate(table, operation)
         keys, parts = self.keys_of(table)
         if operation != "delete":
-            table, keys, parts = self._combine_duplicates(table, keys, parts)
+            table, keys, parts = self.combine_duplicates(table, keys, parts)
         with self.commit(operation) as c:
             self._sizes = {}
             instant = c.instant
             result = CommitResult(instant, operation, rolled_back=c.rolled_back)
-            plan = self._plan(c.table(), table, keys, parts, operation, result)
+            plan = self.plan_batch(c.table(), table, keys, parts, operation, result)
             apply_drops(self.store, self.location, c.table(), self.metadata_plan,
                         fsync=self.config.fsync)
             result.seconds["plan"] = time.perf_counter() - t0
             c.start(plan.groups())
             t1 = time.perf_counter()
-            stats = self._execute(plan, instant, result)
+            stats = self.execute_plan(plan, instant, result)
             result.seconds["write"] = time.perf_counter() - t1
             result.seconds["total"] = time.perf_counter() - t0
             c.complete(stats, result.summary(), changes=plan.record_changes)
@@ -423,7 +429,7 @@ class MorTable:
         generator of this table builds it (``morlog.logformat.keygen``)."""
         return self.keygen.partition_paths(batch)
 
-    def _combine_duplicates(self, table: pa.Table, keys: pa.Array, parts: pa.Array
+    def combine_duplicates(self, table: pa.Table, keys: pa.Array, parts: pa.Array
                             ) -> tuple[pa.Table, pa.Array, pa.Array]:
         """One record per key: the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
@@ -446,7 +452,7 @@ class MorTable:
 
     # --- planning -----------------------------------------------------------------------
 
-    def _plan(self, table_view: Table, batch: pa.Table, keys: pa.Array, parts: pa.Array,
+    def plan_batch(self, table_view: Table, batch: pa.Table, keys: pa.Array, parts: pa.Array,
               operation: str, result: CommitResult) -> _Plan:
         plan = _Plan()
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
@@ -502,7 +508,7 @@ class MorTable:
             size = self.record_size(table_view)
             for part, rows in inserts_by_part.items():
                 result.inserts += len(rows)
-                self._route(part, rows, size, slices, plan, result)
+                self.route(part, rows, size, slices, plan, result)
         return plan
 
     def _global_tags(self, table_view: Table, keys: pa.Array, parts: pa.Array,
@@ -545,7 +551,9 @@ class MorTable:
                                    threshold=cfg.record_size_threshold,
                                    max_commits=cfg.record_size_max_commits)
 
-    def _slice_size(self, s: FileSlice) -> int:
+    def slice_size(self, s: FileSlice) -> int:
+        """A file slice's size for insert routing (its log files at Hudi's log-to-Parquet
+        compression ratio), from one listing per partition."""
         # one listing per partition (object stores: not one request per file)
         sizes = self._sizes.get(s.partition)
         if sizes is None:
@@ -569,7 +577,7 @@ class MorTable:
         for (p, fid), s in slices.items():
             if p != part or not cfg.route_inserts:
                 continue
-            size = self._slice_size(s) + planned.get((p, fid), 0)
+            size = self.slice_size(s) + planned.get((p, fid), 0)
             if size < cfg.small_file_limit:
                 small.append((size, fid))
         small.sort()  # fill the smallest first (Hudi's order)
@@ -589,7 +597,7 @@ class MorTable:
             left -= n
         return bins
 
-    def _route(self, part: str, rows: list[int], record_size: int,
+    def route(self, part: str, rows: list[int], record_size: int,
                slices: dict[tuple[str, str], FileSlice], plan: _Plan,
                result: CommitResult) -> None:
         pos = 0
@@ -652,13 +660,13 @@ class MorTable:
         per delta commit, the slice's earlier ones in ``slice_logs``)."""
         if self.version >= 8 and instant:
             return IndexedLogWriter(self._dir(partition), fid, instant,
-                                    write_token=WRITE_TOKEN, mode="rollover",
+                                    write_token=self.write_token, mode="rollover",
                                     key_field=self._key_field(), fsync=self.config.fsync,
                                     store=self.store, scope=base_instant,
                                     slice_log_files=slice_logs,
                                     column_stats=self.stats_columns)
         return IndexedLogWriter(self._dir(partition), fid, base_instant,
-                                write_token=WRITE_TOKEN, mode=self.mode,
+                                write_token=self.write_token, mode=self.mode,
                                 key_field=self._key_field(), fsync=self.config.fsync,
                                 store=self.store, column_stats=self.stats_columns)
 
@@ -666,7 +674,7 @@ class MorTable:
         """How the table's blocks are keyed: the meta column, or the key fields."""
         return RECORD_KEY_FIELD if self.populate_meta_fields else VirtualKeys(self.key_fields)
 
-    def _execute(self, plan: _Plan, instant: str, result: CommitResult
+    def execute_plan(self, plan: _Plan, instant: str, result: CommitResult
                  ) -> dict[str, list[dict[str, Any]]]:
         stats: dict[str, list[dict[str, Any]]] = {}
         slices = {(s.partition, s.file_id): s for s in self.table().file_slices()}
@@ -751,12 +759,17 @@ class MorTable:
             ords = (deletes.column(self.ordering_field).combine_chunks()
                     if self.ordering_field is not None and not several
                     and self.ordering_field in deletes.column_names else None)
-            content = encode_delete_columns(
-                keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys)), ords,
-                no_ordering=several)
-            r = w.append_delete(content, instant, schema=self.avro_schema)
-            out.append(GroupWrite(partition, fid, r.path, len(keys), r.created))
+            out.append(self._append_deletes(w, instant, partition, fid, keys, ords,
+                                            natural=several))
         return out
+
+    def _append_deletes(self, w: IndexedLogWriter, instant: str, partition: str, fid: str,
+                        keys: pa.Array, ords: pa.Array | None, *, natural: bool) -> GroupWrite:
+        content = encode_delete_columns(
+            keys, pa.repeat(pa.scalar(partition, pa.string()), len(keys)), ords,
+            no_ordering=natural)
+        r = w.append_delete(content, instant, schema=self.avro_schema)
+        return GroupWrite(partition, fid, r.path, len(keys), r.created)
 
     def write_base(self, partition: str, fid: str, instant: str, records: pa.Table) -> str:
         """A base file in the table's format with Hudi's index of its keys: DYNAMIC_V0
@@ -772,7 +785,7 @@ class MorTable:
               if self.populate_meta_fields else {})
         fmt = table_base_format(self.props)
         d = self._dir(partition)
-        final = self.store.join(d, base_file_name(fid, instant, fmt.ext))
+        final = self.store.join(d, base_file_name(fid, instant, fmt.ext, self.write_token))
         data = encode_base_file(records, fmt, {**self.props, **self.config.hoodie_options},
                                 md, json.dumps(self.avro_schema, separators=(",", ":")))
         if not self.store.create(final, data, sync=self.config.fsync):

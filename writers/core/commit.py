@@ -49,11 +49,19 @@ import pyarrow.compute as pc
 
 import morlog.config as conf
 from morlog.logformat.blocks import rollback_block
-from morlog.logformat.errors import HeartbeatWarning, MorlogError, UsageError, WriteError
+from morlog.logformat.errors import (
+    ConcurrentWriterError,
+    HeartbeatWarning,
+    MorlogError,
+    UsageError,
+    WriteError,
+)
+from morlog.logformat.naming import BaseFileName
 from morlog.logformat.partition_path import UnsafePathError
 from morlog.logformat.timeline_meta import (
     write_stat,
 )
+from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.changes import cdc_enabled
 from morlog.readers.containment import check_file_name
@@ -61,6 +69,7 @@ from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.writers.core.cdc import cdc_files_of, write_cdc_files
 from morlog.writers.core.logwriter import LogFileWriter, Mode
+from morlog.writers.core.markers import delete_markers, list_markers
 from morlog.writers.core.properties import restore_properties
 from morlog.writers.core.store import (
     LocalStore,
@@ -73,11 +82,14 @@ from morlog.writers.core.timeline import (
     HEARTBEAT_DIR,
     MORLOG_HEARTBEAT,
     MORLOG_WRITER_KEY,
+    OPTIMISTIC_HEARTBEAT,
     WRITE_TOKEN,
     TimelineWriter,
     check_heartbeat,
     ensure_partition,
     has_logs,
+    heartbeat_alive,
+    heartbeat_is,
     heartbeat_path,
     instant_files,
     latest_time,
@@ -90,16 +102,23 @@ from morlog.writers.core.undo import undo_dead_log_compactions
 
 def rollback_pending(store: WriteStore, location: TableLocation, *, mode: Mode,
                      fsync: bool = True, view: Table | None = None,
-                     hooks: RollbackHooks | None = None) -> list[str]:
+                     hooks: RollbackHooks | None = None, keep: str | None = None) -> list[str]:
     """Roll back the delta commits that dead writers left requested or inflight; their
     instants. A pending instant of a live Hudi writer (fresh heartbeat) is never touched:
-    :class:`ConcurrentWriterError` names it (see :func:`pending_owner`)."""
+    :class:`ConcurrentWriterError` names it (see :func:`pending_owner`). ``keep``: the
+    caller's own pending instant (a distributed write committing what it planned)."""
     table = view or Table(location)
     timeline = TimelineWriter(store, location, layout=table.timeline.layout, fsync=fsync,
                               utc=timeline_utc(table.config.props))
     done = []
     skipped: list[str] = []
     for inst in table.timeline.pending():
+        if inst.requested == keep:
+            continue
+        if (heartbeat_is(store, location, inst.requested, OPTIMISTIC_HEARTBEAT)
+                and heartbeat_alive(store, location, inst.requested)):
+            # a live distributed write: it checks conflicts with this commit at its own
+            continue
         if inst.action != "deltacommit" and not _own_replace(timeline, inst.requested,
                                                              inst.action):
             continue
@@ -189,6 +208,13 @@ def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineW
         for p in partitions:
             extra = cdc_files_of(st, location.partition_path(p), failed)
             doomed[p] = list(dict.fromkeys([*doomed[p], *extra]))
+    # the files a distributed write marked (its tasks' log files of table version 6 are
+    # named after their slice, not the instant; spec/table.md §7.4, §7.6), as Hudi's
+    # marker-based rollback finds them
+    for m in list_markers(st, location, failed):
+        names = doomed.setdefault(m.partition, [])
+        if m.file_name not in names and st.exists(m.data_path(location)):
+            names.append(m.file_name)
     doomed = {p: names for p, names in doomed.items() if names}
     slices = {(s.partition, s.file_id): s for s in table.file_slices()}
     command: list[tuple[str, str]] = []
@@ -212,6 +238,8 @@ def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineW
         d = location.partition_path(p)
         for name in names:
             st.delete(st.join(d, check_file_name(name)))
+            if BaseFileName.matches(name):  # its base-key index goes with it
+                st.delete(st.join(base_keys_dir(location, p), name + BASE_KEYS_SUFFIX))
         part_meta[p] = {"partitionPath": p, "successDeleteFiles": names,
                         "failedDeleteFiles": [], "rollbackLogFiles": None,
                         "logFilesFromFailedCommit": None}
@@ -232,6 +260,8 @@ def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineW
         "commitsRollback": [failed], "partitionMetadata": part_meta, "version": 1,
         "instantsRollback": [{"commitTime": failed, "action": action}]}, "rollback")
     timeline.remove_pending(failed, action)
+    delete_markers(st, location, failed)
+    st.remove_tree(location.join(".hoodie", ".temp", f"spark-{failed}"))
     st.delete(heartbeat_path(st, location, failed))
     return skipped
 
@@ -256,8 +286,11 @@ class Commit:
     def __init__(self, store: WriteStore, location: TableLocation, *, mode: Mode,
                  operation: str, schema: dict[str, Any], fsync: bool = True,
                  action: str = "deltacommit", hooks: CommitHooks | None = None,
-                 instant: str | None = None) -> None:
+                 instant: str | None = None, optimistic: bool = False) -> None:
         self.store = store
+        #: ``instant`` was planned by a distributed write before the lock was taken: a
+        #: later instant on the timeline is another writer's, a ConcurrentWriterError
+        self._optimistic = optimistic
         #: the instant to use (default: a new one); a table that mirrors another's instants
         #: (the record index) passes the data instant, later than every instant it holds
         self._given_instant = instant
@@ -292,16 +325,27 @@ class Commit:
             self.timeline = TimelineWriter(self.store, self.location,
                                            layout=first.timeline.layout, fsync=self.fsync,
                                            utc=timeline_utc(first.config.props))
+            own = self._given_instant if self._optimistic else None
+            if own is not None and first.timeline.get(own) is None:
+                raise ConcurrentWriterError(
+                    f"instant {own} of this write is no longer on the timeline: another "
+                    "writer rolled it back (its heartbeat had expired); write again",
+                    path=self.location.uri)
             self.rolled_back = rollback_pending(self.store, self.location, mode=self.mode,
                                                 fsync=self.fsync, view=first,
-                                                hooks=self.hooks)
+                                                hooks=self.hooks, keep=own)
             view = self.view = Table(self.location) if self.rolled_back else first
-            last = latest_time(view)
+            last = latest_time(view, without=own)
             floor = self.hooks.latest_instant() if self.hooks is not None else None
             if floor is not None and (last is None or floor > last):
                 last = floor
             if self._given_instant is None:
                 self.instant = new_instant(last, utc=self.timeline.utc)
+            elif last is not None and self._given_instant <= last and self._optimistic:
+                raise ConcurrentWriterError(
+                    f"the timeline moved to {last} while this write ran (it planned instant "
+                    f"{self._given_instant}): another writer committed; write again",
+                    path=self.location.uri)
             elif last is not None and self._given_instant <= last:
                 raise UsageError("a mirrored instant must be later than every instant of "
                                  "the table", path=self.location.uri, expected=f"> {last}",
@@ -373,6 +417,11 @@ class Commit:
         raise WriteError(f"the commit failed and was rolled back: {_describe(exc)}",
                          path=self.location.uri) from exc
 
+    @property
+    def completed(self) -> bool:
+        """Whether the instant completed."""
+        return self._completed
+
     def table(self) -> Table:
         """The table as it was when the commit began (after rolling back dead writers)."""
         if self.view is None:
@@ -388,7 +437,8 @@ class Commit:
         stats: dict[str, list[dict[str, Any]]] = {}
         for p, f in groups:
             stats.setdefault(p, []).append(write_stat(p, f))
-        self.timeline.write(self.instant, "requested", {}, self.action)
+        if not self._optimistic:  # a distributed write's planning wrote it
+            self.timeline.write(self.instant, "requested", {}, self.action)
         hb = heartbeat_path(self.store, self.location, self.instant)
         self.store.makedirs(self.store.join(self.location.path, ".hoodie", HEARTBEAT_DIR))
         self.store.create(hb, MORLOG_HEARTBEAT, sync=False)

@@ -143,7 +143,11 @@ class LogFileWriter:
             if latest:
                 target = latest[-1]
                 path = self.store.join(self.directory, str(target))
-                if _tail_is_valid(self.store, path):
+                # another write token's file may be a task's of a distributed write still
+                # pending, whose rollback deletes the file (spec/table.md §7.6): never
+                # append there, roll over (as Hudi's writers roll over to their own token)
+                if target.write_token == self._proto.write_token and _tail_is_valid(
+                        self.store, path):
                     return self._append_to(path, target, build, do_sync)
                 return self._create_new(build, do_sync, target.version + 1)
         return self._create_new(build, do_sync, None)

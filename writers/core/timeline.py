@@ -67,11 +67,12 @@ def timeline_utc(props: Mapping[str, str]) -> bool:
     return (props.get(TIMELINE_TIMEZONE) or "LOCAL").strip().upper() == "UTC"
 
 
-def latest_time(table: Table) -> str | None:
+def latest_time(table: Table, without: str | None = None) -> str | None:
     """The latest time on the table's timeline, completion times (layout 2) included: a new
     instant comes after it, as Hudi's time generator hands out requested and completion
-    times from one monotonic clock."""
-    times = [t for i in table.timeline.instants for t in (i.requested, i.completed) if t]
+    times from one monotonic clock. ``without``: an instant left out (the caller's own)."""
+    times = [t for i in table.timeline.instants if i.requested != without
+             for t in (i.requested, i.completed) if t]
     return max(times) if times else None
 
 
@@ -86,10 +87,12 @@ def new_instant(after: str | None = None, *, utc: bool = False) -> str:
     return inst
 
 
-def base_file_name(file_id: str, instant: str, ext: str = "parquet") -> str:
+def base_file_name(file_id: str, instant: str, ext: str = "parquet",
+                   token: str = WRITE_TOKEN) -> str:
     """The name of the base file a commit ``instant`` writes for file group ``file_id``
-    (``ext``: the table's base-file extension, ``morlog.readers.base_files``)."""
-    return str(BaseFileName(file_id, WRITE_TOKEN, instant, ext))
+    (``ext``: the table's base-file extension, ``morlog.readers.base_files``; ``token``:
+    Hudi's write token, a distributed write's task's own)."""
+    return str(BaseFileName(file_id, token, instant, ext))
 
 
 class TimelineWriter:
@@ -264,6 +267,7 @@ def instant_files(store: WriteStore, directory: str, instant: str,
 
 
 __all__ = ["HEARTBEAT_DIR", "HEARTBEAT_INTERVAL_MS", "HEARTBEAT_TOLERABLE_MISSES",
+           "OPTIMISTIC_HEARTBEAT", "heartbeat_alive", "heartbeat_is",
            "MORLOG_HEARTBEAT", "MORLOG_WRITER_KEY", "TIMELINE_TIMEZONE", "TimelineWriter",
            "WRITE_TOKEN", "base_file_name", "check_heartbeat", "ensure_partition", "has_logs",
            "heartbeat_path", "instant_files", "is_morlog_heartbeat", "latest_time", "new_instant",
@@ -288,6 +292,10 @@ HEARTBEAT_TOLERABLE_MISSES = 2
 #: marks an instant as written under morlog's writer lock from the moment its heartbeat
 #: exists, before its inflight metadata says so
 MORLOG_HEARTBEAT = b"morlog.writer\n"
+#: the heartbeat of a morlog distributed write (``morlog.writers.distributed``): an optimistic
+#: writer that checks conflicts at its commit, so other writers go on beside its pending
+#: instant while the heartbeat is fresh (and roll it back once it expired)
+OPTIMISTIC_HEARTBEAT = b"morlog.optimistic.writer\n"
 
 
 def heartbeat_path(store: WriteStore, location: TableLocation, instant: str) -> str:
@@ -300,6 +308,22 @@ def is_morlog_heartbeat(store: WriteStore, location: TableLocation, instant: str
         return store.read(heartbeat_path(store, location, instant)) == MORLOG_HEARTBEAT
     except (FileNotFoundError, MorlogError, OSError):
         return False
+
+
+def heartbeat_is(store: WriteStore, location: TableLocation, instant: str,
+                 content: bytes) -> bool:
+    """Whether ``instant``'s heartbeat file holds ``content``."""
+    try:
+        return store.read(heartbeat_path(store, location, instant)) == content
+    except (FileNotFoundError, MorlogError, OSError):
+        return False
+
+
+def heartbeat_alive(store: WriteStore, location: TableLocation, instant: str) -> bool:
+    """Whether ``instant``'s heartbeat is fresher than Hudi's expiry."""
+    mtime = store.mtime(heartbeat_path(store, location, instant))
+    expiry = HEARTBEAT_INTERVAL_MS * (HEARTBEAT_TOLERABLE_MISSES + 1) / 1000.0
+    return mtime is not None and time.time() - mtime < expiry
 
 
 def check_heartbeat(store: WriteStore, location: TableLocation, instant: str) -> None:

@@ -1,0 +1,336 @@
+"""Distributed writes (``morlog.writers.distributed``, spec/table.md §7.4-§7.6): a batch cut
+into arbitrary task slices, each written by its own task, then committed once, reads like the
+write client's upsert of the whole batch; failed attempts, aborted jobs and concurrent
+writers leave nothing behind.
+
+The oracle is a twin table written by the client (``MorTable.upsert``/``delete``) with the
+same batches; both are read by morlog and hudi-rs, and tagged, after every step.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from morlog.logformat.errors import ConcurrentWriterError, MorlogError
+from morlog.readers.lookup import KeyTagger
+from morlog.readers.storage import TableLocation
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable
+from morlog.writers.distributed import (
+    TaskReport,
+    abort_write,
+    commit_write,
+    plan_write,
+    write_task,
+)
+from morlog.writers.options import WriteConfig
+from morlog.writers.services.record_index import verify as rli_verify
+
+SCHEMA = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64()),
+                    ("amount", pa.float64())])
+REGIONS = ("eu", "us", "ap")
+
+
+def _batch(ids: list[int], ts: list[int]) -> pa.Table:
+    return pa.table({"id": [f"k{i:04d}" for i in ids],
+                     "region": [REGIONS[i % 3] for i in ids], "ts": ts,
+                     "amount": [float(t * 1000 + i) for i, t in zip(ids, ts, strict=True)]},
+                    schema=SCHEMA)
+
+
+def _rows(path: str) -> dict[str, tuple[Any, ...]]:
+    return {r["id"]: (r["region"], r["ts"], r["amount"])
+            for r in Table(path).read(columns=["id", "region", "ts", "amount"]).to_pylist()}
+
+
+def _hudi_rs_rows(path: str) -> dict[str, tuple[Any, ...]]:
+    import hudi
+
+    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read()
+    t = pa.Table.from_batches(batches) if batches else pa.table({"id": pa.array([], pa.string())})
+    rows = t.to_pylist()
+    out = {r["id"]: (r["region"], r["ts"], r["amount"]) for r in rows}
+    assert len(out) == len(rows), "hudi-rs reads a key twice"
+    return out
+
+
+def _create(path: str, cfg: WriteConfig, version: int, rli: bool) -> None:
+    MorTable.create(path, SCHEMA, key_field="id", partition_field="region",
+                    ordering_field="ts", config=cfg, table_version=version)
+    if rli:
+        MorTable(path, cfg).build_record_index()
+
+
+def _distributed(path: str, cfg: WriteConfig, op: str, batch: pa.Table, cuts: list[int],
+                 chunk: int) -> None:
+    plan = plan_write(TableLocation.of(path), cfg, op, chunk)
+    bounds = [0, *sorted(c for c in cuts if 0 < c < batch.num_rows), batch.num_rows]
+    reports = [write_task(plan, batch.slice(a, b - a).to_batches(), f"{t}-1-0")
+               for t, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))]
+    commit_write(plan, reports)
+
+
+def _check_tags(path: str) -> None:
+    """Every live key is tagged to the one file group that holds it."""
+    t = Table(path)
+    data = t.read(columns=["id", "region", "_hoodie_file_name"])
+    if not data.num_rows:
+        return
+    tags = KeyTagger(t).tag(data.column("id").combine_chunks(),
+                            data.column("region").combine_chunks())
+    got = [None if loc is None else loc[1] for loc in tags.locations]
+    want = [f.split("_")[0] if f.endswith(".parquet") else f
+            for f in data.column("_hoodie_file_name").to_pylist()]
+    assert got == want
+
+
+step = st.tuples(st.sampled_from(["upsert", "upsert", "delete", "insert"]),
+                 st.lists(st.integers(0, 80), min_size=1, max_size=60),
+                 st.lists(st.integers(1, 59), max_size=4), st.integers(3, 40))
+
+
+@settings(max_examples=int(os.environ.get("DW_EXAMPLES", "12")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(version=st.sampled_from([6, 8, 9]), carrier=st.sampled_from(["avro", "parquet"]),
+       new_groups=st.sampled_from(["base", "log"]), rli=st.booleans(),
+       steps=st.lists(step, min_size=1, max_size=4))
+def test_a_batch_cut_into_tasks_reads_like_the_clients_write(
+        tmp_path_factory: pytest.TempPathFactory, version: int, carrier: str,
+        new_groups: str, rli: bool, steps: list[tuple[str, list[int], list[int], int]]
+        ) -> None:
+    root = tmp_path_factory.mktemp("dw")
+    mine, twin = str(root / "mine"), str(root / "twin")
+    cfg = WriteConfig(fsync=False, carrier=carrier, new_groups=new_groups)  # type: ignore[arg-type]
+    for p in (mine, twin):
+        _create(p, cfg, version, rli)
+        MorTable(p, cfg).upsert(_batch(list(range(0, 40, 2)), [1] * 20))
+    for n, (op, ids, cuts, chunk) in enumerate(steps):
+        # repeated keys get distinct ordering values (a tie between tasks resolves by log
+        # order, which the client's batch order does not model)
+        ts = [2 + n * 100 + j for j in range(len(ids))]
+        b = _batch(ids, ts)
+        if op == "insert":
+            # Hudi's insert does not look keys up: only new keys make the twins agree
+            b = _batch([1000 + n * 100 + i for i in ids], ts)
+        twin_t = MorTable(twin, cfg)
+        getattr(twin_t, op)(b)
+        _distributed(mine, cfg, op, b, cuts, chunk)
+        assert _rows(mine) == _rows(twin)
+        _check_tags(mine)
+    assert _hudi_rs_rows(mine) == _rows(twin)
+    temp = os.path.join(mine, ".hoodie", ".temp")
+    assert not os.path.isdir(temp) or not os.listdir(temp)
+    if rli:
+        assert rli_verify(Table(mine)).ok
+
+
+def _setup(tmp_path: Path, **kw: Any) -> tuple[str, WriteConfig]:
+    path = str(tmp_path / "t")
+    cfg = WriteConfig(fsync=False, **kw)
+    _create(path, cfg, 9, False)
+    MorTable(path, cfg).upsert(_batch(list(range(30)), [1] * 30))
+    return path, cfg
+
+
+def _listing(path: str) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            if f == "morlog.lock":
+                continue
+            p = os.path.join(dirpath, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+def test_a_failed_attempts_files_are_removed_at_commit(tmp_path: Path) -> None:
+    path, cfg = _setup(tmp_path)
+    b = _batch(list(range(20, 50)), [5] * 30)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 100)
+    # attempt 0 of task 0 dies after writing (Spark retries it as attempt 1)
+    write_task(plan, b.slice(0, 15).to_batches(), "0-1-0")
+    reports = [write_task(plan, b.slice(0, 15).to_batches(), "0-1-1"),
+               write_task(plan, b.slice(15).to_batches(), "1-1-0")]
+    commit_write(plan, reports)
+    names = [f for f in _listing(path) if "_0-1-0" in f or ".0-1-0" in f]
+    assert not names, names
+    rows = _rows(path)
+    assert len(rows) == 50 and all(rows[f"k{i:04d}"][1] == 5 for i in range(20, 50))
+    assert _hudi_rs_rows(path) == rows
+
+
+def test_an_aborted_write_leaves_the_table_as_before(tmp_path: Path) -> None:
+    path, cfg = _setup(tmp_path)
+    before = _listing(path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 7)
+    write_task(plan, _batch(list(range(20, 50)), [5] * 30).to_batches(), "0-1-0")
+    abort_write(plan)
+    assert _listing(path) == before
+
+
+def test_a_commit_that_fails_rolls_back_and_removes_every_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, cfg = _setup(tmp_path)
+    rows = _rows(path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 7)
+    reports = [write_task(plan, _batch(list(range(20, 50)), [5] * 30).to_batches(), "0-1-0")]
+    import morlog.writers.distributed as dw
+
+    def boom(*a: Any, **k: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(dw, "_remove_duplicate_inserts", boom)
+    with pytest.raises(MorlogError):
+        commit_write(plan, reports)
+    monkeypatch.undo()
+    assert _rows(path) == rows
+    assert not [f for f in _listing(path) if plan.instant in f and "rollback" not in f
+                and ".hoodie/" not in f]
+    # the next writer goes on
+    MorTable(path, cfg).upsert(_batch([1], [9]))
+    assert _rows(path)["k0001"][1] == 9
+
+
+def test_a_concurrent_write_to_the_same_file_group_is_a_conflict(tmp_path: Path) -> None:
+    path, cfg = _setup(tmp_path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 100)
+    reports = [write_task(plan, _batch([3, 4], [7, 7]).to_batches(), "0-1-0")]
+    MorTable(path, cfg).upsert(_batch([3], [6]))  # another writer, same group, meanwhile
+    after_other = _rows(path)
+    with pytest.raises(ConcurrentWriterError):
+        commit_write(plan, reports)
+    assert _rows(path) == after_other
+    assert _hudi_rs_rows(path) == after_other
+
+
+def test_tasks_writing_the_same_file_groups_at_once(tmp_path: Path) -> None:
+    path, cfg = _setup(tmp_path)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 4)
+    reports: list[TaskReport] = [TaskReport("") for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def run(t: int) -> None:
+        try:
+            ids = list(range(t, 60, 4))
+            reports[t] = write_task(plan, _batch(ids, [10 + t] * len(ids)).to_batches(),
+                                    f"{t}-1-0")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    commit_write(plan, reports)
+    rows = _rows(path)
+    assert {k: v[1] for k, v in rows.items()} == {f"k{i:04d}": 10 + i % 4 for i in range(60)}
+    assert _hudi_rs_rows(path) == rows
+    _check_tags(path)
+
+
+def test_the_next_client_write_after_a_distributed_one(tmp_path: Path) -> None:
+    """The client writes on after tasks left several log files per group (and compaction
+    folds them)."""
+    path, cfg = _setup(tmp_path)
+    twin = str(tmp_path / "twin")
+    shutil.copytree(path, twin)
+    b = _batch(list(range(0, 45)) + list(range(10, 20)), list(range(100, 155)))
+    _distributed(path, cfg, "upsert", b, [11, 23, 37], 6)
+    MorTable(twin, cfg).upsert(b)
+    nxt = _batch(list(range(5, 50, 3)), [500] * 15)
+    for p in (path, twin):
+        MorTable(p, cfg).upsert(nxt)
+    assert _rows(path) == _rows(twin)
+    _check_tags(path)
+    MorTable(path, cfg).compact()
+    assert _rows(path) == _rows(twin) == _hudi_rs_rows(path)
+
+
+def test_a_job_that_died_is_rolled_back_by_the_next_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver died between the tasks and the commit: the instant stays requested with
+    the tasks' files; while its heartbeat is fresh other writers go on beside it, once it
+    expired the next writer rolls it back (every marked file, the stage, the markers), for
+    table version 6 too, whose task log files are named after their slice."""
+    for version in (6, 9):
+        path = str(tmp_path / f"v{version}")
+        cfg = WriteConfig(fsync=False)
+        _create(path, cfg, version, False)
+        MorTable(path, cfg).upsert(_batch(list(range(30)), [1] * 30))
+        plan = plan_write(TableLocation.of(path), cfg, "upsert", 7)
+        write_task(plan, _batch(list(range(20, 50)), [5] * 30).to_batches(), "0-1-0")
+        # a writer beside the live write (its heartbeat is fresh): not blocked
+        MorTable(path, cfg).upsert(_batch([1], [2]))
+        expected = _rows(path)
+        assert all(v[1] != 5 for v in expected.values())
+        beat = os.path.join(path, ".hoodie", ".heartbeat", plan.instant)
+        old = os.path.getmtime(beat) - 3600
+        os.utime(beat, (old, old))
+        MorTable(path, cfg).upsert(_batch([2], [3]))  # rolls the dead write back
+        expected["k0002"] = ("ap", 3, 3002.0)
+        assert _rows(path) == expected == _hudi_rs_rows(path)
+        left = [f for f in _listing(path)
+                if plan.instant in f and "rollback" not in f and "/timeline/" not in f]
+        left += [f for f in _listing(path) if "_0-1-0" in f or ".0-1-0" in f]
+        assert not left, left
+        assert not os.path.exists(os.path.join(path, ".hoodie", ".temp", plan.instant))
+        # the dead job's commit, if it ever came: refused, nothing written
+        with pytest.raises(ConcurrentWriterError):
+            commit_write(plan, [])
+        assert _rows(path) == expected
+
+
+def _largest_slice(path: str) -> int:
+    mt = MorTable(path, WriteConfig(fsync=False))
+    return max(mt.slice_size(s) for s in mt.table().file_slices())
+
+
+def test_inserts_are_routed_into_small_file_groups_by_every_task(tmp_path: Path) -> None:
+    """As the client routes (small file groups first), without a shuffle: each key goes to
+    the small group its hash picks, as far as the task claims room there; the tasks never
+    take more than the group's room (``hoodie.parquet.max.file.size`` at the record size)."""
+    path, cfg = _setup(tmp_path)
+    groups_before = {(s.partition, s.file_id) for s in Table(path).file_slices()}
+    b = _batch(list(range(100, 400)), [3] * 300)
+    _distributed(path, cfg, "upsert", b, [75, 150, 225], 1000)
+    after = Table(path)
+    groups = {(s.partition, s.file_id) for s in after.file_slices()}
+    assert groups == groups_before  # room enough: no new file group
+    md = after.timeline.metadata(after.timeline.completed()[-1])["extraMetadata"]
+    assert md["morlog.inserts.routed"] == md["morlog.inserts"] == "300"
+    assert len(_rows(path)) == 330
+    _check_tags(path)
+    # a tiny maximum file size: the room of each group is claimed, the rest opens new groups
+    small = WriteConfig(fsync=False, max_file_size=_largest_slice(path) + 2_000)
+    from morlog.writers.distributed import CLAIM_SLOTS
+    from morlog.writers.distributed import plan_write as plan_of
+
+    plan = plan_of(TableLocation.of(path), small, "upsert", 1000)
+    rooms = {(p, f): n for p, gs in plan.small.items() for f, n in gs}
+    assert rooms and all(n > 0 for n in rooms.values())
+    from morlog.writers.distributed import abort_write as abort
+
+    abort(plan)
+    b2 = _batch(list(range(1000, 4000)), [4] * 3000)
+    _distributed(path, small, "upsert", b2, [700, 1500, 2200], 10_000)
+    view = Table(path)
+    md = view.timeline.metadata(view.timeline.completed()[-1])["extraMetadata"]
+    routed = int(md["morlog.inserts.routed"])
+    slot = {g: -(-n // CLAIM_SLOTS) for g, n in rooms.items()}
+    assert 0 < routed <= sum(slot[g] * CLAIM_SLOTS for g in slot)
+    assert len({(s.partition, s.file_id) for s in view.file_slices()}) > len(groups)
+    assert len(_rows(path)) == 3330
+    _check_tags(path)
