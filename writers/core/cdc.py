@@ -50,7 +50,10 @@ from morlog.logformat.errors import UsageError
 from morlog.logformat.framing import encode_block
 from morlog.logformat.naming import COMPLETED, LOGFILE_BASE_VERSION, LogFileName
 from morlog.readers.changes import cdc_enabled, data_images, diff_rows
+from morlog.readers.logfile import LogBlock, LogFileReader
+from morlog.readers.merge import merge_slice
 from morlog.readers.parallel import default_threads, run_all
+from morlog.readers.slice_blocks import effective_blocks
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import Instant, Timeline
@@ -111,11 +114,25 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
     then = {p: {s.file_id: s for s in before.file_slices(None, p)} for p in parts}
     now = {p: {s.file_id: s for s in after.file_slices(None, p)} for p in parts}
 
+    logs: dict[tuple[str, str], list[str]] = {}
+    for p, e, _ in targets:
+        names = logs.setdefault((p, str(e["fileId"])), [])
+        name = str(e["path"]).rsplit("/", 1)[-1]
+        if name not in names:
+            names.append(name)
+
     def changes(job: tuple[str, str, str]) -> pa.Table | None:
         partition, fid, _ = job
         old, new = then[partition].get(fid), now[partition].get(fid)
-        d = diff_rows(before.read_slice(old) if old is not None else None,
-                      after.read_slice(new) if new is not None else None, before.key_field)
+        rows_before = before.read_slice(old) if old is not None else None
+        if before.config.drop_partition_columns:
+            rows_after = after.read_slice(new) if new is not None else None
+        else:
+            # the state after: the commit's own blocks merged onto the state before (one
+            # read of the group, not two; the merge is the readers' own)
+            rows_after = _apply(after, partition, logs[(partition, fid)], instant,
+                                rows_before)
+        d = diff_rows(rows_before, rows_after, before.key_field)
         n = len(d.op)
         if not n:
             return None
@@ -152,6 +169,29 @@ def write_cdc_files(store: WriteStore, location: TableLocation, before: Table, i
         if cdc:
             e["cdcStats"] = cdc
     return written
+
+
+def _apply(after: Table, partition: str, log_files: list[str], instant: str,
+           rows_before: pa.Table | None) -> pa.Table | None:
+    """The group's merged rows with the blocks ``instant`` wrote to ``log_files`` merged
+    onto ``rows_before`` (its merged rows before them)."""
+    directory = after.slice_dir(partition)
+    spec = after.merge_spec()
+    readers: list[LogFileReader] = []
+    blocks: list[LogBlock] = []
+    try:
+        for name in log_files:
+            r = LogFileReader(after.storage.source(after.storage.join(directory, name)))
+            readers.append(r)
+            blocks.extend(b for b in r.blocks() if not b.is_corrupt and b.instant == instant)
+        applied = effective_blocks(blocks, after.timeline, spec, verify=True)
+        if not applied:
+            return rows_before
+        out = merge_slice(rows_before, applied, spec)
+    finally:
+        for r in readers:
+            r.close()
+    return out if out.num_columns else None
 
 
 def _cdc_names(store: WriteStore, directory: str) -> list[LogFileName]:
