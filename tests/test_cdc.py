@@ -156,8 +156,13 @@ def _run(root: Path, mode: str, version: int, ops: list[tuple[Any, ...]]
             batch = _rows(op[1], 0)
             inst = mt.upsert(batch).instant
             for r in batch.to_pylist():
-                if r["id"] not in model:
+                old = model.get(r["id"])
+                if old is None:
                     changes.append((inst, "i", r["id"], None, r))
+                    model[r["id"]] = r
+                elif old["ts"] <= r["ts"]:
+                    # a tie goes to the incoming record: a new commit time, an update
+                    changes.append((inst, "u", r["id"], old, r))
                     model[r["id"]] = r
         elif kind == "drop_partition":
             part = _part(op[1])
