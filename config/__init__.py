@@ -119,8 +119,14 @@ TABLE_FORMAT = _o("hoodie.table.format", "native", "string", T, "table",
                   "the table format; morlog writes Hudi's native format only",
                   f"{_TC}.TABLE_FORMAT")
 TABLE_CDC_ENABLED = _o("hoodie.table.cdc.enabled", "false", "bool", T, "table",
-                       "change-data-capture logs; morlog refuses to write such a table",
+                       "change-data-capture: the CDC query reads the table's changes "
+                       "(spec/cdc.md); morlog writes CDC log files in data_before_after mode",
                        f"{_TC}.CDC_ENABLED")
+TABLE_CDC_LOGGING_MODE = _o("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
+                            "enum", T, "table",
+                            "what a CDC log record holds: OP_KEY_ONLY, DATA_BEFORE or "
+                            "DATA_BEFORE_AFTER (spec/cdc.md §2)",
+                            f"{_TC}.CDC_SUPPLEMENTAL_LOGGING_MODE")
 BOOTSTRAP_BASE_PATH = _o("hoodie.bootstrap.base.path", None, "string", T, "table",
                          "the source of a bootstrapped table; morlog refuses to write one",
                          f"{_TC}.BOOTSTRAP_BASE_PATH")
@@ -601,6 +607,9 @@ STAT_FILES_CREATED = _o("morlog.files.created", None, "int", C, _CM,
 STAT_SECONDS = _o("morlog.seconds", None, "float", C, _CM, "seconds the commit's phases took")
 STAT_ROWS_WRITTEN = _o("morlog.rows.written", None, "int", C, _CM,
                        "rows the Spark writer's tasks wrote")
+STAT_CDC_CRC32 = _o("morlog.cdc.crc32", None, "json", C, _CM,
+                    "CRC-32 of every CDC log file the commit wrote (relative path -> CRC, "
+                    "spec/cdc.md §3): readers check them")
 STAT_GROUPS_REPLACED = _o("morlog.groups.replaced", None, "int", C, _CM,
                           "file groups an insert-overwrite replaced")
 STAT_RLI_INSERTED = _o("morlog.rli.inserted", None, "int", C, _CM,

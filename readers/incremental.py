@@ -80,7 +80,9 @@ class IncrementalRange:
         return self.instants[-1].requested if self.instants else None
 
 
-def _resolve(table: Table, text: str | None, what: str) -> str | None:
+def resolve_bound(table: Table, text: str | None, what: str) -> str | None:
+    """A range bound of an incremental or CDC query as an instant (None: open): the forms
+    ``as.of.instant`` takes, and ``earliest`` for ``begin``."""
     if text is None:
         return None
     if not isinstance(text, str):
@@ -123,8 +125,8 @@ def instants_in_range(table: Table, begin: str | None, end: str | None = None
         raise UsageError("incremental queries need the meta field _hoodie_commit_time: the "
                          "table populates no meta fields (hoodie.populate.meta.fields)",
                          path=table.config.path)
-    lo = _resolve(table, begin, "begin")
-    hi = _resolve(table, end, "end")
+    lo = resolve_bound(table, begin, "begin")
+    hi = resolve_bound(table, end, "end")
     tl = table.timeline
     done = tl.completed(INCREMENTAL_ACTIONS)
     if not done:
@@ -338,6 +340,6 @@ def _concat(table: Table, parts: list[pa.Table], columns: list[str] | None) -> p
         return pa.concat_tables(parts)
 
 
-__all__ = ["EARLIEST", "INCREMENTAL_ACTIONS", "QUERY_TYPES", "IncrementalPlan",
+__all__ = ["EARLIEST", "resolve_bound", "INCREMENTAL_ACTIONS", "QUERY_TYPES", "IncrementalPlan",
            "IncrementalRange", "instants_in_range", "plan_incremental", "read_incremental",
            "read_optimized_slices", "read_read_optimized"]

@@ -624,6 +624,19 @@ class Table:
 
         return read_read_optimized(self, as_of, columns, where)
 
+    def changes(self, begin: str | None = None, end: str | None = None,
+                columns: Sequence[str] | None = None) -> pa.Table:
+        """Hudi's CDC query (``hoodie.datasource.query.type=incremental`` with
+        ``hoodie.datasource.query.incremental.format=cdc``): the record changes of the commits
+        after ``begin`` up to ``end`` (``as.of.instant`` forms, ``begin`` also ``earliest``;
+        completion times for table version 8+, instant times for 6; None: open), as columns ``op`` (``i``/``u``/``d``),
+        ``ts_ms`` (the commit's instant), ``before`` and ``after`` (JSON); ``columns``: a
+        subset of those. Only for tables with ``hoodie.table.cdc.enabled=true``
+        (``morlog.readers.changes``, spec/cdc.md)."""
+        from .cdc import read_cdc
+
+        return read_cdc(self, begin, end, columns)
+
     def slice_dir(self, partition: str) -> str:
         """The directory of a partition, checked to lie under the table root (a partition
         name comes from a listing or from commit metadata: never trusted to stay inside)."""

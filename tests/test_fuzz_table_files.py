@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from morlog.logformat.errors import MorlogError
+from morlog.logformat.errors import MorlogError, MorlogWarning
 from morlog.readers.lookup import KeyTagger
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
@@ -550,3 +550,76 @@ def test_a_damaged_instant_time_is_a_corrupt_block_not_a_vanished_one(
     log.write_bytes(bytes(data))
     with pytest.warns(CorruptBlockWarning, match=rf"{log.name}@{b.offset}: corrupt block"):
         Table(str(root)).read()
+
+
+# --- CDC log files (spec/cdc.md) -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built_cdc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table version 6 logging DATA_BEFORE_AFTER: CDC log files beside its log appends."""
+    root = tmp_path_factory.mktemp("cdc") / "t"
+    t = MorTable.create(str(root), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", table_version=6,
+                        config=WriteConfig(fsync=False),
+                        table_properties={"hoodie.table.cdc.enabled": "true"})
+    t.upsert(_batch(range(5), 1))
+    t.upsert(_batch(range(3, 9), 2))
+    t.delete(_batch(range(0, 2), 3))
+    return root
+
+
+def _cdc_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.cdc"))
+
+
+def _drop_cdc_crcs(root: Path) -> None:
+    """The commits as Hudi writes them: cdcStats, no morlog CRC."""
+    from morlog.config import STAT_CDC_CRC32
+
+    for f in (root / ".hoodie").glob("*.deltacommit"):
+        md = json.loads(f.read_text())
+        md.get("extraMetadata", {}).pop(STAT_CDC_CRC32, None)
+        f.write_text(json.dumps(md))
+
+
+def _damage(path: Path, how: str, at: float, xor: int, junk: bytes) -> None:
+    data = bytearray(path.read_bytes())
+    i = int(at * len(data))
+    if how == "flip":
+        data[i] ^= xor
+    elif how == "cut":
+        del data[i:]
+    else:
+        data[i:i] = junk or b"\x00"
+    path.write_bytes(bytes(data))
+
+
+@_fuzz(40)
+@given(how=st.sampled_from(["flip", "cut", "junk"]), which=st.integers(0, 100),
+       at=st.floats(0, 1, exclude_max=True), xor=st.integers(1, 255),
+       junk=st.binary(min_size=1, max_size=40), crc=st.booleans())
+def test_fuzz_damaged_cdc_files_are_typed_errors(built_cdc: Path, how: str, which: int,
+                                                 at: float, xor: int, junk: bytes,
+                                                 crc: bool) -> None:
+    """A CDC log file damaged anywhere (a flipped byte, cut, bytes inserted): with morlog's
+    CRC the CDC query refuses it with a typed error, never other changes; without (a commit
+    as Hudi writes it) it raises nothing but :class:`MorlogError` (a cut or grown file is
+    still refused: its size is not the one cdcStats records)."""
+    from morlog.readers.cdc import read_cdc
+
+    pristine = read_cdc(Table(str(built_cdc)), None, None)
+    with _Copy(built_cdc) as root:
+        if not crc:
+            _drop_cdc_crcs(root)
+        files = _cdc_files(root)
+        assert files, "the fixture holds CDC log files"
+        _damage(files[which % len(files)], how, at, xor, junk)
+        try:
+            with warnings.catch_warnings():  # warnings are typed too (MorlogWarning)
+                warnings.simplefilter("ignore", MorlogWarning)
+                got = read_cdc(Table(str(root)), None, None)
+        except MorlogError:
+            return
+        assert not crc and how == "flip", "a damaged CDC file read without an error"
+        assert got.schema == pristine.schema

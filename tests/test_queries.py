@@ -434,7 +434,7 @@ def test_cli_snapshot_query_types(tmp_path: Path, capsys: pytest.CaptureFixture[
             (["--query-type", "incremental"], "needs --begin"),
             (["--query-type", "incremental", "--begin", b, "--as-of", e], "not --as-of"),
             (["--begin", b], "belong to --query-type"),
-            (["--query-type", "cdc", "--begin", b], "CDC queries need"),
+            (["--query-type", "cdc", "--begin", b], "hoodie.table.cdc.enabled=true"),
             (["--query-type", "incremental", "--begin", "nope"], "instant")):
         assert main(["snapshot", path, *argv]) == 2, argv
         cap = capsys.readouterr()

@@ -294,7 +294,7 @@ _REFUSED = [
     ("hoodie.table.ordering.fields", "no_such_column"),
     ("hoodie.record.merge.mode", "CUSTOM"),
     ("hoodie.record.merge.strategy.id", "1897ef5f-18bc-4557-939c-9d6a8afd1519"),
-    ("hoodie.table.cdc.enabled", "true"),
+    ("hoodie.table.cdc.supplemental.logging.mode", "CDC_NOPE"),
     ("hoodie.bootstrap.base.path", "/elsewhere"),
     ("hoodie.table.format", "iceberg"),
     ("hoodie.table.recordkey.fields", ""),

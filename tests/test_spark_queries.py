@@ -80,7 +80,7 @@ def test_spark_query_type_errors(spark: Any, tmp_path: Path) -> None:
     cases = [({QT: "realtime"}, "unknown query type"),
              ({QT: "incremental"}, "needs hoodie.datasource.read.begin.instanttime"),
              ({QT: "incremental", BEGIN: "earliest",
-               "hoodie.datasource.query.incremental.format": "cdc"}, "CDC queries need"),
+               "hoodie.datasource.query.incremental.format": "cdc"}, "hoodie.table.cdc.enabled=true"),
              ({QT: "incremental", BEGIN: "earliest",
                "hoodie.datasource.query.incremental.format": "x"}, "incremental format")]
     for opts, words in cases:
@@ -137,3 +137,28 @@ def test_hudi_quickstart_incremental_query(spark: Any, tmp_path: Path) -> None:
     last = table.timeline.completed(INCREMENTAL_ACTIONS)[-1].completed
     assert spark.read.format("morlog").options(**{
         **incremental_read_options, BEGIN: last}).load(base_path).count() == 0
+
+
+def test_spark_cdc_query_equals_table_changes(spark: Any, tmp_path: Path) -> None:
+    """``hoodie.datasource.query.incremental.format=cdc`` through Spark: Hudi's ``op``,
+    ``ts_ms``, ``before``, ``after`` rows, as ``Table.changes`` gives them."""
+    from morlog.writers.client import MorTable
+
+    schema = pa.schema([("uuid", pa.string()), ("city", pa.string()), ("ts", pa.int64()),
+                        ("fare", pa.float64())])
+    path = str(tmp_path / "cdc")
+    t = MorTable.create(path, schema, key_field="uuid", partition_field="city",
+                        ordering_field="ts",
+                        table_properties={"hoodie.table.cdc.enabled": "true"})
+    t.upsert(pa.table({"uuid": ["a", "b"], "city": ["sf", "sf"], "ts": [1, 1],
+                       "fare": [9.5, 12.0]}, schema=schema))
+    t.upsert(pa.table({"uuid": ["a", "c"], "city": ["sf", "la"], "ts": [2, 2],
+                       "fare": [10.0, 3.0]}, schema=schema))
+    t.delete(pa.table({"uuid": ["b"], "city": ["sf"]}))
+    want = Table(path).changes("earliest")
+    got = (spark.read.format("morlog").option(QT, "incremental").option(BEGIN, "earliest")
+           .option("hoodie.datasource.query.incremental.format", "cdc").load(path))
+    key = ["op", "ts_ms", "before", "after"]
+    assert sorted(tuple(r[k] for k in key) for r in got.collect()) == sorted(
+        tuple(r[k] for k in key) for r in want.to_pylist())
+    assert sorted(r["op"] for r in want.to_pylist()) == ["d", "i", "i", "i", "u"]

@@ -86,6 +86,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import morlog.config as conf
+from morlog.logformat.cdc import logging_mode
 from morlog.logformat.column_stats_section import COLUMN_LIST_KEY, MAX_COLUMNS_KEY
 from morlog.logformat.errors import UsageError
 from morlog.writers.core.base_file import (
@@ -253,8 +254,11 @@ _TABLE_FIELDS = {TABLE_NAME: "table_name", conf.WRITE_TABLE_NAME: "table_name",
 #: write options that become table properties of a new table (key in hoodie.properties)
 _TABLE_PROPERTIES = {HIVE_STYLE: HIVE_STYLE, URLENCODE: URLENCODE_PROPERTY,
                      KEYGEN_CLASS: conf.KEYGEN_CLASS,
-                     KEYGEN_TYPE: conf.KEYGEN_TYPE}
-_BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE}
+                     KEYGEN_TYPE: conf.KEYGEN_TYPE,
+                     # change data capture of a new table (spec/cdc.md)
+                     conf.TABLE_CDC_ENABLED: conf.TABLE_CDC_ENABLED,
+                     conf.TABLE_CDC_LOGGING_MODE: conf.TABLE_CDC_LOGGING_MODE}
+_BOOLEAN_PROPERTIES = {HIVE_STYLE, URLENCODE, conf.TABLE_CDC_ENABLED}
 #: options kept in WriteConfig.hoodie_options under their own keys
 _HOODIE_OPTIONS = {COMPRESSION_CODEC, BLOCK_SIZE, PAGE_SIZE, DICTIONARY_ENABLED,
                    METADATA_ENABLE, *METADATA_SWITCHES, WRITE_TABLE_VERSION,
@@ -363,6 +367,8 @@ def parse_write_options(options: Mapping[str, object], *,
         elif key in _TABLE_PROPERTIES:
             if key in _BOOLEAN_PROPERTIES:
                 value = str(_bool(key, value)).lower()
+            elif key == conf.TABLE_CDC_LOGGING_MODE:
+                value = logging_mode(value)
             out.table_properties[_TABLE_PROPERTIES[key]] = value
         elif key in _HOODIE_OPTIONS:
             if key in _BOOLEAN_OPTIONS:

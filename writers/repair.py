@@ -53,6 +53,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from morlog.logformat.cdc import check_cdc_rows
 from morlog.logformat.constants import BLOCK_PREFIX_LEN, MAGIC, MAGIC_LEN, TRAILER_LEN, BlockType
 from morlog.logformat.errors import (
     FormatError,
@@ -607,7 +608,10 @@ def _undecodable(block: LogBlock, key_field: KeyField | None) -> str | None:
     try:
         block.header.as_dict()
         t = block.block_type
-        if t in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA):
+        if t == BlockType.CDC_DATA:
+            # CDC records (op, record_key / ts_ms, images) carry no meta key column
+            check_cdc_rows(block.to_arrow(), path=block.path, offset=block.content_offset)
+        elif t in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
             names = block.to_arrow().column_names
             missing = [c for c in (key_columns(key_field) if key_field is not None else ())
                        if c not in names]

@@ -63,9 +63,11 @@ from morlog.logformat.timeline_meta import (
 )
 from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
+from morlog.readers.changes import cdc_enabled
 from morlog.readers.containment import check_file_name
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
+from morlog.writers.core.cdc import cdc_files_of, write_cdc_files
 from morlog.writers.core.logwriter import LogFileWriter, Mode
 from morlog.writers.core.markers import delete_markers, list_markers
 from morlog.writers.core.properties import restore_properties
@@ -201,6 +203,11 @@ def _rollback_files(st: WriteStore, location: TableLocation, timeline: TimelineW
     # metadata does not name them): list them all, delete what the instant named
     partitions = sorted(set(table.partitions()) | {p for p, _ in keys})
     doomed = {p: instant_files(st, location.partition_path(p), failed) for p in partitions}
+    if table.version <= 6 and cdc_enabled(table):
+        # CDC log files are named after their slice in version 6 (morlog.writers.core.cdc)
+        for p in partitions:
+            extra = cdc_files_of(st, location.partition_path(p), failed)
+            doomed[p] = list(dict.fromkeys([*doomed[p], *extra]))
     # the files a distributed write marked (its tasks' log files of table version 6 are
     # named after their slice, not the instant; spec/table.md §7.4, §7.6), as Hudi's
     # marker-based rollback finds them
@@ -459,6 +466,13 @@ class Commit:
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
+        # CDC log files of a CDC-enabled table, their cdcStats added to ``stats``
+        # (morlog.writers.core.cdc; nothing for other tables)
+        cdc = write_cdc_files(self.store, self.location, self.table(), self.instant,
+                              self.action, self.operation, self.schema, stats,
+                              fsync=self.fsync)
+        if cdc:
+            summary = {**summary, conf.STAT_CDC_CRC32: json.dumps(cdc, sort_keys=True)}
         if self.hooks is not None:
             self.hooks.committing(self.instant, self.written_files(stats), changes,
                                   schema=json.dumps(self.schema, separators=(",", ":")))
@@ -611,6 +625,10 @@ def _written_files(store: WriteStore, location: TableLocation,
                 continue
             name = rel.rsplit("/", 1)[-1]
             out.setdefault(part, {})[name] = store.size(store.join(location.path, rel))
+            # CDC log files go into the metadata table's files partition too (Hudi's
+            # HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords adds cdcStats)
+            for cdc_rel, size in (e.get("cdcStats") or {}).items():
+                out.setdefault(part, {})[cdc_rel.rsplit("/", 1)[-1]] = int(size)
     return out
 
 

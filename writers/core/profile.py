@@ -24,7 +24,9 @@ Settings and what morlog does with them (``spec/table.md`` §"Writing into Hudi'
 ``hoodie.datasource.write.drop.partition.columns``         false; true unless partition values
                                                            cannot be parsed back (timestamp
                                                            keys, slash dates, nested fields)
-``hoodie.table.cdc.enabled``                               false; true refused
+``hoodie.table.cdc.enabled``                               false; true (``morlog.writers.core.cdc``)
+``hoodie.table.cdc.supplemental.logging.mode``             OP_KEY_ONLY, DATA_BEFORE,
+                                                           DATA_BEFORE_AFTER (spec/cdc.md)
 ``hoodie.bootstrap.base.path``                             absent; bootstrap tables refused
 ``hoodie.table.format`` (version 9)                        native; others refused
 ``hoodie.table.base.file.format``                          PARQUET (others: the base-file module)
@@ -43,6 +45,7 @@ import pyarrow as pa
 import morlog.config as conf
 from morlog.logformat.avroschema import avro_to_arrow_schema, parse_avro_schema
 from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.cdc import LOGGING_MODES
 from morlog.logformat.errors import (
     ContentError,
     MorlogError,
@@ -161,9 +164,12 @@ def check_config(cfg: TableConfig) -> None:
         _check_virtual_keys(cfg, refuse)
     if cfg.drop_partition_columns:
         _check_drop_partition_columns(cfg, refuse)
-    if _flag(props, conf.TABLE_CDC_ENABLED, "false"):
-        refuse(conf.TABLE_CDC_ENABLED, "morlog does not write change-data-capture logs",
-               "false")
+    # hoodie.table.cdc.enabled=true is written (morlog.writers.core.cdc); a logging mode
+    # Hudi's HoodieTableConfig.cdcSupplementalLoggingMode cannot parse is refused
+    cdc_mode = (props.get(conf.TABLE_CDC_LOGGING_MODE) or "").strip().upper()
+    if cdc_mode and cdc_mode not in LOGGING_MODES:
+        refuse(conf.TABLE_CDC_LOGGING_MODE, "unknown CDC supplemental logging mode",
+               list(LOGGING_MODES))
     if props.get(conf.BOOTSTRAP_BASE_PATH):
         refuse(conf.BOOTSTRAP_BASE_PATH, "bootstrapped tables are not supported")
     fmt = props.get(conf.TABLE_FORMAT)

@@ -118,7 +118,7 @@ class _Commit:
         if self._ranges is None:
             out: dict[str, list[cs.ColumnRange]] = {}
             for part, files in sorted(self.ctx.written.items()):
-                for name in sorted(files):  # per file
+                for name in sorted(_data_files(files)):  # per file
                     out.setdefault(part, []).extend(self.file_ranges(part, name))
             self._ranges = out
         return self._ranges
@@ -270,9 +270,10 @@ class PartitionStatsKeeper(PartitionKeeper):
                              "generate partition stats\")", path=mdt.path)
         live = cs.merge_records(mdt.partition_records(COLUMN_STATS))
         recs: list[dict[str, Any]] = []
-        for part in sorted(p for p, f in ctx.written.items() if f):
-            names = _latest_slice_files(c.table, part, ctx.written[part])
-            new = {r.file_name for r in c.ranges.get(part, [])} | set(ctx.written[part])
+        for part in sorted(p for p, f in ctx.written.items() if _data_files(f)):
+            data = _data_files(ctx.written[part])
+            names = _latest_slice_files(c.table, part, data)
+            new = {r.file_name for r in c.ranges.get(part, [])} | set(data)
             pid = cs.hash_id(cs.partition_identifier(part))
             old: dict[str, list[cs.ColumnRange]] = {}
             for key, stats in live.items():  # per (file, column) of the MDT
@@ -298,6 +299,14 @@ def _listed(props: Mapping[str, str]) -> set[str]:
     return {p.strip() for key in (conf.METADATA_PARTITIONS,
                                   conf.METADATA_PARTITIONS_INFLIGHT)
             for p in (props.get(key) or "").split(",") if p.strip()}
+
+
+def _data_files(files: Mapping[str, int]) -> dict[str, int]:
+    """The data files of a commit's written files: not its CDC log files, which the files
+    partition lists (cdcStats) but no column statistics cover (Hudi's column stats come
+    from the write stats' paths only)."""
+    return {n: size for n, size in files.items()
+            if not (n.endswith(".cdc") or n.endswith("-cdc"))}
 
 
 def _latest_slice_files(table: Table, partition: str, written: Mapping[str, int]) -> set[str]:
