@@ -629,7 +629,8 @@ class Table:
         """Hudi's CDC query (``hoodie.datasource.query.type=incremental`` with
         ``hoodie.datasource.query.incremental.format=cdc``): the record changes of the commits
         after ``begin`` up to ``end`` (``as.of.instant`` forms, ``begin`` also ``earliest``;
-        completion times for table version 8+, instant times for 6; None: open), as columns ``op`` (``i``/``u``/``d``),
+        completion times for table version 8+, instant times for 6; None: open), as columns
+        ``op`` (``i``/``u``/``d``),
         ``ts_ms`` (the commit's instant), ``before`` and ``after`` (JSON); ``columns``: a
         subset of those. Only for tables with ``hoodie.table.cdc.enabled=true``
         (``morlog.readers.changes``, spec/cdc.md)."""

@@ -80,7 +80,8 @@ def test_spark_query_type_errors(spark: Any, tmp_path: Path) -> None:
     cases = [({QT: "realtime"}, "unknown query type"),
              ({QT: "incremental"}, "needs hoodie.datasource.read.begin.instanttime"),
              ({QT: "incremental", BEGIN: "earliest",
-               "hoodie.datasource.query.incremental.format": "cdc"}, "hoodie.table.cdc.enabled=true"),
+               "hoodie.datasource.query.incremental.format": "cdc"},
+              "hoodie.table.cdc.enabled=true"),
              ({QT: "incremental", BEGIN: "earliest",
                "hoodie.datasource.query.incremental.format": "x"}, "incremental format")]
     for opts, words in cases:
