@@ -57,6 +57,7 @@ from morlog.readers import predicate as pr
 from morlog.readers.prune import Pruner, SliceFilter, predicate_schema
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, query_instant
+from morlog.spark.sql import CATALOG_TABLE_HINT, sql_options, without_write_options
 
 #: Spark's comparison filters -> the predicate's operators
 _COMPARE = {sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
@@ -230,6 +231,10 @@ class MorlogReadSource(DataSource):
     #: filter pushdown when the ``filter.pushdown`` read option is not given
     PUSHDOWN = False
 
+    def __init__(self, options: dict[str, str]) -> None:
+        # Spark SQL's own keys and Hudi's SQL table properties (morlog.spark.sql)
+        super().__init__(sds.CaseInsensitiveDict(sql_options(options)))
+
     @classmethod
     def name(cls) -> str:
         return "morlog"
@@ -238,7 +243,8 @@ class MorlogReadSource(DataSource):
         """The ``path`` option (``.load(path)`` or ``.save(path)``)."""
         path = self.options.get("path")
         if not path:
-            raise UsageError("a morlog table needs a path: .load(path) or .save(path)")
+            raise UsageError("a morlog table needs a path: .load(path) or .save(path); "
+                             f"in SQL: {CATALOG_TABLE_HINT}")
         return str(path)
 
     def location(self) -> TableLocation:
@@ -250,12 +256,14 @@ class MorlogReadSource(DataSource):
         return loc
 
     def schema(self) -> StructType:
-        parse_options(dict(self.options), READ_OPTIONS, "read")
+        parse_options(without_write_options(self.options, READ_OPTIONS), READ_OPTIONS,
+                             "read")
         table = Table(self.location())
         return from_arrow_schema(table.arrow_schema())
 
     def reader(self, schema: StructType) -> MorlogReader:
-        opts = parse_options(dict(self.options), READ_OPTIONS, "read")
+        opts = parse_options(without_write_options(self.options, READ_OPTIONS), READ_OPTIONS,
+                             "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
         if columns is not None:
             Table(self.location()).check_columns(columns)  # an unknown column names itself
