@@ -86,7 +86,8 @@ def test_hudi_quickstart_sql(spark: Any, tmp_path: Path) -> None:
 
     # INSERT INTO as upsert: Hudi's hoodie.spark.sql.insert.into.operation
     _view(spark, path, "hudi_upserts", ", `hoodie.spark.sql.insert.into.operation` 'upsert'")
-    spark.sql(f"INSERT INTO hudi_upserts VALUES {_values([(ROWS[0][0] + 5, *ROWS[0][1:4], 99.0, ROWS[0][5])])}")
+    newer = (ROWS[0][0] + 5, *ROWS[0][1:4], 99.0, ROWS[0][5])
+    spark.sql(f"INSERT INTO hudi_upserts VALUES {_values([newer])}")
     assert _last_operation(path) == "UPSERT"
     assert _table(path)[ROWS[0][1]]["fare"] == 99.0
 
