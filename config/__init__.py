@@ -617,9 +617,6 @@ STAT_RLI_INSERTED = _o("morlog.rli.inserted", None, "int", C, _CM,
                        "entries written into morlog's record index")
 STAT_RLI_DELETED = _o("morlog.rli.deleted", None, "int", C, _CM,
                       "entries deleted from morlog's record index")
-SINK_CHECKPOINT = _o("_hudi_streaming_sink_checkpoint", None, "json", C, _CM,
-                     "the streaming sink's last micro-batch: {identifier: batch id} "
-                     "(HoodieStreamingSink.SINK_CHECKPOINT_KEY)")
 
 # --- file metadata ---------------------------------------------------------------------------
 NAN_COUNTS = _o("morlog.nan_counts", None, "json", F, "file metadata",

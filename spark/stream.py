@@ -4,7 +4,8 @@ Spark 4.1+'s Python streaming sink (``DataSourceStreamArrowWriter``: the tasks g
 batches). Each micro-batch is written and committed by what the batch data source does for
 ``df.write.format("morlog")`` (:class:`~morlog.spark.write.MorlogWriter`: upsert, insert and
 delete are written by the tasks and committed once on the driver; the replace operations
-stage their rows): :func:`commit_batch` is the one call this module makes into it.
+stage their rows): the data source hands this module the writer's class, and
+:func:`commit_batch` / :func:`abort_batch` are the calls it makes on the driver.
 
 Exactly once across restarts, as Hudi's streaming sink (``HoodieStreamingSink.scala``,
 ``CommitUtils.getValidCheckpointForCurrentWriter``) keeps it: every micro-batch's commit
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,14 +53,17 @@ from pyspark.sql.types import StructType
 
 import morlog.config as conf
 from morlog.logformat.errors import ContentError, MorlogError, UsageError
+from morlog.readers.properties import has_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
+from morlog.writers.core.store import store_at
 from morlog.writers.options import WriteOptions, parse_write_options
 
 log = logging.getLogger(__name__)
 
-#: the commit's extra metadata key holding the sink's checkpoint (Hudi's name)
-SINK_CHECKPOINT_KEY = conf.SINK_CHECKPOINT
+#: the commit's extra metadata key holding the sink's checkpoint (Hudi's name:
+#: ``HoodieStreamingSink.SINK_CHECKPOINT_KEY``)
+SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 CHECKPOINT_IDENTIFIER = conf.STREAMING_CHECKPOINT_IDENTIFIER
 IGNORE_FAILED_BATCH = conf.STREAMING_IGNORE_FAILED_BATCH
 ASYNC_COMPACT = conf.ASYNC_COMPACT_ENABLE
@@ -140,15 +144,12 @@ def last_batch(table: Table, identifier: str) -> int | None:
     return None
 
 
-# --- the one boundary with the batch writer --------------------------------------------------
+# --- the boundary with the batch writer (a MorlogWriter: write, commit, abort) -------------
 
 
-def batch_writer(location: TableLocation, options: WriteOptions, schema: StructType,
-                 overwrite: bool) -> Any:
-    """The batch data source's writer of one micro-batch (planned on the driver)."""
-    from morlog.spark.write import MorlogWriter
-
-    return MorlogWriter(location, options, schema, overwrite)
+def table_exists(location: TableLocation) -> bool:
+    """Whether a table (its ``hoodie.properties``) exists at ``location``."""
+    return has_properties(store_at(location, single_writer=True).storage, location.path)
 
 
 def commit_batch(writer: Any, messages: list[WriterCommitMessage | None]) -> None:
@@ -185,7 +186,11 @@ class MorlogStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("morlog")``'s writer of one micro-batch (module docstring)."""
 
     def __init__(self, path: str | TableLocation, settings: StreamSettings,
-                 options: WriteOptions, schema: StructType, overwrite: bool) -> None:
+                 options: WriteOptions, schema: StructType, overwrite: bool,
+                 batch_writer: Callable[..., Any]) -> None:
+        #: makes the batch data source's writer of one micro-batch (planned on the driver;
+        #: ``morlog.spark.write.MorlogWriter``, given by the data source)
+        self.batch_writer = batch_writer
         self.location = TableLocation.of(path)
         self.settings = settings
         self.options = options
@@ -197,8 +202,8 @@ class MorlogStreamWriter(DataSourceStreamArrowWriter):
 
     def __getstate__(self) -> dict[str, Any]:
         if self.batch is None:
-            self.batch = batch_writer(self.location, self.options, self.schema,
-                                      self.overwrite)
+            self.batch = self.batch_writer(self.location, self.options, self.schema,
+                                           self.overwrite)
         return dict(self.__dict__)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -217,8 +222,6 @@ class MorlogStreamWriter(DataSourceStreamArrowWriter):
         writer, inner = self._split(messages)
         if writer is None:
             return  # no task ran: nothing was written
-        from morlog.spark.write import table_exists
-
         ident = self.settings.identifier
         last = last_batch(Table(self.location), ident) if table_exists(self.location) else None
         if last is not None and batchId <= last:
@@ -269,10 +272,13 @@ def run_compaction_after(location: TableLocation, options: WriteOptions) -> list
     return done
 
 
-def stream_writer(source: Any, schema: StructType, overwrite: bool) -> MorlogStreamWriter:
-    """The data source's ``streamWriter`` (``morlog.spark.write.MorlogDataSource``)."""
+def stream_writer(source: Any, schema: StructType, overwrite: bool,
+                  batch_writer: Callable[..., Any]) -> MorlogStreamWriter:
+    """The data source's ``streamWriter`` (``morlog.spark.write.MorlogDataSource``), whose
+    micro-batches ``batch_writer(location, options, schema, overwrite)`` writes."""
     settings, options = stream_options(dict(source.options))
-    return MorlogStreamWriter(source.location(), settings, options, schema, overwrite)
+    return MorlogStreamWriter(source.location(), settings, options, schema, overwrite,
+                              batch_writer)
 
 
 __all__ = ["ASYNC_COMPACT", "CHECKPOINT_IDENTIFIER", "IGNORE_FAILED_BATCH", "SINK_CHECKPOINT_KEY",

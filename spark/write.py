@@ -307,7 +307,7 @@ class MorlogDataSource(MorlogReadSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
         from morlog.spark.stream import stream_writer  # the streaming sink
 
-        return stream_writer(self, schema, overwrite)
+        return stream_writer(self, schema, overwrite, MorlogWriter)
 
 
 class MorlogPushdownDataSource(MorlogDataSource):
