@@ -42,25 +42,27 @@ OPTIONS = {"hoodie.table.name": "stream", "hoodie.datasource.write.recordkey.fie
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
 
 
-def _batch(b: int) -> pa.Table:
-    """Micro-batch ``b``: keys b*7 .. b*7+11 (some new, some updates of the last batch)."""
-    ids = [f"k{i:03d}" for i in range(b * 7, b * 7 + 12)]
+def _batch(b: int, same_keys: bool = False) -> pa.Table:
+    """Micro-batch ``b``: keys b*7 .. b*7+11 (some new, some updates of the last batch), or
+    with ``same_keys`` updates of keys 0 .. 11 (every batch a log block in the same groups)."""
+    first = 0 if same_keys else b * 7
+    ids = [f"k{i:03d}" for i in range(first, first + 12)]
     return pa.table({"id": ids, "ts": [b] * len(ids), "v": [b + i / 100 for i in range(12)]},
                     schema=SCHEMA)
 
 
-def _add_inputs(folder: Path, batches: range) -> None:
+def _add_inputs(folder: Path, batches: range, same_keys: bool = False) -> None:
     folder.mkdir(exist_ok=True)
     for b in batches:
         tmp = folder / f".b{b:04d}.tmp"
-        pq.write_table(_batch(b), tmp)
+        pq.write_table(_batch(b, same_keys), tmp)
         tmp.rename(folder / f"b{b:04d}.parquet")  # the file source sees it whole
 
 
-def _model(batches: range) -> dict[str, tuple[int, float]]:
+def _model(batches: range, same_keys: bool = False) -> dict[str, tuple[int, float]]:
     rows: dict[str, tuple[int, float]] = {}
     for b in batches:
-        for r in _batch(b).to_pylist():
+        for r in _batch(b, same_keys).to_pylist():
             rows[r["id"]] = (r["ts"], r["v"])
     return rows
 
@@ -122,17 +124,29 @@ def test_a_restarted_query_commits_each_batch_once_and_skips_the_replay(
     assert actions.index("commit") < len(actions) - 1
 
 
-def test_async_compaction_runs_after_the_batches_commit(spark: Any, tmp_path: Path) -> None:
-    opts = {k: v for k, v in OPTIONS.items() if k != "hoodie.compact.inline"}
-    _add_inputs(tmp_path / "in", range(0, 4))
+def _operations(path: Path) -> list[str]:
+    tl = Table(str(path)).timeline
+    return [str(tl.metadata(i).get("operationType")) for i in tl.completed()]
+
+
+def test_async_compaction_and_log_compaction_run_inside_the_stream(
+        spark: Any, tmp_path: Path) -> None:
+    opts = {**{k: v for k, v in OPTIONS.items() if k != "hoodie.compact.inline"},
+            "hoodie.compact.inline.max.delta.commits": "4",
+            "hoodie.log.compaction.inline": "true",
+            "hoodie.log.compaction.blocks.threshold": "2"}
+    _add_inputs(tmp_path / "in", range(0, 5), same_keys=True)
     _stream(spark, tmp_path, opts)  # hoodie.datasource.compaction.async.enable: Hudi's true
-    assert _rows(tmp_path / "t") == _model(range(0, 4))
-    assert _actions(tmp_path / "t").count("commit") == 2
+    assert _rows(tmp_path / "t") == _model(range(0, 5), same_keys=True)
+    compactions = _actions(tmp_path / "t").count("commit")
+    assert compactions >= 1
+    assert "LOG_COMPACT" in _operations(tmp_path / "t")
     off = {**opts, "hoodie.datasource.compaction.async.enable": "false"}
-    _add_inputs(tmp_path / "in", range(4, 6))
+    _add_inputs(tmp_path / "in", range(5, 9), same_keys=True)
     _stream(spark, tmp_path, off)
-    assert _actions(tmp_path / "t").count("commit") == 2
-    assert _rows(tmp_path / "t") == _model(range(0, 6))
+    assert _actions(tmp_path / "t").count("commit") == compactions
+    assert _checkpoints(tmp_path / "t") == list(range(9))
+    assert _rows(tmp_path / "t") == _model(range(0, 9), same_keys=True)
 
 
 def test_a_killed_driver_restarts_from_its_checkpoint(tmp_path: Path) -> None:
