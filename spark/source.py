@@ -261,6 +261,11 @@ class MorlogReadSource(DataSource):
         table = Table(self.location())
         return from_arrow_schema(table.arrow_schema())
 
+    def streamReader(self, schema: StructType) -> Any:  # noqa: N802
+        from morlog.spark.stream_source import stream_reader  # readStream.format("morlog")
+
+        return stream_reader(self, schema)
+
     def reader(self, schema: StructType) -> MorlogReader:
         opts = parse_options(without_write_options(self.options, READ_OPTIONS), READ_OPTIONS,
                              "read")
