@@ -7,14 +7,9 @@ every instant (Hudi's ``earliest``); each later one reads the instants completed
 last offset, up to the newest completed now, so a restarted query goes on from the offset in
 its checkpoint.
 
-What a micro-batch emits comes through one seam, :func:`changes`: the records written by the
-instants completed in ``(begin, end]``, in the incremental format (the table's columns; the
-latest value of each record those instants wrote, no deletes), as Hudi's incremental query
-gives them. Until morlog's incremental reader takes its place, :func:`changes` reads the
-snapshot as of ``end`` and keeps the records whose ``_hoodie_commit_time`` is one of those
-instants (services keep a record's commit time, so compaction and clustering emit nothing):
-right, but it reads the whole snapshot for each micro-batch, and needs the meta fields
-(``hoodie.populate.meta.fields``, on by default).
+What a micro-batch emits comes through one seam, ``morlog.readers.follow.changes`` (the
+records the instants completed in ``(begin, end]`` wrote, in the incremental format; see
+that module for how it reads them until morlog's incremental reader takes its place).
 """
 
 from __future__ import annotations
@@ -23,50 +18,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from morlog.logformat.errors import UsageError
+from morlog.readers.follow import changes, completed_since
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
-from morlog.readers.timeline import WRITE_ACTIONS
-
-COMMIT_TIME = "_hoodie_commit_time"
-
-
-def completed_since(table: Table, begin: str | None, end: str | None = None
-                    ) -> list[tuple[str, str]]:
-    """(requested time, completion time) of every completed write instant whose completion
-    time is after ``begin`` and at most ``end`` (None: no bound), oldest first."""
-    tl = table.timeline
-    out = []
-    for i in tl.completed(WRITE_ACTIONS):
-        done = i.completed or i.requested
-        if (begin is None or done > begin) and (end is None or done <= end):
-            out.append((i.requested, done))
-    return sorted(out, key=lambda x: x[1])
-
-
-def changes(location: TableLocation, begin: str | None, end: str,
-            columns: list[str] | None = None) -> pa.Table:
-    """The seam: the records the instants completed in ``(begin, end]`` wrote (module
-    docstring)."""
-    table = Table(location)
-    instants = [r for r, _ in completed_since(table, begin, end)]
-    if not instants:
-        return table.arrow_schema().empty_table()
-    if COMMIT_TIME not in table.arrow_schema().names:
-        raise UsageError("a streaming read needs the table's meta fields "
-                         "(hoodie.populate.meta.fields)", path=location.uri)
-    latest = max(instants)
-    rows = table.read(latest, columns)
-    if COMMIT_TIME not in rows.column_names:
-        rows = table.read(latest, [*(columns or []), COMMIT_TIME])
-    keep = pc.is_in(rows.column(COMMIT_TIME), value_set=pa.array(instants, pa.string()))
-    out = rows.filter(keep)
-    return out.select(columns) if columns is not None else out
 
 
 class _Range(InputPartition):
@@ -114,4 +72,4 @@ def stream_reader(source: Any, schema: StructType) -> MorlogStreamReader:
     return MorlogStreamReader(source.location(), schema)
 
 
-__all__ = ["MorlogStreamReader", "changes", "completed_since", "stream_reader"]
+__all__ = ["MorlogStreamReader", "stream_reader"]
