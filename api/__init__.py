@@ -34,6 +34,7 @@ _PUBLIC = {
     "tag_keys": "morlog.readers.lookup",
     "SliceProbe": "morlog.readers.probe",
     "probe_log_file": "morlog.readers.probe",
+    "follow": "morlog.readers.follow",
     "FileSlice": "morlog.readers.table",
     "Table": "morlog.readers.table",
     "CommitResult": "morlog.writers.core.commit",
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         MorlogWarning,
         UsageError,
     )
+    from morlog.readers.follow import follow
     from morlog.readers.logfile import LogBlock, LogFileReader
     from morlog.readers.lookup import KeyTagger, TagResult, tag_keys
     from morlog.readers.probe import SliceProbe, probe_log_file
@@ -69,7 +71,7 @@ __all__ = [
     "CommitResult", "ConcurrentWriterError", "FileSlice", "IndexedLogWriter", "KeyTagger",
     "LogBlock", "LogFileReader", "LogFileWriter", "MorTable", "MorlogError", "MorlogWarning",
     "SliceProbe", "Table", "TagResult",
-    "UsageError", "WriteConfig", "__version__", "probe_log_file", "tag_keys",
+    "UsageError", "WriteConfig", "__version__", "follow", "probe_log_file", "tag_keys",
 ]
 
 

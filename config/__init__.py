@@ -440,6 +440,27 @@ RECORD_SIZE_ESTIMATOR_MAX_COMMITS = _o(
 WRITE_THREADS = _o("morlog.write.threads", None, "int", W, "write",
                    "file groups written at once (unset: the cores, at most 4)")
 
+# the streaming sink (morlog.spark.stream) and Spark SQL (morlog.spark.sql)
+STREAMING_CHECKPOINT_IDENTIFIER = _o(
+    "hoodie.datasource.write.streaming.checkpoint.identifier", "default_single_writer",
+    "string", W, "write",
+    "the streaming sink's name in the commit checkpoint (one per stream writing a table)",
+    f"{_DS}.STREAMING_CHECKPOINT_IDENTIFIER")
+STREAMING_IGNORE_FAILED_BATCH = _o("hoodie.datasource.write.streaming.ignore.failed.batch",
+                                   "false", "bool", W, "write",
+                                   "a micro-batch that fails every attempt is skipped (true) "
+                                   "or stops the stream", f"{_DS}.STREAMING_IGNORE_FAILED_BATCH")
+ASYNC_COMPACT_ENABLE = _o("hoodie.datasource.compaction.async.enable", "true", "bool", W,
+                          "write",
+                          "streaming sink: schedule compaction by its trigger after each "
+                          "micro-batch and run it once the batch is committed "
+                          "(hoodie.compact.inline=true runs it inline instead)",
+                          f"{_DS}.ASYNC_COMPACT_ENABLE")
+SQL_INSERT_INTO_OPERATION = _o("hoodie.spark.sql.insert.into.operation", "insert", "enum", W,
+                               "write",
+                               "INSERT INTO a morlog SQL table: insert, bulk_insert or upsert",
+                               f"{_DS}.SPARK_SQL_INSERT_INTO_OPERATION")
+
 # --- compaction ------------------------------------------------------------------------------
 _CC = "HoodieCompactionConfig"
 COMPACT_INLINE = _o("hoodie.compact.inline", "false", "bool", W, "compaction",

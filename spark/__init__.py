@@ -7,6 +7,10 @@ The Spark room (the ``spark`` extra: pyspark and pandas, Java 17)::
     morlog.spark.write           the data source with its writer (df.write.format("morlog")),
                                  save modes, the distributed upsert, compaction, log
                                  compaction, cleaning and record index build
+    morlog.spark.stream          the streaming sink: df.writeStream.format("morlog"), exactly
+                                 once by Hudi's checkpoint in the commits, services inside
+    morlog.spark.stream_source   the streaming source: spark.readStream.format("morlog")
+    morlog.spark.sql             Spark SQL's options and Hudi's SQL table properties
     morlog.spark.pyspark_morlog  installs as the top-level ``pyspark_morlog``: PySpark 4 finds
                                  format("morlog") by it with no register() call
 

@@ -73,6 +73,7 @@ from morlog.readers.incremental import QUERY_TYPES, plan_incremental, read_optim
 from morlog.readers.prune import Pruner, SliceFilter, predicate_schema
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import FileSlice, Table, query_instant
+from morlog.spark.sql import CATALOG_TABLE_HINT, sql_options, without_write_options
 
 #: Spark's comparison filters -> the predicate's operators
 _COMPARE = {sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
@@ -297,6 +298,10 @@ class MorlogReadSource(DataSource):
     #: filter pushdown when the ``filter.pushdown`` read option is not given
     PUSHDOWN = False
 
+    def __init__(self, options: dict[str, str]) -> None:
+        # Spark SQL's own keys and Hudi's SQL table properties (morlog.spark.sql)
+        super().__init__(sds.CaseInsensitiveDict(sql_options(options)))
+
     @classmethod
     def name(cls) -> str:
         return "morlog"
@@ -305,7 +310,8 @@ class MorlogReadSource(DataSource):
         """The ``path`` option (``.load(path)`` or ``.save(path)``)."""
         path = self.options.get("path")
         if not path:
-            raise UsageError("a morlog table needs a path: .load(path) or .save(path)")
+            raise UsageError("a morlog table needs a path: .load(path) or .save(path); "
+                             f"in SQL: {CATALOG_TABLE_HINT}")
         return str(path)
 
     def location(self) -> TableLocation:
@@ -317,7 +323,8 @@ class MorlogReadSource(DataSource):
         return loc
 
     def schema(self) -> StructType:
-        opts = parse_options(dict(self.options), READ_OPTIONS, "read")
+        opts = parse_options(without_write_options(self.options, READ_OPTIONS), READ_OPTIONS,
+                             "read")
         table = Table(self.location())
         if _cdc(opts):
             from morlog.readers.cdc import read_cdc
@@ -328,8 +335,14 @@ class MorlogReadSource(DataSource):
         # §7.7); older files read them as NULL or cast
         return from_arrow_schema(table.schema())
 
+    def streamReader(self, schema: StructType) -> Any:  # noqa: N802
+        from morlog.spark.stream_source import stream_reader  # readStream.format("morlog")
+
+        return stream_reader(self, schema)
+
     def reader(self, schema: StructType) -> DataSourceReader:
-        opts = parse_options(dict(self.options), READ_OPTIONS, "read")
+        opts = parse_options(without_write_options(self.options, READ_OPTIONS), READ_OPTIONS,
+                             "read")
         columns = [c for c in opts.get("columns", "").split(",") if c] or None
         query = _query(opts)
         if _cdc(opts):

@@ -304,6 +304,11 @@ class MorlogDataSource(MorlogReadSource):
         opts = parse_write_options(dict(self.options), spark_aliases=True)
         return MorlogWriter(self.location(), opts, schema, overwrite)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
+        from morlog.spark.stream import stream_writer  # the streaming sink
+
+        return stream_writer(self, schema, overwrite, MorlogWriter)
+
 
 class MorlogPushdownDataSource(MorlogDataSource):
     """:class:`MorlogDataSource` that pushes filters down unless the read says

@@ -77,7 +77,9 @@ OPTIONAL = {"matplotlib", "pybloom_live", "hudi", "deltalake", "pandas", "pyspar
             "lance"}
 # the Spark modules are imported only by Spark users (who have the spark extra)
 EAGER_ALLOWED = {"spark/write.py": {"pyspark", "pandas"},
-                 "spark/source.py": {"pyspark", "pandas"}}
+                 "spark/source.py": {"pyspark", "pandas"},
+                 "spark/stream.py": {"pyspark", "pandas"},
+                 "spark/stream_source.py": {"pyspark", "pandas"}}
 
 
 def _module_level_imports(path: Path) -> set[str]:

@@ -257,9 +257,11 @@ class MorTable:
         replace operations. ``instant``: the instant a distributed write planned
         (``morlog.writers.distributed``); it must still be the latest, else
         :class:`ConcurrentWriterError`."""
-        return Commit(self.store, self.location, mode=self.mode, operation=operation,
-                      schema=self.commit_schema(), fsync=self.config.fsync, action=action,
-                      hooks=self.commit_hooks(), instant=instant, optimistic=instant is not None)
+        c = Commit(self.store, self.location, mode=self.mode, operation=operation,
+                   schema=self.commit_schema(), fsync=self.config.fsync, action=action,
+                   hooks=self.commit_hooks(), instant=instant, optimistic=instant is not None)
+        c.extra_metadata = dict(self.config.commit_metadata)
+        return c
 
     def commit_schema(self) -> dict[str, Any]:
         """The schema a commit records (``extraMetadata.schema``): the data fields, without

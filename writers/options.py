@@ -183,6 +183,9 @@ class WriteConfig:
     #: a base-key index beside every base file written (``morlog.readers.base_keys``):
     #: tagging reads it instead of the file's footer filter and key column
     base_key_index: bool = conf.default_bool(conf.BASE_KEY_INDEX)
+    #: entries added to the ``extraMetadata`` of every data commit of this config (not of
+    #: services' commits): the streaming sink's checkpoint (``morlog.spark.stream``)
+    commit_metadata: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_hoodie_options(cls, options: Mapping[str, object]) -> WriteConfig:

@@ -315,6 +315,9 @@ class Commit:
         self.swept: list[str] = []
         self._started = False
         self._completed = False
+        #: more ``extraMetadata`` entries of the completed instant (``WriteConfig.
+        #: commit_metadata``: the streaming sink's checkpoint)
+        self.extra_metadata: dict[str, str] = {}
 
     def __enter__(self) -> Commit:
         lock = self.store.lock(self.location.path)
@@ -479,7 +482,7 @@ class Commit:
         self.completed_at = self.timeline.write(self.instant, "completed", {
             "partitionToWriteStats": stats, "compacted": False,
             "extraMetadata": {"schema": json.dumps(self.schema, separators=(",", ":")),
-                              **summary},
+                              **summary, **self.extra_metadata},
             "operationType": self.operation.upper(), **(extra or {}),
             **({} if replaced is None else {"partitionToReplaceFileIds": replaced})},
             self.action)
