@@ -5,11 +5,9 @@
 :func:`changes` gives the records written by the instants completed in ``(begin, end]``
 (completion times; the instant itself on layout-1 timelines, version 6) in the incremental
 format: the table's columns, each record those instants wrote as it is at ``end``, no
-deletes, as Hudi's incremental query gives them. Until morlog's incremental reader takes its
-place it reads the snapshot as of the newest of those instants and keeps the records whose
-``_hoodie_commit_time`` is one of them (services keep a record's commit time, so compaction
-and clustering emit nothing): right, but a whole snapshot read per call, and it needs the
-meta fields (``hoodie.populate.meta.fields``, on by default).
+deletes, as Hudi's incremental query gives them (``morlog.readers.incremental``: only the
+file groups those instants wrote are read; services keep a record's commit time, so
+compaction and clustering emit nothing).
 """
 
 from __future__ import annotations
@@ -19,9 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from morlog.logformat.errors import UsageError
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.readers.timeline import WRITE_ACTIONS
@@ -46,22 +42,13 @@ def changes(location: str | TableLocation, begin: str | None, end: str,
             columns: list[str] | None = None) -> pa.Table:
     """The seam: the records the instants completed in ``(begin, end]`` wrote (module
     docstring)."""
-    location = TableLocation.of(location)
-    table = Table(location)
-    instants = [r for r, _ in completed_since(table, begin, end)]
-    if not instants:
-        return table.arrow_schema().empty_table()
-    if COMMIT_TIME not in table.arrow_schema().names:
-        raise UsageError("a streaming read needs the table's meta fields "
-                         "(hoodie.populate.meta.fields)", path=location.uri)
-    latest = max(instants)
-    rows = table.read(latest, columns)
-    if COMMIT_TIME not in rows.column_names:
-        rows = table.read(latest, [*(columns or []), COMMIT_TIME])
-    keep = pc.is_in(rows.column(COMMIT_TIME), value_set=pa.array(instants, pa.string()))
-    out = rows.filter(keep)
-    return out.select(columns) if columns is not None else out
+    from morlog.readers.incremental import read_incremental
 
+    table = Table(TableLocation.of(location))
+    if not completed_since(table, begin, end):
+        return (table.arrow_schema().empty_table() if columns is None
+                else table.empty(columns))
+    return read_incremental(table, begin if begin is not None else "earliest", end, columns)
 
 
 @dataclass(frozen=True)
