@@ -634,9 +634,11 @@ class Table:
         ``ts_ms`` (the commit's instant), ``before`` and ``after`` (JSON); ``columns``: a
         subset of those. Only for tables with ``hoodie.table.cdc.enabled=true``
         (``morlog.readers.changes``, spec/cdc.md)."""
-        from .cdc import read_cdc
+        from .changes import table_changes
+        from .incremental import resolve_bound
 
-        return read_cdc(self, begin, end, columns)
+        return table_changes(self, resolve_bound(self, begin, "begin"),
+                             resolve_bound(self, end, "end"), columns)
 
     def slice_dir(self, partition: str) -> str:
         """The directory of a partition, checked to lie under the table root (a partition
