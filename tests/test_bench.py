@@ -23,6 +23,7 @@ GOALS = {
     "tag": {"tag_vs_bloom_index_baseline_speedup", "tag_keys_per_s"},
     "upsert": {"files_vs_baseline", "time_vs_baseline", "spark_vs_python_client"},
     "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
+              "upsert_last_over_first_batch",
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
               "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s",
@@ -411,6 +412,8 @@ def test_bench_scale_runs_every_engine_on_the_same_data(
         for engine, m in r[step].items():
             assert m["status"] == "ok", (step, engine, m)
             assert m["seconds"] > 0 and m["peak_rss_bytes"] >= m["rss_before_bytes"] > 0
+    for engine, m in r["upsert"].items():  # every engine's time per batch
+        assert len(m["batch_seconds"]) == 10 and all(x > 0 for x in m["batch_seconds"]), engine
     # every engine read the same snapshot, and both taggers gave the same answers
     checks = r["checks"]
     assert all(c["ok"] for k, c in checks.items() if k != "expected"), checks
