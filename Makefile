@@ -33,7 +33,17 @@ $(STAMP): pyproject.toml
 	$(spark_discovery)
 	touch $(STAMP)
 
-setup: $(STAMP)
+# pypaimon (bench scale's anchor) pins pyarrow<20: an environment of its own inside .venv,
+# where bench scale finds it (bench/scale.py paimon_python) and runs its pypaimon steps
+PAIMON_VENV  := $(VENV)/paimon
+PAIMON_STAMP := $(PAIMON_VENV)/.morlog-installed
+$(PAIMON_STAMP): pyproject.toml $(STAMP)
+	$(PYTHON) -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PAIMON_VENV)/bin/python -m pip install -q -e ".[paimon]"
+	touch $(PAIMON_STAMP)
+
+setup: $(STAMP) $(PAIMON_STAMP)
 
 $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -17,10 +17,13 @@ read), never the reverse.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +62,47 @@ from .slice_index import read_slice_index
 from .storage import LocalFileSource, LocalStorage, RangedSource, storage_for
 
 Opener = Callable[[str], RangedSource]
+
+
+class _KeyListCache:
+    """Decoded key lists of stored (Avro-carrier) block indexes, kept across probes of this
+    process, least recently used dropped first. A commit probes the same log blocks as the
+    one before plus its own: without it every block's key list is read and decoded again at
+    every commit, work that grows with the slice's logs. An entry is found only by the
+    block's directory entry (file, region offsets and lengths, both CRC-32s): the directory
+    is read from the file at each probe, so a region rewritten with other bytes is read
+    again; a hit equals what decoding those bytes gives (they passed the same CRCs)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Any, ...], value: tuple[Any, ...], cost: int) -> None:
+        if cost > self.limit:
+            return
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.bytes -= old[0]
+            self.items[key] = (cost, *value)
+            self.bytes += cost
+            while self.bytes > self.limit and self.items:
+                _, dropped = self.items.popitem(last=False)
+                self.bytes -= dropped[0]
+
+
+#: bytes of decoded key lists :class:`_KeyListCache` keeps (keys and their offsets)
+KEY_LIST_CACHE_BYTES = 256 * 1024 * 1024
+_KEY_LISTS = _KeyListCache(KEY_LIST_CACHE_BYTES)
 #: candidates per block above which confirmation joins against all key lists at once
 JOIN_RATIO = 8
 BoolArray = npt.NDArray[np.bool_]
@@ -107,7 +151,8 @@ class Masks:
 
 @dataclass
 class ProbeResult:
-    keys: list[str]
+    #: the probed keys, in the order of the masks' columns (:attr:`keys`: as a list)
+    key_array: pa.Array
     masks: Masks
     #: True when the slice's cumulative index was read from a stored trailer
     stored: bool
@@ -128,6 +173,15 @@ class ProbeResult:
     #: (``COMPACTED_BLOCK_TIMES`` of its data or delete blocks)
     compactions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _hits: dict[str, KeyHits] | None = None
+    _keys: list[str] | None = None
+
+    @property
+    def keys(self) -> list[str]:
+        """The probed keys as Python strings (built on first use: a tagger that reads only
+        the masks never pays for it)."""
+        if self._keys is None:
+            self._keys = self.key_array.to_pylist()
+        return self._keys
 
     @property
     def hits(self) -> dict[str, KeyHits]:
@@ -302,7 +356,7 @@ class SliceProbe:
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
         tail = index.directory.blocks[-1].instant if index.directory.blocks else None
-        return ProbeResult(arr.to_pylist(), masks, True, cum, blocks, reads, nbytes,
+        return ProbeResult(arr, masks, True, cum, blocks, reads, nbytes,
                            probe_reads, probe_bytes, tail, dict(self._compactions))
 
     def probe_compat(self, keys: Sequence[str] | pa.Array,
@@ -361,7 +415,7 @@ class SliceProbe:
         maybe = np.ones(len(arr), dtype=bool)
         masks = self._narrow(arr, hashes, maybe, blocks)
         reads, nbytes = self._stats()
-        return ProbeResult(arr.to_pylist(), masks, False, None, blocks, reads, nbytes, reads,
+        return ProbeResult(arr, masks, False, None, blocks, reads, nbytes, reads,
                            nbytes, None, dict(self._compactions))
 
     def _read_part(self, b: ProbedBlock, offset: int, length: int, crc: int) -> bytes:
@@ -417,6 +471,15 @@ class SliceProbe:
         assert ref is not None
         src = self.source(b.id.file)
         if ref.carrier == Carrier.AVRO:
+            ident = (self.directory, b.id.file, ref.region_offset, ref.filter_length,
+                     ref.keys_length, ref.filter_crc32, ref.keys_crc32, b.bloom is None)
+            hit = _KEY_LISTS.get(ident)
+            if hit is not None:
+                _, keys, bloom, rng = hit
+                if b.bloom is None:
+                    b.bloom = bloom
+                b.keys = BlockKeys(keys, None, b.bloom, rng)
+                return b.keys
             if b.bloom is None:  # both parts in one read
                 raw = src.read(ref.region_offset, ref.region_length)
                 fpart, kpart = raw[: ref.filter_length], raw[ref.filter_length :]
@@ -435,6 +498,7 @@ class SliceProbe:
             keys = decode_keys(kpart, base=ref.region_offset + ref.filter_length,
                                path=src.name)
             b.keys = BlockKeys(keys, None, b.bloom, rng)
+            _KEY_LISTS.put(ident, (keys, b.bloom, rng), int(keys.nbytes))
         elif ref.carrier == Carrier.PARQUET:
             stored = read_parquet_index(src, ref.block_offset + ref.block_size - 12,
                                     ref.block_offset)

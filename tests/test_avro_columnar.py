@@ -327,3 +327,32 @@ def test_every_fixture_avro_block() -> None:
             continue
         assert encoded == content, (name, i)
     assert fast_blocks, "the fast path reads some fixture blocks"
+
+
+def test_nested_nullable_records_mixed_nulls_encode_like_fastavro() -> None:
+    """The element-wise join of the encoder (a null row contributes no bytes): nullable
+    records holding nullable strings, empty strings, fixed(0) and a union whose null branch
+    is second, rows null at every level, and inputs sliced and chunked."""
+    inner = {"type": "record", "name": "In", "fields": [
+        {"name": "s", "type": ["null", "string"]},
+        {"name": "z", "type": {"type": "fixed", "name": "Z", "size": 0}},
+        {"name": "d", "type": ["double", "null"]},
+        {"name": "l", "type": "long"}]}
+    schema_json = json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "k", "type": "string"},
+        {"name": "r", "type": ["null", inner]},
+        {"name": "b", "type": ["null", "boolean"]}]})
+    rows = []
+    for i in range(3000):
+        rec = None if i % 3 == 0 else {
+            "s": None if i % 5 == 0 else "x" * (i % 7), "z": b"",
+            "d": None if i % 4 == 0 else i / 7, "l": (-1) ** i * i * 1_000_003}
+        rows.append({"k": f"key-{i}" * (i % 3), "r": rec, "b": None if i % 2 else i % 4 == 1})
+    _check(schema_json, rows)
+    table = _slow_table(encode_avro_content(encode_records(rows, schema_json)), schema_json)
+    for lo, hi in ((1, 2999), (1000, 1001), (2999, 3000)):
+        part = table.slice(lo, hi - lo)
+        want = encode_records(rows[lo:hi], schema_json)
+        assert _fast_encode(part, schema_json) == encode_avro_content(want)
+        chunked = pa.concat_tables([part.slice(0, (hi - lo) // 2), part.slice((hi - lo) // 2)])
+        assert _fast_encode(chunked, schema_json) == encode_avro_content(want)

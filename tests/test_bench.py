@@ -24,11 +24,14 @@ GOALS = {
     "upsert": {"files_vs_baseline", "time_vs_baseline", "spark_vs_python_client"},
     "spark": {"data_source_vs_client", "spark_upsert_vs_client"},
     "scale": {"create_vs_delta_rs", "upsert_vs_delta_rs_merge", "upsert_rows_per_s",
+              "upsert_last_over_first_batch",
               "read_avro_vs_hudi_rs", "read_avro_peak_rss_vs_hudi_rs",
               "read_parquet_vs_hudi_rs", "read_parquet_vs_delta_rs",
               "tag_100k_vs_bloom_index_speedup", "tag_100k_keys_per_s",
               "tag_100k_record_index_vs_bloom_index_speedup",
-              "tag_100k_record_index_keys_per_s"},
+              "tag_100k_record_index_keys_per_s", "create_vs_pypaimon",
+              "create_peak_rss_vs_pypaimon", "upsert_vs_pypaimon", "upsert_peak_rss_vs_pypaimon",
+              "read_avro_vs_pypaimon", "read_avro_peak_rss_vs_pypaimon"},
     "compaction": {"read_speedup_after_log_compaction", "log_compaction_bytes_vs_compaction",
                    "compaction_time_vs_base_file_write", "cumulative_fpp_after_vs_configured",
                    "table_read_speedup_after_log_compaction",
@@ -408,17 +411,20 @@ def test_bench_rejects_bad_repeats(tmp_path: Path, capsys: pytest.CaptureFixture
     assert rc == 2 and "repeats" in err
 
 
-SCALE_STEPS = {"create": {"morlog", "delta_rs"},
-               "upsert": {"morlog", "morlog_parquet", "delta_rs"},
-               "read_avro": {"morlog", "hudi_rs"},
+SCALE_STEPS = {"create": {"morlog", "delta_rs", "pypaimon", "pypaimon_py"},
+               "upsert": {"morlog", "morlog_parquet", "delta_rs", "pypaimon", "pypaimon_py"},
+               "read_avro": {"morlog", "hudi_rs", "pypaimon", "pypaimon_py"},
                "read_parquet": {"morlog", "hudi_rs", "delta_rs"},
-               "tag": {"morlog", "morlog_rli", "bloom_index"}}
+               "tag": {"morlog", "morlog_rli", "bloom_index", "pypaimon"}}
 
 
 def test_bench_scale_runs_every_engine_on_the_same_data(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("deltalake")
     pytest.importorskip("hudi")
+    from morlog.bench.scale import paimon_python
+
+    assert paimon_python() is not None  # make setup builds pypaimon's environment
     rc, report, err = _run(capsys, "bench", "scale", "--quick", "--json", "--out",
                            str(tmp_path))
     assert rc == 0, err
@@ -431,6 +437,8 @@ def test_bench_scale_runs_every_engine_on_the_same_data(
         for engine, m in r[step].items():
             assert m["status"] == "ok", (step, engine, m)
             assert m["seconds"] > 0 and m["peak_rss_bytes"] >= m["rss_before_bytes"] > 0
+    for engine, m in r["upsert"].items():  # every engine's time per batch
+        assert len(m["batch_seconds"]) == 10 and all(x > 0 for x in m["batch_seconds"]), engine
     # every engine read the same snapshot, and both taggers gave the same answers
     checks = r["checks"]
     assert all(c["ok"] for k, c in checks.items() if k != "expected"), checks

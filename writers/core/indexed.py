@@ -24,8 +24,11 @@ checkpoint when the scan confirms it, and starts with a new full checkpoint othe
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +95,50 @@ class _SliceBlock:
 HashLoader = Callable[[_SliceBlock], U64]
 
 
+class _MergedCache:
+    """The sorted, unique key hashes of a slice's blocks as a writer of this process last
+    merged them (a full checkpoint), by the identity of those blocks (their directory
+    entries, in order: file, offsets, sizes, key-list CRC, key count, instant, key range),
+    least recently used dropped first. The next commit's writer rebuilds its state from the
+    stored directory; without this it reads every block's key list and sorts every hash of
+    the slice again at each full checkpoint, work that grows with the slice's logs. With it,
+    it merges only the blocks after the cached ones. A hit equals what reading and merging
+    those blocks gives: the same blocks (same entries), the same hashes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: OrderedDict[tuple[str, bytes], U64] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[str, bytes]) -> U64 | None:
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, bytes], hashes: U64) -> None:
+        cost = int(hashes.nbytes)
+        if cost > self.limit:
+            return
+        hashes.flags.writeable = False  # shared: never changed in place
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.bytes -= int(old.nbytes)
+            self.items[key] = hashes
+            self.bytes += cost
+            while self.bytes > self.limit and self.items:
+                _, dropped = self.items.popitem(last=False)
+                self.bytes -= int(dropped.nbytes)
+
+
+#: bytes of merged slice hashes :class:`_MergedCache` keeps (8 per key)
+MERGED_CACHE_BYTES = 256 * 1024 * 1024
+_MERGED = _MergedCache(MERGED_CACHE_BYTES)
+
+
 @dataclass
 class SliceIndexState:
     """What the next indexed block of a file slice needs to know about the earlier ones."""
@@ -111,6 +158,8 @@ class SliceIndexState:
     #: entries whose hashes are not read yet, and how to read them
     _lazy: list[_SliceBlock] = field(default_factory=list)
     loader: HashLoader | None = None
+    #: where the slice lives (its directory), for :data:`_MERGED`; None: not cached
+    cache_key: str | None = None
 
     def hashes_of(self, entry: _SliceBlock) -> U64:
         if entry.hashes is None:
@@ -138,9 +187,44 @@ class SliceIndexState:
         out.sort(kind="stable")  # two sorted runs: a linear-time merge
         return out
 
+    def _prefix_ids(self) -> list[tuple[str, bytes]]:
+        """Per entry, the identity of the entries up to it (for :data:`_MERGED`)."""
+        h = hashlib.sha256()
+        out = []
+        for e in self.entries:
+            r = e.ref
+            h.update(repr((e.file_name, int(r.carrier), r.block_offset, r.block_size,
+                           r.region_offset, r.filter_length, r.keys_length, r.keys_crc32,
+                           r.key_count, r.instant, r.min_key, r.max_key)).encode())
+            out.append((self.cache_key or "", h.digest()))
+        return out
+
+    def _adopt_cached(self) -> None:
+        """A state rebuilt from the stored directory (nothing read yet): start from the
+        merged hashes of its longest prefix that this process merged before (the previous
+        commit's full checkpoint), and read only the blocks after it."""
+        if (self.cache_key is None or self._unmerged or self._merged.size
+                or len(self._lazy) != len(self.entries)):
+            return
+        ids = self._prefix_ids()
+        for i in range(len(ids) - 1, -1, -1):
+            found = _MERGED.get(ids[i])
+            if found is not None:
+                self._merged = found
+                self._lazy = self._lazy[i + 1 :]
+                return
+
+    def remember(self) -> None:
+        """Keep the merged hashes of every entry for the next writer of this slice in this
+        process (called once they are merged: after a full checkpoint)."""
+        if self.cache_key is not None and self.entries and not (self._lazy
+                                                                 or self._unmerged):
+            _MERGED.put(self._prefix_ids()[-1], self._merged)
+
     @property
     def all_hashes(self) -> U64:
         """Every key hash of the slice, sorted and unique."""
+        self._adopt_cached()
         if self._lazy:
             self._unmerged.extend(self.hashes_of(e) for e in self._lazy)
             self._lazy = []
@@ -148,6 +232,15 @@ class SliceIndexState:
             self._merged = self._merge(self._merged, np.concatenate(self._unmerged))
             self._unmerged = []
         return self._merged
+
+    def add_merged(self, entry: _SliceBlock, merged: U64) -> None:
+        """:meth:`add` of an entry whose hashes ``merged`` already holds with every earlier
+        entry's (:meth:`with_hashes`): the state's merged hashes are ``merged``."""
+        self.add(entry)
+        if entry.hashes is not None and not self._lazy and len(self._unmerged) == 1:
+            self._merged = merged
+            self._unmerged = []
+            self.remember()
 
     def with_hashes(self, hashes: U64) -> U64:
         """``all_hashes`` merged with ``hashes``, without changing state."""
@@ -297,12 +390,13 @@ class IndexedLogWriter:
         built: dict[str, Any] = {}
         # the cumulative filter does not depend on where the block lands: build it once
         blooms: list[SplitBlockBloom] = []
+        merged: list[U64] = []  # a full checkpoint's hashes: the state's after this block
 
         def build(name: LogFileName, offset: int) -> list[BlockFrame]:
             file_name = str(name)
             frame, placement, probe = prepared.finish(
                 offset, lambda p: self._cumulative(state, own, prepared.instant, file_name,
-                                                   carrier, p, full, blooms))
+                                                   carrier, p, full, blooms, merged))
             built.update(file=file_name, placement=placement, frame=frame, probe=probe)
             return [frame]
 
@@ -313,7 +407,10 @@ class IndexedLogWriter:
         if full:
             entry.checkpoint = self._checkpoint_ref(state, built["file"], carrier, placement,
                                                     built["probe"])
-        state.add(entry)
+        if merged:
+            state.add_merged(entry, merged[0])
+        else:
+            state.add(entry)
         if full:
             state.checkpoint_at = len(state.entries) - 1
         return result
@@ -335,7 +432,8 @@ class IndexedLogWriter:
 
     def _cumulative(self, state: SliceIndexState, own: BlockKeys, instant: str, file_name: str,
                     carrier: Carrier, p: Placement, full: bool,
-                    blooms: list[SplitBlockBloom]) -> tuple[Cumulative, Directory]:
+                    blooms: list[SplitBlockBloom],
+                    merged: list[U64] | None = None) -> tuple[Cumulative, Directory]:
         files = state.files + ([file_name] if file_name not in state.files else [])
         own_ref = self._own_ref(state, own, instant, file_name, carrier, p)
         lo = min((state.min_key or own.range.min_key, own.range.min_key), key=str.encode)
@@ -344,8 +442,10 @@ class IndexedLogWriter:
         nkeys = sum(int(e.ref.key_count) for e in state.entries) + own.range.count
         if full:
             if not blooms:
-                blooms.append(SplitBlockBloom.for_hashes(state.with_hashes(own.hashes),
-                                                         self.fpp))
+                every = state.with_hashes(own.hashes)
+                if merged is not None:
+                    merged.append(every)
+                blooms.append(SplitBlockBloom.for_hashes(every, self.fpp))
             bloom = blooms[0]
             directory = Directory(tuple(files), tuple([_ref_among(e, files) for e in
                                                        state.entries] + [own_ref]))
@@ -555,7 +655,8 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
     finally:
         for src in sources.values():
             src.close()
-    state = SliceIndexState(scope, loader=loader)
+    state = SliceIndexState(scope, loader=loader, cache_key=f"{type(storage).__name__}|"
+                            f"{directory}")
     state.known_files = list(dict.fromkeys(quiet))
     for f, ref in refs:
         state.add(_SliceBlock(ref, f, None))
