@@ -402,3 +402,35 @@ def test_repair_leaves_a_live_write_alone_and_cleans_a_dead_one(tmp_path: Path) 
     assert plan_repair(path).findings == []
     assert _rows(path) == rows == _hudi_rs_rows(path)
     assert not [f for f in _listing(path) if "_0-1-0" in f or ".0-1-0" in f]
+
+
+def test_two_distributed_writes_at_once_on_other_file_groups(tmp_path: Path) -> None:
+    """Two jobs planned one after the other, running at once, updating other file groups:
+    a pending write is no conflict (it checks the other at its own commit), so the first to
+    commit succeeds and so does the second; a job whose instant is older than a write that
+    completed meanwhile is refused."""
+    path, cfg = _setup(tmp_path)
+    loc = TableLocation.of(path)
+    eu = [i for i in range(30) if REGIONS[i % 3] == "eu"]
+    us = [i for i in range(30) if REGIONS[i % 3] == "us"]
+    a = plan_write(loc, cfg, "upsert", 100)
+    b = plan_write(loc, cfg, "upsert", 100)
+    ra = [write_task(a, _batch(eu, [7] * len(eu)).to_batches(), "0-1-0")]
+    rb = [write_task(b, _batch(us, [8] * len(us)).to_batches(), "0-2-0")]
+    commit_write(a, ra)
+    commit_write(b, rb)
+    rows = _rows(path)
+    assert all(rows[f"k{i:04d}"][1] == 7 for i in eu)
+    assert all(rows[f"k{i:04d}"][1] == 8 for i in us)
+    assert rows == _hudi_rs_rows(path)
+    # the other order: the older job finds a later instant completed
+    c = plan_write(loc, cfg, "upsert", 100)
+    d = plan_write(loc, cfg, "upsert", 100)
+    rc = [write_task(c, _batch(eu, [9] * len(eu)).to_batches(), "0-3-0")]
+    rd = [write_task(d, _batch(us, [10] * len(us)).to_batches(), "0-4-0")]
+    commit_write(d, rd)
+    with pytest.raises(ConcurrentWriterError):
+        commit_write(c, rc)
+    rows = _rows(path)
+    assert all(rows[f"k{i:04d}"][1] == 7 for i in eu)
+    assert all(rows[f"k{i:04d}"][1] == 10 for i in us)

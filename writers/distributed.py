@@ -109,6 +109,8 @@ OPERATIONS = ("upsert", "insert", "delete")
 #: the data-changing actions the conflict check looks at
 _DATA_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit", "compaction",
                            "logcompaction", "clustering"})
+#: table services: pending ones conflict by their plans' file groups
+_SERVICE_ACTIONS = frozenset({"compaction", "logcompaction", "clustering", "replacecommit"})
 #: rows per record batch of a key file (the commit reads back whole batches)
 _KEY_BATCH_ROWS = 65_536
 
@@ -521,7 +523,11 @@ def _check_conflicts(view: Table, plan: WritePlan, reports: list[TaskReport]) ->
     for i in tl.instants:
         if (i.requested, i.state) in plan.seen or i.requested == plan.instant:
             continue
-        if i.action not in _DATA_ACTIONS and i.action not in ("compaction", "logcompaction"):
+        if i.action not in _DATA_ACTIONS:
+            continue
+        if not i.is_completed and i.action not in _SERVICE_ACTIONS:
+            # another writer's pending write checks this one at its own commit (Hudi's
+            # candidate instants: completed writes and pending table services)
             continue
         if i.requested > plan.instant and i.is_completed:
             raise ConcurrentWriterError(
@@ -545,13 +551,13 @@ def _instant_footprint(tl: Any, i: Instant) -> tuple[set[tuple[str, str]], set[s
     """(file groups, partitions) an instant writes: from its plan when a pending service,
     else from its (inflight or completed) write stats and replaced file groups."""
     groups: set[tuple[str, str]] = set()
-    if i.action in ("compaction", "logcompaction", "clustering") and not i.is_completed:
+    if not i.is_completed:  # a pending table service: the file groups of its plan
         pending = tl.pending_services()
         for table in (pending.compaction, pending.log_compaction, pending.clustering):
             groups |= {g for g, inst in table.items() if inst == i.requested}
         return groups, {p for p, _ in groups}
     try:
-        md = tl.metadata(i) if i.is_completed else _inflight_metadata(tl, i)
+        md = tl.metadata(i)
     except MorlogError:
         md = {}
     stats = md.get("partitionToWriteStats") or {}
@@ -573,28 +579,6 @@ def _instant_footprint(tl: Any, i: Instant) -> tuple[set[tuple[str, str]], set[s
             f"instant {i.requested} ({i.action}) appeared while this write ran and its "
             "metadata cannot be read: write again", path=tl.directory)
     return groups, parts
-
-
-def _inflight_metadata(tl: Any, i: Instant) -> dict[str, Any]:
-    import json
-
-    from morlog.logformat.naming import INFLIGHT, TimelineFileName
-    from morlog.logformat.timeline_meta import decode_avro
-
-    name = TimelineFileName(i.requested, i.action, INFLIGHT, None, tl.layout)
-    path = tl.storage.join(tl.directory, str(name))
-    if not tl.storage.isfile(path):
-        return {}
-    data = tl.storage.read(path)
-    if not data.strip():
-        return {}
-    if data[:4] == b"Obj\x01":
-        return decode_avro(data, path)
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _reconcile_markers(mt: MorTable, plan: WritePlan, reports: list[TaskReport]) -> None:

@@ -92,6 +92,7 @@ from morlog.writers.core.timeline import (
     heartbeat_is,
     heartbeat_path,
     instant_files,
+    latest_completed_request,
     latest_time,
     new_instant,
     safe_group,
@@ -338,7 +339,8 @@ class Commit:
                                                 fsync=self.fsync, view=first,
                                                 hooks=self.hooks, keep=own)
             view = self.view = Table(self.location) if self.rolled_back else first
-            last = latest_time(view, without=own)
+            last = (latest_time(view) if own is None
+                    else latest_completed_request(view, without=own))
             floor = self.hooks.latest_instant() if self.hooks is not None else None
             if floor is not None and (last is None or floor > last):
                 last = floor

@@ -76,6 +76,16 @@ def latest_time(table: Table, without: str | None = None) -> str | None:
     return max(times) if times else None
 
 
+def latest_completed_request(table: Table, without: str | None = None) -> str | None:
+    """The latest requested time of a completed instant (other than ``without``): what an
+    optimistic writer's planned instant must follow. Completion times may be later (a
+    write completed while it ran: its order is its completion, layout 2), and so may other
+    writers' pending instants (they check this one at their own commit)."""
+    times = [i.requested for i in table.timeline.instants
+             if i.is_completed and i.requested != without]
+    return max(times) if times else None
+
+
 def new_instant(after: str | None = None, *, utc: bool = False) -> str:
     """A fresh instant (yyyyMMddHHmmssSSS) in local time, or UTC with ``utc`` (the table's
     ``hoodie.table.timeline.timezone``, as Hudi's instant generator), later than
@@ -269,7 +279,8 @@ def instant_files(store: WriteStore, directory: str, instant: str,
 __all__ = ["HEARTBEAT_DIR", "HEARTBEAT_INTERVAL_MS", "HEARTBEAT_TOLERABLE_MISSES",
            "OPTIMISTIC_HEARTBEAT", "heartbeat_alive", "heartbeat_is",
            "MORLOG_HEARTBEAT", "MORLOG_WRITER_KEY", "TIMELINE_TIMEZONE", "TimelineWriter",
-           "WRITE_TOKEN", "base_file_name", "check_heartbeat", "ensure_partition", "has_logs",
+           "WRITE_TOKEN", "base_file_name", "latest_completed_request", "check_heartbeat",
+           "ensure_partition", "has_logs",
            "heartbeat_path", "instant_files", "is_morlog_heartbeat", "latest_time", "new_instant",
            "safe_group", "timeline_utc"]
 
