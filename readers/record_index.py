@@ -46,7 +46,7 @@ from morlog.logformat.errors import (
     UsageError,
 )
 from morlog.logformat.keybatch import KeyBatch
-from morlog.logformat.naming import INFLIGHT
+from morlog.logformat.naming import INFLIGHT, LogFileName
 from morlog.logformat.table_files import RECORD_INDEX_ENABLE_PROPERTY
 from morlog.logformat.virtual_keys import VirtualKeys, key_array
 from morlog.logformat.xxh64 import xxh64_batch
@@ -222,8 +222,10 @@ class RecordIndex:
                     name = str(st.get("path") or "").rsplit("/", 1)[-1]
                     if ".log." in name and int(st.get("numWrites") or 0) > 0:
                         writes.append((str(st.get("fileId")), name))
+            # every log write of the slice, listed or not: a log file that went missing
+            # (deleted, or cut to nothing and left out of the listing) is damage too
             out += [(i.requested, name) for fid, name in writes
-                    if fid == s.file_id and name in s.log_files]
+                    if fid == s.file_id and _log_of_slice(name, s.base_instant)]
         return out
 
     def slices(self) -> dict[int, FileSlice]:
@@ -244,7 +246,16 @@ class RecordIndex:
         with decoder_errors(self._slice_file(s), "record index shard does not decode"):
             return self._read_shard(s)
 
+    def _lost_logs(self, s: FileSlice) -> None:
+        """A :class:`ContentError` when completed index instants wrote log files to slice
+        ``s`` and the listing shows none (a log file cut to nothing is not listed: its
+        entries would be lost without a word)."""
+        if not s.log_files and self.log_writes(s):
+            check_shard_blocks([], self.location, self.log_writes(s),
+                               self.table.slice_dir(s.partition))
+
     def _read_shard(self, s: FileSlice) -> pa.Table:
+        self._lost_logs(s)
         base = (self._base_file(s) if not s.log_files and s.base_file is not None
                 and self._direct() else None)
         if base is not None:
@@ -306,6 +317,7 @@ class RecordIndex:
         write of a key winning (a delete removes it), as the general merge does for a table
         without an ordering field; otherwise (or a base file that is not Parquet) the shard
         is merged in full (:meth:`read_shard`) and probed."""
+        self._lost_logs(s)
         base = self._base_file(s) if s.base_file is not None and self._direct() else None
         if self._direct() and (s.base_file is None or base is not None):
             return self._probe_direct(s, base, keys, instants)
@@ -476,6 +488,14 @@ class RecordIndex:
         return IndexLookup(arr, codes, groups, inst, shards_read=len(wanted),
                            seconds={"prepare": t1 - t0, "probe": t2 - t1,
                                     "assemble": time.perf_counter() - t2})
+
+
+def _log_of_slice(name: str, base_instant: str) -> bool:
+    """Whether log file ``name`` belongs to the slice keyed ``base_instant`` (logs named
+    after the slice's base instant, or after a delta commit since)."""
+    if not LogFileName.matches(name):
+        return False
+    return LogFileName.parse(name).instant >= base_instant
 
 
 def check_shard_blocks(blocks: Sequence[LogBlock], index: TableLocation,

@@ -1217,3 +1217,31 @@ def test_an_entry_naming_no_file_group_of_the_table_is_not_trusted(tmp_path: Pat
     assert main(["rli", "verify", str(root)]) == 1
     build(t, 2)
     _agree(root, [f"k{i:05d}" for i in range(10)])
+
+
+def test_a_shard_log_file_gone_from_the_listing_is_damage(tmp_path: Path) -> None:
+    """A shard's log file deleted (or cut to nothing and left out of a listing): the
+    commit metadata says an index instant wrote it, so lookup and verify report the shard
+    damaged instead of answering without its entries (they did: the expected log writes
+    were only those of the files listed), and the next upsert tags through the table's
+    files and writes no key twice."""
+    import warnings
+
+    from morlog.logformat.errors import FormatError
+    from morlog.readers.record_index import DamagedIndexWarning
+
+    root = tmp_path / "t"
+    t = _damaged_table(root)
+    log = [p for p in _shard_files(root) if p.name.startswith(".") and ".log." in p.name][-1]
+    log.unlink()
+    keys = [f"k{i:05d}" for i in range(80)]
+    with pytest.raises(FormatError) as err:
+        RecordIndex(Table(str(root))).lookup(keys)
+    assert log.name in str(err.value)
+    assert verify(Table(str(root))).damaged
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t.upsert(_batch(range(60, 90), 5))
+    assert any(issubclass(w.category, DamagedIndexWarning) for w in caught)
+    rows = Table(str(root)).read().to_pylist()
+    assert len(rows) == len({r["id"] for r in rows}) == 90
