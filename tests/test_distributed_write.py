@@ -336,6 +336,42 @@ def test_inserts_are_routed_into_small_file_groups_by_every_task(tmp_path: Path)
     _check_tags(path)
 
 
+@pytest.mark.parametrize("rli", [False, True])
+def test_a_key_two_tasks_inserted_wins_in_its_small_group(tmp_path: Path, rli: bool) -> None:
+    """Two tasks insert the same new keys: the first claims every slot of the small groups'
+    room (its copies routed there), the second finds none (its copies in new groups of its
+    own) and has the greater ordering value. The commit removes the second task's copies
+    from its new groups and writes the winning rows into the keys' small groups; keys the
+    first task could not route either lose their older copy. Reads like the client's upsert
+    of both slices, one copy a key, tagged where it lives, the record index true."""
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    cfg = WriteConfig(fsync=False)
+    for p in (path, twin):
+        _create(p, cfg, 9, rli)
+        MorTable(p, cfg).upsert(_batch(list(range(30)), [1] * 30))
+    small = WriteConfig(fsync=False, max_file_size=_largest_slice(path) + 1_500)
+    ids = list(range(100, 400))
+    first, second = _batch(ids, [5] * len(ids)), _batch(ids, [9] * len(ids))
+    plan = plan_write(TableLocation.of(path), small, "upsert", 10_000)
+    assert plan.small and all(room > 0 for gs in plan.small.values() for _f, room in gs)
+    reports = [write_task(plan, first.to_batches(), "0-1-0"),
+               write_task(plan, second.to_batches(), "1-1-0")]
+    # the first task took the room; the second routed nothing
+    assert reports[0].routed > 0 and reports[1].routed == 0 and reports[1].new_groups
+    commit_write(plan, reports)
+    MorTable(twin, small).upsert(pa.concat_tables([first, second]))
+    got = _rows(path)
+    assert got == _rows(twin)
+    assert all(got[f"k{i:04d}"][1] == 9 for i in ids)
+    view = Table(path)
+    md = view.timeline.metadata(view.timeline.completed()[-1])["extraMetadata"]
+    assert 0 < int(md["morlog.inserts.routed"]) < len(ids)
+    assert _hudi_rs_rows(path) == got
+    _check_tags(path)
+    if rli:
+        assert rli_verify(Table(path)).ok
+
+
 @pytest.mark.parametrize("which", ["fp", "keys"])
 def test_damaged_task_files_fail_the_commit_typed_and_leave_the_table(
         tmp_path: Path, which: str) -> None:

@@ -624,6 +624,9 @@ def open_keys(data: bytes, path: str) -> ipc.RecordBatchFileReader:
     return reader
 
 
+_NO_PAIRS = pa.chunked_array([], pa.string())
+
+
 def _key_file(mt: MorTable, plan: WritePlan, name: str) -> ipc.RecordBatchFileReader:
     path = mt.store.join(plan.stage, f"{name}.keys")
     return open_keys(mt.store.storage.read(path), path)
@@ -631,11 +634,11 @@ def _key_file(mt: MorTable, plan: WritePlan, name: str) -> ipc.RecordBatchFileRe
 
 def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
                               stats: dict[str, list[dict[str, Any]]]
-                              ) -> set[tuple[str, str]]:
+                              ) -> pa.ChunkedArray:
     """Keys inserted by more than one task (or chunk): every copy but the one Hudi's
     combine rule keeps (greatest ordering value; on ties the later task, by write token and
     chunk) is removed: its new file group is rewritten without it (only the groups holding
-    such copies are read, one at a time). Returns (key, file id) of the removed copies."""
+    such copies are read, one at a time). Returns the removed copies as ``key\\x00file id``."""
     names = [n for r in sorted(reports, key=lambda r: _token_order(r.token))
              for n in r.chunks]
     st = mt.store
@@ -649,10 +652,10 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
         files.append(FingerprintFile(path, src.size, src.read))
         chunk_of.append(n)
     if len(files) < 1:
-        return set()
+        return _NO_PAIRS
     shared = find_shared(files)
     if not shared.hashes.size:
-        return set()
+        return _NO_PAIRS
     # read back the rows behind the shared hashes (whole record batches of the key files)
     rows: list[pa.Table] = []
     for fi in np.unique(shared.files):
@@ -688,35 +691,47 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
     remove = ~existing & (~last | has_existing)
     append = last & ~existing & has_existing
     if not remove.any():
-        return set()
-    # the existing group of each key that has one
-    home: dict[int, int] = {}
-    for i in np.flatnonzero(existing).tolist():
-        home.setdefault(int(codes[i]), i)
-    parts_col, fids_col = t.column("partition").to_pylist(), t.column("file_id").to_pylist()
-    keys_col = k.to_pylist() if home else []
-    # (the duplicated keys only: the rows the fingerprint merge found)
-    dest_of = {keys_col[h]: (parts_col[h], fids_col[h]) for h in home.values()}
+        return _NO_PAIRS
+    # the existing group of each key that has one (its first existing copy)
+    at = np.flatnonzero(existing)
+    _, first = np.unique(codes[at], return_index=True)
+    home = t.select(["key", "partition", "file_id"]).take(pa.array(at[first]))
     targets: dict[tuple[str, str], list[pa.Table]] = {}
     wanted = pa.array(np.flatnonzero(append))
     moving = pc.unique(t.column("key").take(wanted)) if len(wanted) else None
-    removed: set[tuple[str, str]] = set()
+    removed: list[pa.Array] = []
     losers = t.filter(pa.array(remove))
     by_group = losers.group_by(["partition", "file_id"]).aggregate([("key", "list")])
     for part, fid, gone in zip(by_group.column("partition").to_pylist(),
                                by_group.column("file_id").to_pylist(),
-                               by_group.column("key_list").to_pylist(), strict=True):
-        won = _rewrite_without(mt, plan, part, fid, pa.array(gone, pa.string()), stats,
-                               moving)
-        removed |= {(key, fid) for key in gone}
+                               by_group.column("key_list").combine_chunks(), strict=True):
+        gone_keys = gone.values.cast(pa.string())
+        won = _rewrite_without(mt, plan, part, fid, gone_keys, stats, moving)
+        removed.append(pc.binary_join_element_wise(gone_keys, fid, "\x00"))
         if won is not None and won.num_rows:
-            wk = (won.column(RECORD_KEY_FIELD) if mt.populate_meta_fields
-                  else mt.keygen.record_keys(won))
-            for row, key in enumerate(wk.to_pylist()):
-                targets.setdefault(dest_of[key], []).append(won.slice(row, 1))
+            # (data columns only: the keys from the key generator, as on write)
+            _route_winners(won, mt.keygen.record_keys(won), home, targets, plan)
     if targets:
         _append_winners(mt, plan, reports, stats, targets)
-    return removed
+    return pa.chunked_array(removed, pa.string())
+
+
+def _route_winners(won: pa.Table, keys: pa.Array | pa.ChunkedArray, home: pa.Table,
+                   targets: dict[tuple[str, str], list[pa.Table]], plan: WritePlan) -> None:
+    """Add the winning rows ``won`` (record keys ``keys``) to ``targets``, by the existing
+    (small) file group ``home`` names for each key."""
+    at = pc.index_in(keys, value_set=home.column("key"))
+    if at.null_count:
+        raise ContentError("a winning duplicate insert has no existing file group",
+                           path=plan.location.uri)
+    dest = pa.table({"partition": home.column("partition").take(at),
+                     "file_id": home.column("file_id").take(at)})
+    pairs = dest.group_by(["partition", "file_id"]).aggregate([])
+    for part, fid in zip(pairs.column("partition").to_pylist(),
+                         pairs.column("file_id").to_pylist(), strict=True):
+        mask = pc.and_(pc.equal(dest.column("partition"), part),
+                       pc.equal(dest.column("file_id"), fid))
+        targets.setdefault((part, fid), []).append(won.filter(mask))
 
 
 def _append_winners(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
@@ -828,7 +843,7 @@ def _token_order(token: str) -> tuple[int, ...]:
 
 
 def _record_changes(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
-                    removed: set[tuple[str, str]]) -> RecordChanges:
+                    removed: pa.ChunkedArray) -> RecordChanges:
     """The write's key changes from the key files (asked only when a record index is kept)."""
     ins, dels = [], []
     for r in reports:
@@ -838,10 +853,10 @@ def _record_changes(mt: MorTable, plan: WritePlan, reports: list[TaskReport],
             ins.append(t.filter(pc.invert(gone)))
             dels.append(t.filter(gone))
     inserted = pa.concat_tables(ins) if ins else None
-    if inserted is not None and removed:
+    if inserted is not None and len(removed):
         pairs = pc.binary_join_element_wise(inserted.column("key"),
                                             inserted.column("file_id"), "\x00")
-        drop = pa.array([f"{k}\x00{f}" for k, f in sorted(removed)], pa.string())
+        drop = removed.combine_chunks()
         inserted = inserted.filter(pc.invert(pc.is_in(pairs, value_set=drop)))
     return RecordChanges.of_arrays(inserted, pa.concat_tables(dels) if dels else None)
 
