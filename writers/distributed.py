@@ -300,20 +300,21 @@ class _TaskTable(MorTable):
             super().route(part, left.tolist(), record_size, slices, plan, result)
 
     def _claim(self, part: str, fid: str, room: int, n: int) -> int:
-        """How many of ``n`` inserts this task may route into small group ``fid``: the
-        slots of its room it could claim (each ``ceil(room / CLAIM_SLOTS)`` rows)."""
+        """How many of ``n`` inserts this task may route into small group ``fid``: the rows
+        of the slots of its room it could claim (slot ``i`` holds ``min(s, room - i*s)``
+        rows, ``s = ceil(room / CLAIM_SLOTS)``: the slots together hold exactly the room)."""
         slot = -(-room // CLAIM_SLOTS)
-        need = -(-n // slot)
+        slots = -(-room // slot) if room > 0 else 0
         st = self.store
         where = st.join(self.plan.stage, "claims", *(part.split("/") if part else []))
         st.makedirs(where)
         got = 0
-        for i in range(CLAIM_SLOTS):
-            if got >= need:
+        for i in range(slots):
+            if got >= n:
                 break
             if st.create(st.join(where, f"{fid}.{i}"), self.write_token.encode(), sync=False):
-                got += 1
-        return min(n, got * slot)
+                got += min(slot, room - i * slot)
+        return min(n, got)
 
 
 def task_table(plan: WritePlan, token: str) -> MorTable:
