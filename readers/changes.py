@@ -477,7 +477,7 @@ def json_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The JSON text of every value of ``arr`` (``null`` for nulls), column-wise: strings
     quoted and escaped, numbers and booleans as they are, dates as days and timestamps in
     their unit since the epoch (the values Spark's rows hold), structs as objects, lists
-    as arrays; other types (binary, maps, decimals) through Python's ``json``."""
+    as arrays, binary as base64 strings, maps as objects, decimals as Java writes them."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     t = arr.type
@@ -510,19 +510,81 @@ def json_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
                                           pa.repeat(pa.scalar("]"), n), "")
         if arr.null_count:
             out = pc.if_else(arr.is_valid(), out, pa.scalar(None, pa.string()))
+    elif (pa.types.is_binary(t) or pa.types.is_large_binary(t)
+          or pa.types.is_fixed_size_binary(t)):
+        out = _json_string(_base64(arr))
+    elif pa.types.is_map(t):
+        out = _json_map(arr)
+    elif pa.types.is_decimal(t):
+        # Arrow's text of a decimal is Java's ``BigDecimal.toString`` (Jackson's default):
+        # plain unless the adjusted exponent is below -6, then ``1.2E-7``, ``0E-8``
+        out = arr.cast(pa.string())
     else:
-        import base64
-        import json
-
-        def one(v: Any) -> str:
-            if isinstance(v, bytes):
-                return json.dumps(base64.b64encode(v).decode("ascii"))
-            if isinstance(v, list):  # a map's (key, value) pairs
-                return json.dumps({str(k): x for k, x in v}, default=str)
-            return json.dumps(v, default=str) if not hasattr(v, "as_tuple") else str(v)
-
-        out = pa.array([None if v is None else one(v) for v in arr.to_pylist()], pa.string())
+        raise ContentError("a CDC image holds a type JSON cannot render", actual=str(t))
     return pc.fill_null(out, "null")
+
+
+_B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                     np.uint8)
+
+
+def _base64(arr: pa.Array) -> pa.Array:
+    """Standard base64 (RFC 4648, padded) of every value of a binary array, as a string
+    array (nulls stay null): each value zero-padded to whole 3-byte groups, every group
+    cut into four 6-bit indexes of the alphabet, the padding's characters set to ``=``."""
+    if pa.types.is_fixed_size_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    if pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    n = len(arr)
+    valid = arr.is_valid()
+    arr = pc.if_else(valid, arr, pa.scalar(b"", arr.type)) if arr.null_count else arr
+    offsets = np.frombuffer(arr.buffers()[1], np.int32, n + 1, arr.offset * 4)
+    data = (np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None
+            else np.zeros(0, np.uint8))
+    lengths = np.diff(offsets).astype(np.int64)
+    padded = (lengths + 2) // 3 * 3
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(padded, out=starts[1:])
+    total = int(starts[-1])
+    # each padded byte's source position (pad bytes: -1)
+    pos = np.arange(total, dtype=np.int64)
+    row = np.repeat(np.arange(n, dtype=np.int64), padded)
+    within = pos - starts[row]
+    src = np.where(within < lengths[row], offsets[row].astype(np.int64) + within, -1)
+    buf = np.where(src >= 0, data[np.clip(src, 0, max(len(data) - 1, 0))]
+                   if len(data) else 0, 0).astype(np.uint8)
+    g = buf.reshape(-1, 3).astype(np.uint32)
+    word = (g[:, 0] << 16) | (g[:, 1] << 8) | g[:, 2]
+    idx = np.stack([(word >> 18) & 63, (word >> 12) & 63, (word >> 6) & 63, word & 63],
+                   axis=1).reshape(-1)
+    chars = _B64[idx]
+    out_starts = starts // 3 * 4
+    pad = padded - lengths
+    ends = out_starts[1:]
+    chars[(ends - 1)[pad >= 1]] = ord("=")
+    chars[(ends - 2)[pad == 2]] = ord("=")
+    text = pa.StringArray.from_buffers(n, pa.py_buffer(out_starts.astype(np.int32).tobytes()),
+                                       pa.py_buffer(chars.tobytes()))
+    return pc.if_else(valid, text, pa.scalar(None, pa.string())) if not valid.true_count == n \
+        else text
+
+
+def _json_map(arr: pa.Array) -> pa.Array:
+    """A map array as JSON objects (keys as their text, values as JSON), entries in order."""
+    n = len(arr)
+    # (``keys``/``items`` are the whole child arrays, whatever the slice)
+    first, last = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+    keys = _json_string(arr.keys.slice(first, last - first).cast(pa.string()))
+    values = json_values(arr.items.slice(first, last - first))
+    pairs = pc.binary_join_element_wise(keys, values, ":")
+    offsets = pc.subtract(arr.offsets, arr.offsets[0])
+    lists = pa.ListArray.from_arrays(offsets, pairs)
+    joined = pc.binary_join(lists, ",")
+    out = pc.binary_join_element_wise(pa.repeat(pa.scalar("{"), n), joined,
+                                      pa.repeat(pa.scalar("}"), n), "")
+    return pc.if_else(arr.is_valid(), out, pa.scalar(None, pa.string())) if arr.null_count \
+        else out
 
 
 def _object(names: list[str], columns: list[pa.Array], n: int) -> pa.Array:
