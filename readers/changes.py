@@ -484,6 +484,8 @@ def json_values(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     n = len(arr)
     if pa.types.is_dictionary(t):
         return json_values(arr.cast(t.value_type))
+    if pa.types.is_null(t):
+        return pa.repeat(pa.scalar("null"), n).cast(pa.string())
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         out = _json_string(arr)
     elif pa.types.is_boolean(t):

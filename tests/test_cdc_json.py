@@ -75,3 +75,13 @@ def test_decimals_are_written_as_java_does(scale: int, data: st.DataObject,
 def test_maps_are_objects(values: list[list[tuple[str, int | None]] | None],
                           cut: tuple[int, int]) -> None:
     _check(pa.array(values, pa.map_(pa.string(), pa.int64())), *cut)
+
+
+def test_a_null_typed_column_is_null_and_an_unknown_type_is_typed() -> None:
+    assert json_values(pa.nulls(3)).to_pylist() == ["null"] * 3
+    import pytest
+
+    from morlog.logformat.errors import ContentError
+
+    with pytest.raises(ContentError):
+        json_values(pa.array([1, 2], pa.duration("s")))
