@@ -426,6 +426,10 @@ class TableLocation:
                       _reduce(filesystem))
             loc._cache["fs"] = filesystem
             return loc
+        if path.startswith("file:/") and not path.startswith("file://"):
+            return cls(path, path[len("file:"):])  # Hadoop's form (Spark's paths): file:/abs
+        if path.startswith("file://localhost/"):
+            return cls(path, path[len("file://localhost"):])
         if "://" not in path:
             return cls(path, path)
         fs, inner = _from_uri(path)

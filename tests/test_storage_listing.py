@@ -45,3 +45,24 @@ def test_a_file_gone_mid_listing_does_not_empty_the_listing(
     st = LocalStorage()
     assert st.sizes(str(tmp_path)) == {"a.parquet": 3, "c.log": 3}
     assert set(st.versions(str(tmp_path))) == {"a.parquet", "c.log"}
+
+
+@pytest.mark.parametrize("form", ["file:{}", "file://{}", "file://localhost{}", "{}"])
+def test_every_form_of_a_local_uri_is_the_same_table(tmp_path: Path, form: str) -> None:
+    """``file:/abs`` (Hadoop's and Spark's form) and ``file://localhost/abs`` name the local
+    path; ``file:/abs`` used to be taken for a relative path named ``file:`` under the
+    working directory, and the table was written there."""
+    import pyarrow as pa
+
+    from morlog.readers.storage import TableLocation
+    from morlog.readers.table import Table
+    from morlog.writers.client import MorTable
+
+    root = tmp_path / "t"
+    uri = form.format(root.as_posix())
+    assert TableLocation.of(uri).path == root.as_posix()
+    schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
+    MorTable.create(uri, schema, key_field="id")
+    MorTable(uri).upsert(pa.table({"id": ["a"], "v": [1]}, schema=schema))
+    assert (root / ".hoodie" / "hoodie.properties").is_file()
+    assert Table(root.as_posix()).read(columns=["id", "v"]).to_pylist() == [{"id": "a", "v": 1}]
