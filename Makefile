@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.morlog-installed
 DEMO_STAMP := $(VENV)/.morlog-demo-installed
 
-.PHONY: setup demo test lint typecheck pytest clean
+.PHONY: setup demo test lint typecheck pytest clean check-floor
 
 # PySpark finds format("morlog") by listing the top-level pyspark_* modules on sys.path
 # (pkgutil.iter_modules in pyspark/sql/worker/lookup_data_sources.py). The editable install
@@ -72,6 +72,21 @@ pytest: setup
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
+
+# the core test modules against the oldest versions pyproject.toml allows (not part of
+# `make test`: a second environment; run it when a floor or a pyarrow call changes)
+FLOOR := build/floor-env
+FLOOR_TESTS := tests/test_client.py tests/test_table_model.py tests/test_writer.py \
+	tests/test_queries.py tests/test_cdc.py tests/test_cdc_json.py tests/test_compaction.py \
+	tests/test_logcompaction.py tests/test_distributed_write.py tests/test_schema_evolution.py \
+	tests/test_record_index.py tests/test_codec_properties.py
+check-floor:
+	rm -rf $(FLOOR) && $(PYTHON) -m venv $(FLOOR)
+	$(FLOOR)/bin/pip install -q "pyarrow==19.0.1" "numpy==1.26.4" "fastavro==1.9.0" \
+		"tqdm==4.66.1" hudi xxhash pytest hypothesis
+	$(FLOOR)/bin/pip install -q --no-deps .
+	cd $(FLOOR) && ln -sfn ../../tests tests && ln -sfn ../../spec spec && \
+		bin/python -m pytest -q -p no:cacheprovider -o addopts="" $(FLOOR_TESTS)
 
 clean:
 	rm -rf $(VENV) out build dist bench-results *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -263,7 +263,7 @@ def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
         sort_cols = [cand.column(SEQ).take(taken).to_numpy()]
         for i in reversed(range(n_ord)):  # np.lexsort: the last key is the primary one
             col = cand.column(_ord_name(i)).take(taken).combine_chunks()
-            sort_cols.append(pc.rank(col, sort_keys=[("", "ascending", "at_start")],
+            sort_cols.append(pc.rank(col, sort_keys="ascending", null_placement="at_start",
                                      tiebreaker="dense").to_numpy())
         gi = g[idx]
         sort_cols.append(gi)

@@ -672,7 +672,8 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
     sort = [("key", "ascending")] + [(c, "ascending") for c in t.column_names
                                      if c.startswith("o") and c[1:].isdigit()]
     sort += [("order", "ascending"), ("row", "ascending")]
-    t = t.take(pc.sort_indices(t, sort_keys=sort))
+    # (null ordering values first: the smallest, as the client's combine and the reader)
+    t = t.take(pc.sort_indices(t, sort_keys=sort, null_placement="at_start"))
     k = t.column("key").combine_chunks()
     n = t.num_rows
     last = np.ones(n, dtype=bool)

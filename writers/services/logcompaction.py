@@ -663,10 +663,9 @@ def _max_of(cols: dict[str, Any], seq: np.ndarray, width: int) -> np.ndarray:
     """The greatest ``o0..`` (nulls first; then ``seq``) of each key ``k``: their seqs."""
     cols["i"] = pa.array(seq)
     t = pa.table(cols)
-    sort = ([("k", "ascending", "at_start")]
-            + [(f"o{j}", "ascending", "at_start") for j in range(width)]
-            + [("i", "ascending", "at_start")])
-    t = t.take(pc.sort_indices(t, sort_keys=sort))
+    sort = ([("k", "ascending")] + [(f"o{j}", "ascending") for j in range(width)]
+            + [("i", "ascending")])
+    t = t.take(pc.sort_indices(t, sort_keys=sort, null_placement="at_start"))
     k = t.column("k")
     last = np.ones(t.num_rows, dtype=bool)
     if t.num_rows > 1:
