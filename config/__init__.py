@@ -412,6 +412,11 @@ SET_NULL_FOR_MISSING_COLUMNS = _o("hoodie.write.set.null.for.missing.columns", "
                                   W, "write",
                                   "a batch without a nullable column writes NULL (false: "
                                   "refused)", "HoodieCommonConfig.SET_NULL_FOR_MISSING_COLUMNS")
+NEW_COLUMNS_NULLABLE = _o("hoodie.datasource.write.new.columns.nullable", "false", "bool", W,
+                          "write", "a new column the batch declares not nullable is added "
+                          "as nullable (false: refused; Hudi 0.14.0, folded into "
+                          "hoodie.write.set.null.for.missing.columns since 0.14.1)",
+                          "HoodieCommonConfig.MAKE_NEW_COLUMNS_NULLABLE")
 RECONCILE_SCHEMA = _o("hoodie.datasource.write.reconcile.schema", "false", "bool", W, "write",
                      "a batch lacking table columns keeps the table's schema (its columns "
                      "written NULL) instead of being refused; new columns still evolve it",

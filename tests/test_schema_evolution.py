@@ -158,6 +158,34 @@ def test_refused_changes_name_the_column_and_leave_the_table_as_it_was(
     assert Table(str(path)).schema() == Table(str(path)).arrow_schema()
 
 
+@pytest.mark.parametrize("key", ["hoodie.datasource.write.new.columns.nullable",
+                                 "hoodie.write.set.null.for.missing.columns"])
+def test_new_columns_nullable_adds_a_not_nullable_new_column_as_nullable(
+        tmp_path: Path, key: str) -> None:
+    """Hudi 0.14.0's ``hoodie.datasource.write.new.columns.nullable``
+    (``HoodieCommonConfig.MAKE_NEW_COLUMNS_NULLABLE``, default false), folded into
+    ``hoodie.write.set.null.for.missing.columns`` since 0.14.1 (``reconcileSchema`` adds new
+    columns optional): a new column the batch declares NOT NULL is added as nullable."""
+    path = tmp_path / "t"
+    _first(path)
+    schema = pa.schema([*SCHEMA, pa.field("req", pa.int64(), nullable=False)])
+    batch = pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+                      "s": pa.array([{"a": 1}], S1), "req": [7]}, schema=schema)
+    before = _digest(path)
+    with pytest.raises(UsageError, match="hoodie.datasource.write.new.columns.nullable"):
+        MorTable(str(path)).upsert(batch)
+    assert _digest(path) == before
+    MorTable(str(path), WriteConfig.from_hoodie_options({key: "true"})).upsert(batch)
+    view = Table(str(path))
+    avro = json.loads(view.timeline.metadata(view.timeline.completed()[-1])
+                      ["extraMetadata"]["schema"])
+    assert avro["fields"][-1] == {"name": "req", "type": ["null", "long"], "default": None}
+    assert view.schema().field("req").nullable
+    got = {r["id"]: r["req"] for r in _rows(view.read())}
+    assert got == {"a": 7, "b": None, "c": None}
+    assert {r["id"]: r["req"] for r in _rows(_hudi_rs(path))} == got
+
+
 def test_a_failed_write_leaves_no_evolved_schema_in_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "t"
     t = _first(path)

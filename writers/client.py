@@ -461,7 +461,9 @@ class MorTable:
         from morlog.writers.core.evolution import evolve
 
         skip = set(META_FIELDS) | set(self.profile.dropped_columns)
-        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path)
+        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path,
+                     new_columns_nullable=(self.config.new_columns_nullable
+                                           or self.config.set_null_for_missing_columns))
         if got is None:
             return
         avro, arrow = got
