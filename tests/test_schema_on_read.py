@@ -1,0 +1,173 @@
+"""Tables with Hudi's schema-on-read evolution (issue 27; spec/table.md §7.8): renamed, dropped,
+reordered and retyped columns are read by column id, in snapshot, time travel, incremental,
+read-optimized and predicate reads, the CLI and Spark; writes are refused naming the setting;
+the internal schema codec follows the conformance vectors (spec/vectors/internal_schema)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from morlog.logformat import internal_schema as isc
+from morlog.logformat.blocks import META_FIELDS
+from morlog.logformat.errors import ContentError, UnsupportedSettingError
+from morlog.readers.table import Table
+from morlog.writers.client import MorTable
+from morlog.writers.options import WriteConfig
+
+from .schema_on_read_tables import alter
+from .test_real_table_writes import _hudi_rs
+
+VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "internal_schema"
+
+S1 = pa.struct([("a", pa.int32()), ("b", pa.string())])
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("n", pa.int32()),
+                    ("p", pa.string()), ("s", S1), ("gone", pa.string())])
+NO_MDT = {"hoodie.metadata.enable": "false"}
+
+
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    t = t.select([c for c in t.column_names if c not in META_FIELDS])
+    return sorted(t.to_pylist(), key=lambda r: r["id"])
+
+
+def _table(path: Path, version: int, carrier: str) -> list[tuple[str, str]]:
+    """Rows in a compacted base file, then a log block: (instant, completion time) of the
+    two writes."""
+    cfg = WriteConfig.from_hoodie_options({**NO_MDT, "hoodie.logfile.data.block.format":
+                                           carrier})
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="p",
+                        ordering_field="ts", table_version=version, config=cfg)
+    t.upsert(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1],
+                       "n": pa.array([1, 2, 3], pa.int32()), "p": ["x", "y", "x"],
+                       "s": pa.array([{"a": 1, "b": "p"}, {"a": 2, "b": "q"}, None], S1),
+                       "gone": ["g1", "g2", "g3"]}))
+    t.compact()
+    t.upsert(pa.table({"id": ["b", "d"], "ts": [2, 2], "n": pa.array([20, 40], pa.int32()),
+                       "p": ["y", "x"], "s": pa.array([{"a": 22, "b": "r"}, None], S1),
+                       "gone": ["g2b", "g4"]}))
+    return [(i.requested, i.completed or i.requested)
+            for i in Table(str(path)).timeline.completed() if i.action == "deltacommit"]
+
+
+#: after ALTER TABLE: n renamed num, retyped long and moved first; s.a renamed aa; gone
+#: dropped and a new gone added (a new id: the old values must not come back)
+AFTER = [
+    {"num": 1, "id": "a", "ts": 1, "p": "x", "s": {"aa": 1, "b": "p"}, "gone": None},
+    {"num": 20, "id": "b", "ts": 2, "p": "y", "s": {"aa": 22, "b": "r"}, "gone": None},
+    {"num": 3, "id": "c", "ts": 1, "p": "x", "s": None, "gone": None},
+    {"num": 40, "id": "d", "ts": 2, "p": "x", "s": None, "gone": None},
+]
+
+
+def _evolve(path: Path) -> str:
+    alter(path, rename={"n": "num", "s.a": "aa"}, drop=("gone",))
+    return alter(path, add=(("gone", "string"),), retype={"num": "long"}, first="num")
+
+
+@pytest.mark.parametrize("version", [6, 8, 9])
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_renamed_dropped_reordered_and_retyped_columns_read_by_id(
+        tmp_path: Path, version: int, carrier: str) -> None:
+    path = tmp_path / "t"
+    writes = _table(path, version, carrier)
+    _evolve(path)
+    view = Table(str(path))
+    got = view.read()
+    assert [c for c in got.column_names if c not in META_FIELDS] == list(AFTER[0])
+    assert got.schema.field("num").type == pa.int64()
+    assert _rows(got) == AFTER
+    # a projection reads the renamed column from the files' old names
+    assert sorted(view.read(columns=["id", "num"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": r["id"], "num": r["num"]} for r in AFTER]
+    # a predicate on a renamed column (statistics name "n": never pruned by "num")
+    assert sorted(view.read(columns=["id"], where="num > 2")["id"].to_pylist()) == [
+        "b", "c", "d"]
+    assert view.read(columns=["id"], where="gone = 'g1'").num_rows == 0
+    # time travel: the schema of that instant, its names and values
+    old = _rows(view.read(as_of=writes[0][0]))
+    assert old[0] == {"id": "a", "ts": 1, "n": 1, "p": "x", "s": {"a": 1, "b": "p"},
+                      "gone": "g1"}
+    # incremental: the records of the second write, under the latest schema
+    inc = _rows(view.incremental(writes[0][1]))
+    assert inc == [AFTER[1], AFTER[3]]
+    ro = _rows(view.read(query_type="read_optimized"))
+    assert [r["num"] for r in ro] == [1, 2, 3] and all(r["gone"] is None for r in ro)
+
+
+def test_the_cli_reads_a_schema_on_read_table(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from morlog.cli import main
+
+    path = tmp_path / "t"
+    _table(path, 9, "avro")
+    _evolve(path)
+    assert main(["snapshot", str(path), "--json", "--columns", "id,num,s"]) == 0
+    rows = sorted(json.loads(capsys.readouterr().out), key=lambda r: r["id"])
+    assert rows == [{"id": r["id"], "num": r["num"], "s": r["s"]} for r in AFTER]
+
+
+def test_hudi_rs_reads_the_name_compatible_evolutions_the_same(tmp_path: Path) -> None:
+    """hudi-rs has no internal schema (it matches columns by name, as of its HEAD): it
+    reads an ALTER that adds columns as morlog does; renames and drops it cannot follow,
+    and a type an ALTER widens it refuses in a log block ("partial-update column 'n' has
+    type Int32 but the table schema expects Int64"; spec/table.md §7.8)."""
+    path = tmp_path / "t"
+    _table(path, 9, "avro")
+    alter(path, add=(("extra", "double"), ("more", "string")))
+    mine = _rows(Table(str(path)).read())
+    assert [r["n"] for r in mine] == [1, 20, 3, 40]
+    assert all(r["extra"] is None and r["more"] is None for r in mine)
+    assert _rows(_hudi_rs(path)) == mine
+
+
+def test_writes_to_a_schema_on_read_table_are_refused_naming_the_setting(
+        tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _table(path, 9, "avro")
+    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
+        MorTable(str(path), WriteConfig.from_hoodie_options(
+            {**NO_MDT, "hoodie.schema.on.read.enable": "true"}))
+    _evolve(path)
+    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
+        MorTable(str(path))
+
+
+def test_a_damaged_history_is_a_content_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _table(path, 9, "avro")
+    last = Table(str(path)).timeline.completed()[-1].requested
+    (path / ".hoodie" / ".schema").mkdir()
+    bad = path / ".hoodie" / ".schema" / f"{last}.schemacommit"
+    bad.write_text("{}")
+    with pytest.raises(ContentError, match="internal schema") as e:
+        Table(str(path)).read()
+    assert e.value.path is not None and e.value.path.endswith(bad.name)
+
+
+# --- the codec against the conformance vectors ---------------------------------------------
+
+
+def _cases() -> list[dict[str, Any]]:
+    doc = json.loads((VECTORS / "cases.json").read_text())
+    cases: list[dict[str, Any]] = doc["cases"]
+    return cases
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: str(c["name"]))
+def test_the_internal_schema_vectors(case: dict[str, Any]) -> None:
+    if "avro" in case:  # an Avro schema -> its internal schema (Hudi's ids)
+        got = isc.from_avro(case["avro"], case.get("version_id", 0))
+        assert isc.to_json(got) == case["internal"]
+    schema = isc.parse(case["internal"])
+    assert schema is not None and isc.to_json(schema) == case["internal"]  # round trip
+    if "history_before" in case:
+        assert isc.history_json(schema, case["history_before"]) == case["history"]
+        versions = isc.parse_history(case["history"])
+        for instant, want in case["search"].items():
+            found = isc.search(versions, int(instant))
+            assert (found.version_id if found else None) == want
