@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 from morlog.logformat.errors import ContentError
 
@@ -87,7 +87,7 @@ class MapType:
 
 
 #: a primitive (its name), or a nested type
-Type = Union[str, RecordType, ArrayType, MapType]
+Type: TypeAlias = "str | RecordType | ArrayType | MapType"
 
 
 @dataclass(frozen=True)

@@ -171,3 +171,16 @@ def test_the_internal_schema_vectors(case: dict[str, Any]) -> None:
         for instant, want in case["search"].items():
             found = isc.search(versions, int(instant))
             assert (found.version_id if found else None) == want
+
+
+def test_spark_reads_a_schema_on_read_table(spark: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    path = tmp_path / "t"
+    _table(path, 9, "parquet")
+    _evolve(path)
+    df = spark.read.format("morlog").load(str(path))
+    assert [c for c in df.columns if c not in META_FIELDS] == list(AFTER[0])
+    back = sorted(({k: v for k, v in r.asDict(recursive=True).items() if k not in META_FIELDS}
+                   for r in df.collect()), key=lambda r: r["id"])
+    assert back == AFTER
+    assert sorted(r.id for r in df.where("num > 2").select("id").collect()) == ["b", "c", "d"]
