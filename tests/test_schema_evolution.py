@@ -275,6 +275,87 @@ def test_new_columns_get_column_stats_in_the_metadata_table(tmp_path: Path) -> N
     assert got.column(key).to_pylist() == row.column(key).to_pylist()
 
 
+def _stats_of(path: Path, column: str) -> list[dict[str, Any]]:
+    from morlog.writers.mdt.colstats import COLUMN_STATS
+
+    from .test_mdt_colstats import _mdt
+
+    return [r["ColumnStatsMetadata"] for r in _mdt(path).partition_records(COLUMN_STATS)
+            if r.get("ColumnStatsMetadata")
+            and r["ColumnStatsMetadata"]["columnName"] == column]
+
+
+def _txns_row(path: Path, t: MorTable, ts: int) -> pa.Table:
+    data = Table(str(path)).read()
+    row = data.select([c for c in data.column_names if c not in META_FIELDS
+                       and c in t.data_schema.names]).slice(0, 1)
+    return row.set_column(row.schema.get_field_index(t.ordering_field), t.ordering_field,
+                          pa.array([ts], row.schema.field(t.ordering_field).type))
+
+
+def test_an_index_definition_of_hudis_columns_follows_a_new_column(tmp_path: Path) -> None:
+    """The column_stats definition lists the columns Hudi's rule chose (all of them, fewer
+    than 32): Hudi recomputes them from each commit's schema and rewrites the definition
+    (``HoodieColumnStatsIndexUtils.updateColsToIndex``), so the commit that adds a column
+    indexes it, and so does every later one."""
+    from .hudi_fixtures import fixture_table
+    from .test_mdt_colstats import KEEP_STATS
+
+    path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    listed = json.loads(defs.read_text())["indexDefinitions"]["column_stats"]["sourceFields"]
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    row = _txns_row(path, t, 10**15).append_column("new_col", pa.array([42], pa.int64()))
+    t.upsert(row)
+    first = Table(str(path)).timeline.completed()[-1].requested
+    assert any(first in r["fileName"] for r in _stats_of(path, "new_col"))
+    doc = json.loads(defs.read_text())["indexDefinitions"]
+    assert doc["column_stats"]["sourceFields"] == [*listed, "new_col"]
+    assert doc["secondary_index_merchant_idx"]["sourceFields"] == ["merchant_name"]
+    # the next commit indexes it too, and a column it adds
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    ts = t.ordering_field
+    row = row.set_column(row.schema.get_field_index(ts), ts,
+                         pa.array([10**15 + 1], row.schema.field(ts).type))
+    row = row.set_column(row.schema.get_field_index("new_col"), "new_col",
+                         pa.array([43], pa.int64())).append_column("more", pa.array(["m"]))
+    t.upsert(row)
+    second = Table(str(path)).timeline.completed()[-1].requested
+    assert any(second in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert any(second in r["fileName"] for r in _stats_of(path, "more"))
+    # pruning by the new column is sound: files without its statistics are never dropped
+    view = Table(str(path))
+    key = t.key_field
+    all_keys = view.read(columns=[key])[key].to_pylist()
+    assert view.read(columns=[key], where="new_col = 43")[key].to_pylist() == \
+        row.column(key).to_pylist()
+    assert view.read(columns=[key], where="new_col = 42").num_rows == 0
+    assert sorted(view.read(columns=[key], where="new_col IS NULL")[key].to_pylist()) == \
+        sorted(k for k in all_keys if k not in row.column(key).to_pylist())
+
+
+def test_a_column_an_index_definition_lists_is_indexed_from_the_commit_that_adds_it(
+        tmp_path: Path) -> None:
+    from .hudi_fixtures import fixture_table
+    from .test_mdt_colstats import KEEP_STATS
+
+    path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    doc = json.loads(defs.read_text())
+    chosen = ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key",
+              "txn_id", "new_col"]
+    doc["indexDefinitions"]["column_stats"]["sourceFields"] = chosen
+    defs.write_text(json.dumps(doc))
+    # the table does not have new_col yet: writes are not refused for it
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    t.upsert(_txns_row(path, t, 10**15).append_column("new_col", pa.array([7], pa.int64())))
+    instant = Table(str(path)).timeline.completed()[-1].requested
+    assert any(instant in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert not any(instant in r["fileName"] for r in _stats_of(path, "amount"))
+    assert json.loads(defs.read_text())["indexDefinitions"]["column_stats"][
+        "sourceFields"] == chosen
+
+
 def test_schema_on_read_is_refused_naming_the_setting(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _first(path)
