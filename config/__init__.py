@@ -423,8 +423,10 @@ RECONCILE_SCHEMA = _o("hoodie.datasource.write.reconcile.schema", "false", "bool
                      f"{_DS}.RECONCILE_SCHEMA")
 SCHEMA_ON_READ_ENABLE = _o("hoodie.schema.on.read.enable", "false", "bool", W, "write",
                            "Hudi's schema-on-read evolution (internal schema in "
-                           ".hoodie/.schema): refused by morlog (true, or a table that has "
-                           "one)", "HoodieCommonConfig.SCHEMA_EVOLUTION_ENABLE")
+                           ".hoodie/.schema): a table that has one is read by column id and "
+                           "every commit records its version, whatever this setting (a "
+                           "table without one gets none: ALTER TABLE makes the first)",
+                           "HoodieCommonConfig.SCHEMA_EVOLUTION_ENABLE")
 NEW_GROUPS = _o("morlog.new.groups", "base", "enum", W, "write",
                 "inserts that fit nowhere go to new file groups with a base file or a log")
 ROUTE_INSERTS = _o("morlog.route.inserts", "true", "bool", W, "write",

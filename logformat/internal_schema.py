@@ -39,7 +39,8 @@ from typing import Any, TypeAlias
 from morlog.logformat.errors import ContentError
 
 __all__ = ["ArrayType", "Field", "InternalSchema", "MapType", "RecordType", "from_avro",
-           "history_json", "parse", "parse_history", "search", "to_avro", "to_json"]
+           "history_json", "parse", "parse_history", "reconcile", "search", "to_avro",
+           "to_json"]
 
 #: the primitive type names of ``Type.TypeID`` (lower case), as ``toJson`` writes them
 PRIMITIVES = frozenset({
@@ -402,3 +403,53 @@ def to_avro(schema: InternalSchema, record_name: str, namespace: str | None = No
         out = {"type": "record", "name": record_name, "namespace": namespace,
                "fields": out["fields"]}
     return dict(out)
+
+
+# --- a write's schema into the internal schema ------------------------------------------
+
+
+def _internal_of(avro_type: Any, counter: list[int]) -> Type:
+    """The internal type of a new field's Avro type, nested ids taken after ``counter``."""
+    next_id = [counter[0] + 1]
+    got = _visit(avro_type, next_id, False)
+    counter[0] = next_id[0] - 1
+    return got
+
+
+def _merge_record(record: RecordType, avro: dict[str, Any], counter: list[int]) -> RecordType:
+    by_name = {f.name: i for i, f in enumerate(record.fields)}
+    fields = list(record.fields)
+    for af in avro.get("fields", []):
+        branch, optional = _branch(af["type"])
+        kind = branch.get("type") if isinstance(branch, dict) else branch
+        if af["name"] in by_name:
+            i = by_name[af["name"]]
+            f = fields[i]
+            if isinstance(f.type, RecordType) and kind == "record":
+                t: Type = _merge_record(f.type, branch, counter)
+            elif isinstance(f.type, str) and kind not in ("record", "array", "map"):
+                t = _avro_primitive(branch)  # a type change (a promotion the write made)
+            else:
+                t = f.type
+            if t != f.type:
+                fields[i] = Field(f.id, f.name, f.optional, t, f.doc)
+            continue
+        counter[0] += 1
+        fid = counter[0]
+        t = _internal_of(branch, counter)
+        fields.append(Field(fid, af["name"], True, t, af.get("doc")))
+    return RecordType(tuple(fields))
+
+
+def reconcile(schema: InternalSchema, avro: dict[str, Any] | str) -> InternalSchema:
+    """``schema`` after a write whose Avro schema (meta fields included) is ``avro``, as
+    ``AvroSchemaEvolutionUtils.reconcileSchema`` makes it: a column (or struct field) the
+    internal schema lacks is added, optional, with the next ids (``max_column_id + 1``...); a
+    primitive type the write changed (a promotion) is updated in place, its id kept; columns
+    the write lacks are kept. ``schema`` itself (its version) when nothing changes."""
+    doc = json.loads(avro) if isinstance(avro, str) else avro
+    counter = [schema.max_column_id]
+    record = _merge_record(schema.record, doc, counter)
+    if record == schema.record:
+        return schema
+    return InternalSchema(record, schema.version_id, counter[0], schema.where)

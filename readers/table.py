@@ -31,7 +31,6 @@ from morlog.config import (
     PRECOMBINE_FIELD,
     RECORD_MERGE_MODE,
     RECORDKEY_FIELDS,
-    SCHEMA_ON_READ_ENABLE,
     TABLE_CREATE_SCHEMA,
     TABLE_NAME,
     TABLE_TYPE,
@@ -42,7 +41,6 @@ from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.errors import (
     ContentError,
     FormatError,
-    UnsupportedSettingError,
     UnsupportedVersionError,
     UsageError,
 )
@@ -705,24 +703,6 @@ class Table:
                     out.append(child)
                 stack.append(child)
         return sorted(out)
-
-    def check_schema_on_read(self) -> None:
-        """An :class:`UnsupportedSettingError` naming ``hoodie.schema.on.read.enable`` when
-        the table keeps Hudi's internal schema history (``.hoodie/.schema``, written by
-        ``FileBasedInternalSchemaStorageManager`` when schema-on-read evolution is on): a
-        writer's check (morlog reads such tables, :meth:`schema_on_read`, but does not
-        write them; spec/table.md §7.8). Checked once per table object."""
-        if getattr(self, "_schema_on_read_checked", False):
-            return
-        meta = self.storage.join(self.path, ".hoodie")
-        if ".schema" in self.storage.listdir(meta) and self.storage.listdir(
-                self.storage.join(meta, ".schema")):
-            raise UnsupportedSettingError(
-                "the table keeps Hudi's internal schema history (.hoodie/.schema): morlog "
-                "reads its schema-on-read evolution (renamed, dropped, reordered columns) "
-                "but does not write it", property=SCHEMA_ON_READ_ENABLE, value="true",
-                path=self.storage.join(meta, ".schema"))
-        self._schema_on_read_checked = True
 
     def file_slices(self, as_of: str | None = None, partition: str | None = None
                     ) -> list[FileSlice]:

@@ -13,7 +13,8 @@ AlterTableCommand`` / ``AlterTableCommand.commitWithSchema``) in Python:
    keeps the id, a type change keeps the id, a drop removes the field, an added column takes
    ``max_column_id + 1`` and is optional, a reorder moves fields; ``max_column_id`` never
    goes down;
-3. an empty delta commit (``WriteOperationType.ALTER_SCHEMA``, no write stats) whose extra
+3. an empty delta commit (``WriteOperationType.ALTER_SCHEMA``, no write stats; through
+   morlog's commit protocol, so the metadata table follows) whose extra
    metadata holds ``latestSchema`` (the new schema, ``version-id`` the commit's instant) and
    ``schema`` (its Avro form, meta fields included), and, before it completes, the history
    file ``.hoodie/.schema/<instant>.schemacommit`` (with empty ``.requested`` and
@@ -34,8 +35,7 @@ from morlog.logformat import internal_schema as isc
 from morlog.logformat.blocks import META_FIELDS
 from morlog.readers.schema_on_read import LATEST_SCHEMA, history_text
 from morlog.readers.table import Table
-from morlog.writers.core.commit import Commit
-from morlog.writers.create import open_store
+from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
 
 
@@ -111,13 +111,12 @@ def alter(path: Path, *, rename: dict[str, str] | None = None,
         rest = [f for f in fields if f.name != first]
         n_meta = sum(1 for f in rest if f.name in META_FIELDS)
         fields = rest[:n_meta] + moved + rest[n_meta:]
-    location = Table(str(path)).location
-    config = WriteConfig(fsync=False)
-    store = open_store(location, config)
     avro_new = isc.to_avro(isc.InternalSchema(isc.RecordType(tuple(fields))),
                            avro.get("name", "record"), avro.get("namespace"))
-    c = Commit(store, location, mode="rollover", operation="alter_schema", schema=avro_new,
-               fsync=False)
+    # the commit protocol of morlog's writer (lock, timeline, metadata table), its schema the
+    # Avro form of the new version (meta fields included, as Hudi's)
+    c = MorTable(str(path), WriteConfig(fsync=False)).commit("alter_schema")
+    c.schema = avro_new
     with c:
         new = isc.InternalSchema(isc.RecordType(tuple(fields)), int(c.instant), top)
         c.extra_metadata = {LATEST_SCHEMA: isc.to_json(new)}

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from morlog.logformat.blocks import META_FIELDS
-from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
@@ -356,19 +356,20 @@ def test_a_column_an_index_definition_lists_is_indexed_from_the_commit_that_adds
         "sourceFields"] == chosen
 
 
-def test_schema_on_read_is_refused_naming_the_setting(tmp_path: Path) -> None:
+def test_schema_on_read_without_a_history_writes_as_hudi_does(tmp_path: Path) -> None:
+    """``hoodie.schema.on.read.enable=true`` on a table without an internal schema: Hudi's
+    writer records none (``saveInternalSchema`` needs a history; ``ALTER TABLE`` makes the
+    first), and neither does morlog (spec/table.md §7.8)."""
     path = tmp_path / "t"
     _first(path)
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path), WriteConfig.from_hoodie_options(
-            {"hoodie.schema.on.read.enable": "true"}))
-    # a table whose commits carry Hudi's internal schema (schema on read): read by column
-    # id (tests/test_schema_on_read.py), refused on write naming the setting
-    last = Table(str(path)).timeline.completed()[-1].requested
-    (path / ".hoodie" / ".schema").mkdir()
-    (path / ".hoodie" / ".schema" / f"{last}.schemacommit").write_text("{}")
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path))
+    t = MorTable(str(path), WriteConfig.from_hoodie_options(
+        {"hoodie.schema.on.read.enable": "true"}))
+    t.upsert(_evolving_batch())
+    view = Table(str(path))
+    assert "latestSchema" not in view.timeline.metadata(view.timeline.completed()[-1])[
+        "extraMetadata"]
+    assert not (path / ".hoodie" / ".schema").exists()
+    assert view.schema().names[-1] == "extra"
 
 
 # --- the property: random evolutions against a model ------------------------------------------

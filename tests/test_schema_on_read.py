@@ -1,7 +1,8 @@
 """Tables with Hudi's schema-on-read evolution (issue 27; spec/table.md §7.8): renamed, dropped,
 reordered and retyped columns are read by column id, in snapshot, time travel, incremental,
-read-optimized and predicate reads, the CLI and Spark; writes are refused naming the setting;
-the internal schema codec follows the conformance vectors (spec/vectors/internal_schema)."""
+read-optimized and predicate reads, the CLI and Spark; writes keep the internal schema as
+Hudi's writer does; the internal schema codec follows the conformance vectors
+(spec/vectors/internal_schema)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from morlog.logformat import internal_schema as isc
 from morlog.logformat.blocks import META_FIELDS
-from morlog.logformat.errors import ContentError, UnsupportedSettingError
+from morlog.logformat.errors import ContentError
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
@@ -27,7 +28,6 @@ VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "interna
 S1 = pa.struct([("a", pa.int32()), ("b", pa.string())])
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("n", pa.int32()),
                     ("p", pa.string()), ("s", S1), ("gone", pa.string())])
-NO_MDT = {"hoodie.metadata.enable": "false"}
 
 
 def _rows(t: pa.Table) -> list[dict[str, Any]]:
@@ -38,8 +38,7 @@ def _rows(t: pa.Table) -> list[dict[str, Any]]:
 def _table(path: Path, version: int, carrier: str) -> list[tuple[str, str]]:
     """Rows in a compacted base file, then a log block: (instant, completion time) of the
     two writes."""
-    cfg = WriteConfig.from_hoodie_options({**NO_MDT, "hoodie.logfile.data.block.format":
-                                           carrier})
+    cfg = WriteConfig.from_hoodie_options({"hoodie.logfile.data.block.format": carrier})
     t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="p",
                         ordering_field="ts", table_version=version, config=cfg)
     t.upsert(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1],
@@ -125,16 +124,53 @@ def test_hudi_rs_reads_the_name_compatible_evolutions_the_same(tmp_path: Path) -
     assert _rows(_hudi_rs(path)) == mine
 
 
-def test_writes_to_a_schema_on_read_table_are_refused_naming_the_setting(
-        tmp_path: Path) -> None:
+def _latest(path: Path) -> tuple[str, isc.InternalSchema]:
+    view = Table(str(path))
+    last = view.timeline.completed()[-1]
+    got = isc.parse(view.timeline.metadata(last)["extraMetadata"]["latestSchema"])
+    assert got is not None
+    return last.requested, got
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_writes_keep_the_internal_schema_as_hudis_writer_does(tmp_path: Path,
+                                                             version: int) -> None:
     path = tmp_path / "t"
-    _table(path, 9, "avro")
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path), WriteConfig.from_hoodie_options(
-            {**NO_MDT, "hoodie.schema.on.read.enable": "true"}))
-    _evolve(path)
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path))
+    _table(path, version, "avro")
+    altered = _evolve(path)
+    _, before = _latest(path)
+    t = MorTable(str(path))
+    assert t.data_schema.names[0] == "num"  # the latest names
+    s2 = pa.struct([("aa", pa.int32()), ("b", pa.string())])
+    # a write that leaves the schema as it is records the version as it is
+    t.upsert(pa.table({"num": pa.array([100], pa.int64()), "id": ["a"], "ts": [5], "p": ["x"],
+                       "s": pa.array([{"aa": 9, "b": "z"}], s2), "gone": ["new"]}))
+    instant, same = _latest(path)
+    assert same == before and same.version_id == int(altered)
+    history = (path / ".hoodie" / ".schema" / f"{instant}.schemacommit").read_text()
+    assert isc.parse_history(history) == isc.parse_history(
+        (path / ".hoodie" / ".schema" / f"{altered}.schemacommit").read_text())
+    # a new column: a new id after max_column_id, a version of the commit's instant
+    t.upsert(pa.table({"num": pa.array([7], pa.int64()), "id": ["e"], "ts": [5], "p": ["y"],
+                       "s": pa.array([None], s2), "gone": [None], "extra": [2.5]}))
+    instant, grown = _latest(path)
+    assert grown.version_id == int(instant)
+    assert grown.fields[-1] == isc.Field(before.max_column_id + 1, "extra", True, "double")
+    assert grown.max_column_id == before.max_column_id + 1
+    text = (path / ".hoodie" / ".schema" / f"{instant}.schemacommit").read_text()
+    assert text == isc.history_json(grown, history)
+    t.delete(pa.table({"id": ["c"], "p": ["x"], "ts": [9]}))
+    t.compact()
+    want = [{**r, "extra": None} for r in AFTER if r["id"] != "c"]
+    want[0] = {**want[0], "num": 100, "ts": 5, "s": {"aa": 9, "b": "z"}, "gone": "new"}
+    want.append({"num": 7, "id": "e", "ts": 5, "p": "y", "s": None, "gone": None,
+                 "extra": 2.5})
+    assert _rows(Table(str(path)).read()) == sorted(want, key=lambda r: r["id"])
+    # an ALTER after morlog's writes: renames reach every file, morlog's too
+    alter(path, rename={"extra": "bonus", "num": "n2"})
+    got = _rows(Table(str(path)).read())
+    assert [(r["id"], r["n2"], r["bonus"]) for r in got] == [
+        (r["id"], r["num"], r["extra"]) for r in sorted(want, key=lambda r: r["id"])]
 
 
 def test_a_damaged_history_is_a_content_error_naming_the_file(tmp_path: Path) -> None:
