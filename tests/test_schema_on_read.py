@@ -7,11 +7,14 @@ Hudi's writer does; the internal schema codec follows the conformance vectors
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from morlog.logformat import internal_schema as isc
 from morlog.logformat.blocks import META_FIELDS
@@ -201,6 +204,12 @@ def test_the_internal_schema_vectors(case: dict[str, Any]) -> None:
         assert isc.to_json(got) == case["internal"]
     schema = isc.parse(case["internal"])
     assert schema is not None and isc.to_json(schema) == case["internal"]  # round trip
+    if "write_avro" in case:
+        before = isc.parse(case["before"])
+        assert before is not None
+        got = isc.reconcile(before, case["write_avro"])
+        assert isc.to_json(isc.InternalSchema(got.record, schema.version_id,
+                                              got.max_column_id)) == case["internal"]
     if "history_before" in case:
         assert isc.history_json(schema, case["history_before"]) == case["history"]
         versions = isc.parse_history(case["history"])
@@ -220,3 +229,137 @@ def test_spark_reads_a_schema_on_read_table(spark: Any, tmp_path: Path) -> None:
                    for r in df.collect()), key=lambda r: r["id"])
     assert back == AFTER
     assert sorted(r.id for r in df.where("num > 2").select("id").collect()) == ["b", "c", "d"]
+
+
+# --- the property: random ALTERs and writes against a model -------------------------------
+
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+SOR_EXAMPLES = {"ci": 25, "slow": 1500, "hunt": 300}.get(_PROFILE, 6)
+
+sor_ops = st.lists(st.one_of(
+    st.tuples(st.just("write"), st.lists(st.integers(0, 5), min_size=1, max_size=3)),
+    st.tuples(st.just("write_new_column"), st.lists(st.integers(0, 5), min_size=1,
+                                                     max_size=2)),
+    st.tuples(st.just("delete"), st.lists(st.integers(0, 5), min_size=1, max_size=2)),
+    st.tuples(st.just("rename"), st.integers(0, 9)),
+    st.tuples(st.just("drop"), st.integers(0, 9)),
+    st.tuples(st.just("add"), st.sampled_from(["long", "string"]), st.booleans()),
+    st.tuples(st.just("widen"), st.integers(0, 9)),
+    st.tuples(st.just("compact")),
+), min_size=1, max_size=9)
+
+
+class _Model:
+    """Hudi's reading of a schema-on-read table: columns by id, names and types as the latest
+    version says; a record's value of a column written before a drop never comes back."""
+
+    def __init__(self) -> None:
+        self.cols: dict[int, tuple[str, str]] = {0: ("c0", "int"), 1: ("c1", "string")}
+        self.next_id = 2
+        self.rows: dict[str, dict[int, Any]] = {}
+        self.dropped: list[str] = []
+        self.ts = 0
+        self.n = 0
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"col{self.n}"
+
+    def arrow(self, t: str) -> pa.DataType:
+        return {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}[t]
+
+    def value(self, t: str, k: int) -> Any:
+        return str(k * 7 + self.ts) if t == "string" else k * 1000 + self.ts
+
+    def batch(self, keys: list[int], extra: tuple[int, str] | None = None) -> pa.Table:
+        self.ts += 1
+        cols: dict[str, pa.Array] = {
+            "id": pa.array([f"k{k}" for k in keys]), "ts": pa.array([self.ts] * len(keys)),
+            "p": pa.array(["x" if k % 2 else "y" for k in keys])}
+        ids = sorted(self.cols) + ([extra[0]] if extra else [])
+        for cid in ids:
+            name, t = self.cols[cid] if cid in self.cols else (extra[1], "long")  # type: ignore[index]
+            cols[name] = pa.array([self.value(t, k) for k in keys], self.arrow(t))
+        for k in keys:
+            self.rows[f"k{k}"] = {cid: self.value(
+                self.cols[cid][1] if cid in self.cols else "long", k) for cid in ids}
+        return pa.table(cols)
+
+    def expected(self) -> list[dict[str, Any]]:
+        out = []
+        for key, vals in sorted(self.rows.items()):
+            r: dict[str, Any] = {"id": key}
+            for cid, (name, _) in sorted(self.cols.items()):
+                r[name] = vals.get(cid)
+            out.append(r)
+        return out
+
+
+def _visible(t: pa.Table, model: _Model) -> list[dict[str, Any]]:
+    names = ["id", *(n for _, (n, _) in sorted(model.cols.items()))]
+    if not t.num_rows:
+        return []
+    return sorted(t.select(names).to_pylist(), key=lambda r: r["id"])
+
+
+@settings(max_examples=SOR_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(history=sor_ops, version=st.sampled_from([6, 9]))
+def test_random_alters_and_writes_match_the_model(tmp_path_factory: pytest.TempPathFactory,
+                                                  history: list[tuple[Any, ...]],
+                                                  version: int) -> None:
+    path = tmp_path_factory.mktemp("sor") / "t"
+    model = _Model()
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string()),
+                        ("c0", pa.int32()), ("c1", pa.string())])
+    MorTable.create(str(path), schema, key_field="id", partition_field="p",
+                    ordering_field="ts", table_version=version).upsert(model.batch([0, 1, 2]))
+    # the first ALTER makes the internal schema (a rename of nothing: the same columns)
+    alter(path)
+    for op in history:
+        kind = op[0]
+        data = sorted(model.cols)
+        if kind == "write":
+            MorTable(str(path)).upsert(model.batch(sorted(set(op[1]))))
+        elif kind == "write_new_column":
+            name = model.fresh()
+            cid = model.next_id
+            model.next_id += 1
+            batch = model.batch(sorted(set(op[1])), (cid, name))
+            MorTable(str(path)).upsert(batch)
+            model.cols[cid] = (name, "long")
+            for vals in model.rows.values():
+                vals.setdefault(cid, None)
+        elif kind == "delete":
+            keys = sorted(set(op[1]))
+            model.ts += 1
+            MorTable(str(path)).delete(pa.table({
+                "id": [f"k{k}" for k in keys], "p": ["x" if k % 2 else "y" for k in keys],
+                "ts": [model.ts] * len(keys)}))
+            for k in keys:
+                model.rows.pop(f"k{k}", None)
+        elif kind in ("rename", "drop", "widen") and data:
+            cid = data[op[1] % len(data)]
+            name, t = model.cols[cid]
+            if kind == "rename":
+                new = model.fresh()
+                alter(path, rename={name: new})
+                model.cols[cid] = (new, t)
+            elif kind == "drop":
+                alter(path, drop=(name,))
+                del model.cols[cid]
+                model.dropped.append(name)
+            elif t == "int":
+                alter(path, retype={name: "long"})
+                model.cols[cid] = (name, "long")
+        elif kind == "add":
+            reuse = op[2] and [n for n in model.dropped
+                               if n not in {v[0] for v in model.cols.values()}]
+            name = reuse[0] if reuse else model.fresh()
+            alter(path, add=((name, op[1]),))
+            model.cols[model.next_id] = (name, op[1])
+            model.next_id += 1
+        elif kind == "compact":
+            MorTable(str(path)).compact()
+        got = _visible(Table(str(path)).read(), model)
+        assert got == model.expected(), (op, model.cols)

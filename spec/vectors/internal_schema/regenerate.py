@@ -12,7 +12,11 @@ parse it and write it back byte for byte) and, optionally:
   ``.hoodie/.schema/<instant>.schemacommit`` before and after ``internal`` is added
   (``SerDeHelper.inheritSchemas``: newest first), and, for some instants, the
   ``version-id`` of the version files written by that instant were written under
-  (``InternalSchemaUtils.searchSchema``: that version, else the greatest before; null: none).
+  (``InternalSchemaUtils.searchSchema``: that version, else the greatest before; null: none);
+- ``before`` and ``write_avro``: the version before a write and the write's Avro schema (meta
+  fields first); ``internal`` is the version the write records
+  (``AvroSchemaEvolutionUtils.reconcileSchema``: a new column takes ``max_column_id + 1``,
+  optional; a widened type changes in place; ``version-id`` the write's instant).
 
 The ids of the ``nested`` case were worked out by hand from Hudi's algorithm (top-level ids
 0-5; ``s``'s fields 6-7; ``arr``'s element 8 and its field 9; ``m``'s key 10, value 11), not
@@ -78,6 +82,16 @@ def cases() -> list[dict[str, Any]]:
                            "20240101120000000": 20240101000000000,
                            "20240102000000000": 20240102000000000,
                            "20250101000000000": 20240102000000000}})
+    # a write whose Avro schema adds a column and widens n (int -> long): the version after
+    # it (AvroSchemaEvolutionUtils.reconcileSchema; version-id the write's instant)
+    write = {**FLAT, "fields": [*FLAT["fields"][:7],
+                                {"name": "n", "type": ["null", "long"], "default": None},
+                                {"name": "extra", "type": ["null", "string"],
+                                 "default": None}]}
+    after = isc.reconcile(flat, write)
+    after = isc.InternalSchema(after.record, 20240103000000000, after.max_column_id)
+    out.append({"name": "write_adds_and_widens", "before": isc.to_json(flat),
+                "write_avro": write, "internal": isc.to_json(after)})
     return out
 
 
