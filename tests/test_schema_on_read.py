@@ -176,6 +176,36 @@ def test_writes_keep_the_internal_schema_as_hudis_writer_does(tmp_path: Path,
         (r["id"], r["num"], r["extra"]) for r in sorted(want, key=lambda r: r["id"])]
 
 
+@pytest.mark.parametrize("carrier", ["avro", "parquet"])
+def test_log_compaction_merges_blocks_of_two_versions_under_the_latest(
+        tmp_path: Path, carrier: str) -> None:
+    from morlog.readers.logfile import LogFileReader
+
+    path = tmp_path / "t"
+    _table(path, 9, carrier)
+    alter(path, rename={"n": "num", "s.a": "aa"})
+    s2 = pa.struct([("aa", pa.int32()), ("b", pa.string())])
+    opts = {"hoodie.log.compaction.blocks.threshold": "2",
+            "hoodie.logfile.data.block.format": carrier}
+    t = MorTable(str(path), WriteConfig.from_hoodie_options(opts))
+    t.upsert(pa.table({"id": ["b"], "ts": [3], "num": pa.array([21], pa.int32()),
+                       "p": ["y"], "s": pa.array([{"aa": 23, "b": "s"}], s2),
+                       "gone": ["g2c"]}))
+    want = _rows(Table(str(path)).read())
+    assert [r for r in want if r["id"] == "b"][0]["num"] == 21
+    assert t.log_compact().results
+    view = Table(str(path))
+    assert _rows(view.read()) == want
+    # the compacted block is written under the latest names
+    s = [s for s in view.file_slices() if s.partition == "y"][0]
+    last = s.log_files[-1]
+    with LogFileReader(view.storage.source(str(path / "y" / last))) as r:
+        names = [b.to_arrow().column_names for b in r.blocks() if b.schema]
+    assert names and "num" in names[-1] and "n" not in names[-1]
+    MorTable(str(path)).compact()
+    assert _rows(Table(str(path)).read()) == want
+
+
 def test_a_damaged_history_is_a_content_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _table(path, 9, "avro")
