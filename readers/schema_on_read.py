@@ -220,15 +220,22 @@ class SchemaOnRead:
 
 
 def _project(col: pa.ChunkedArray | pa.Array, ftype: isc.Type | None,
-             qtype: isc.Type | None, target: pa.DataType, where: str) -> pa.Array:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if isinstance(arr, pa.ChunkedArray):  # a column of no chunk
-        arr = pa.array([], type=arr.type)
-    return _proj(arr, ftype, qtype, target, where)
+             qtype: isc.Type | None, target: pa.DataType, where: str
+             ) -> pa.ChunkedArray | pa.Array:
+    """``col`` under the query's type: as it is when nothing differs (no copy), cast when
+    only the type does, rebuilt chunk by chunk when nested fields map by id."""
+    nested = isinstance(qtype, (isc.RecordType, isc.ArrayType))
+    if col.type == target and (not nested or ftype == qtype):
+        return col
+    if not nested:
+        return _proj(col, ftype, qtype, target, where)  # a cast, chunked or not
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    return pa.chunked_array([_proj(c, ftype, qtype, target, where) for c in chunks],
+                            type=target)
 
 
-def _proj(arr: pa.Array, ftype: isc.Type | None, qtype: isc.Type | None,
-          target: pa.DataType, where: str) -> pa.Array:
+def _proj(arr: Any, ftype: isc.Type | None, qtype: isc.Type | None,
+          target: pa.DataType, where: str) -> Any:
     if (isinstance(ftype, isc.RecordType) and isinstance(qtype, isc.RecordType)
             and pa.types.is_struct(arr.type) and pa.types.is_struct(target)):
         by_id = ftype.by_id()
