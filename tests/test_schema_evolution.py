@@ -285,6 +285,26 @@ def _stats_of(path: Path, column: str) -> list[dict[str, Any]]:
             and r["ColumnStatsMetadata"]["columnName"] == column]
 
 
+def _block_stats_of(path: Path, instant: str, column: str) -> list[Any]:
+    """The stored COLUMN_STATS entries of ``column`` in the data blocks ``instant`` wrote."""
+    from morlog.readers.block_stats import stored_column_stats
+    from morlog.readers.logfile import LogFileReader
+
+    view = Table(str(path))
+    out = []
+    for s in view.file_slices():
+        for name in s.log_files:
+            with LogFileReader(view.storage.source(
+                    view.storage.join(view.slice_dir(s.partition), name))) as r:
+                for b in r.blocks():
+                    if b.instant == instant and b.schema:
+                        section = stored_column_stats(b)
+                        got = section.get(column) if section is not None else None
+                        if got is not None:
+                            out.append(got)
+    return out
+
+
 def _txns_row(path: Path, t: MorTable, ts: int) -> pa.Table:
     data = Table(str(path)).read()
     row = data.select([c for c in data.column_names if c not in META_FIELDS
@@ -309,6 +329,7 @@ def test_an_index_definition_of_hudis_columns_follows_a_new_column(tmp_path: Pat
     t.upsert(row)
     first = Table(str(path)).timeline.completed()[-1].requested
     assert any(first in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert _block_stats_of(path, first, "new_col"), "the commit's blocks keep its stats"
     doc = json.loads(defs.read_text())["indexDefinitions"]
     assert doc["column_stats"]["sourceFields"] == [*listed, "new_col"]
     assert doc["secondary_index_merchant_idx"]["sourceFields"] == ["merchant_name"]
