@@ -393,3 +393,27 @@ def test_random_alters_and_writes_match_the_model(tmp_path_factory: pytest.TempP
             MorTable(str(path)).compact()
         got = _visible(Table(str(path)).read(), model)
         assert got == model.expected(), (op, model.cols)
+
+
+def test_spark_writes_a_schema_on_read_table_keeping_its_internal_schema(
+        spark: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    path = tmp_path / "t"
+    _table(path, 9, "avro")
+    altered = _evolve(path)
+    _, before = _latest(path)
+    opts = {"hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p",
+            "hoodie.datasource.write.precombine.field": "ts"}
+    df = spark.createDataFrame(
+        [(50, "a", 9, "x", (5, "w"), "again", "new")],
+        "num long, id string, ts long, p string, s struct<aa:int,b:string>, gone string, "
+        "added string")
+    df.write.format("morlog").options(**opts).mode("append").save(str(path))
+    instant, after = _latest(path)
+    assert after.version_id == int(instant) != int(altered)
+    assert after.fields[-1] == isc.Field(before.max_column_id + 1, "added", True, "string")
+    got = {r["id"]: r for r in _rows(Table(str(path)).read())}
+    assert got["a"] == {"num": 50, "id": "a", "ts": 9, "p": "x", "s": {"aa": 5, "b": "w"},
+                        "gone": "again", "added": "new"}
+    assert got["b"] == {**AFTER[1], "added": None}
