@@ -319,15 +319,18 @@ class Table:
         sor = self.schema_on_read()
         if sor is None:
             return None
-        from morlog.logformat import internal_schema as isc
+        readings: dict[str | None, Reading] = self.__dict__.setdefault("_readings", {})
+        if as_of not in readings:
+            from morlog.logformat import internal_schema as isc
 
-        from .schema_on_read import Reading
+            from .schema_on_read import Reading
 
-        query = sor.query(as_of)
-        avro = isc.to_avro(query, "record")
-        target = self._with_meta(json.dumps(avro), self.storage.join(self.path, ".hoodie",
-                                                                     ".schema"))
-        return Reading(sor, query, target)
+            query = sor.query(as_of)
+            avro = isc.to_avro(query, "record")
+            target = self._with_meta(json.dumps(avro), self.storage.join(
+                self.path, ".hoodie", ".schema"))
+            readings[as_of] = Reading(sor, query, target)
+        return readings[as_of]
 
     def resolve_instant(self, as_of: str | None) -> str | None:
         """``as_of`` as an instant (None: the latest state): an instant

@@ -25,7 +25,7 @@ from typing import Any
 
 from morlog.logformat import internal_schema as isc
 from morlog.logformat.blocks import META_FIELDS
-from morlog.readers.schema_on_read import LATEST_SCHEMA, SCHEMA_COMMIT, SCHEMA_DIR, history_text
+from morlog.readers.schema_on_read import SCHEMA_COMMIT, SCHEMA_DIR, history_text
 from morlog.readers.table import Table
 from morlog.writers.core.store import WriteStore
 
@@ -61,7 +61,3 @@ def record_internal_schema(store: WriteStore, view: Table, instant: str,
     store.replace(base + ".inflight", b"", sync=fsync)
     store.replace(base, new_history.encode("utf-8"), sync=fsync)
     return latest
-
-
-#: the commit metadata key the caller records the text under
-KEY = LATEST_SCHEMA
