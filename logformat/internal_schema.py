@@ -11,7 +11,7 @@ This module is the codec, nothing else (no timeline, no files):
 
 - :func:`parse` / :func:`to_json`: one schema as ``SerDeHelper.fromJson`` / ``toJson`` read
   and write it (hudi-common ``internal/schema/utils/SerDeHelper.java``): the commit metadata
-  extra key ``latestSchema`` (``SerDeHelper.LATEST_SCHEMA``);
+  extra key ``latest_schema`` (``SerDeHelper.LATEST_SCHEMA``);
 - :func:`parse_history` / :func:`history_json`: the ``{"schemas": [...]}`` history of a
   ``.hoodie/.schema/<instant>.schemacommit`` file, newest first
   (``SerDeHelper.parseSchemas`` / ``inheritSchemas``); :func:`search` picks the version of
@@ -21,12 +21,12 @@ This module is the codec, nothing else (no timeline, no files):
   consecutive ids first, the root's from 0, then its nested types in field order);
 - :func:`to_avro`: the Avro record Hudi derives from it (``visitInternalSchemaToBuildAvroSchema``).
 
-JSON layout (Jackson, no spaces): ``{"max_column_id":N,"version-id":V,"type":"record",
+JSON layout (Jackson, no spaces): ``{"max_column_id":N,"version_id":V,"type":"record",
 "fields":[{"id":I,"name":S,"optional":B,"type":T[,"doc":S]},...]}``; a primitive type is its
 name (``int``, ``long``, ``string``, ``decimal(P, S)``, ``fixed[N]``, ``timestamp``...), a
 nested record ``{"type":"record","fields":[...]}``, an array
-``{"type":"array","element-id":I,"element":T,"element_optional":B}``, a map
-``{"type":"map","key-id":I,"key":T,"value-id":I,"value":T,"value_optional":B}``.
+``{"type":"array","element_id":I,"element":T,"element_optional":B}``, a map
+``{"type":"map","key_id":I,"key":T,"value_id":I,"value":T,"value_optional":B}``.
 """
 
 from __future__ import annotations
@@ -161,15 +161,26 @@ def _type_of(node: Any, where: str | None) -> Type:
                                     None if doc is None else str(doc)))
             return RecordType(tuple(fields))
         if kind == "array":
-            return ArrayType(int(node["element-id"]), _type_of(node["element"], where),
+            return ArrayType(int(_get(node, "element_id")), _type_of(node["element"], where),
                              bool(node["element_optional"]))
         if kind == "map":
-            return MapType(int(node["key-id"]), _type_of(node["key"], where),
-                           int(node["value-id"]), _type_of(node["value"], where),
+            return MapType(int(_get(node, "key_id")), _type_of(node["key"], where),
+                           int(_get(node, "value_id")), _type_of(node["value"], where),
                            bool(node["value_optional"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(f"a {kind} lacks {exc}", where, node) from None
     raise _bad("unknown nested type", where, kind)
+
+
+#: the ids' keys as released Hudi writes them (0.11.0 on: ``SerDeHelper``, since 1.x
+#: ``HoodieSchemaSerDe``, "wire format keys ... do not adjust"); the hyphenated forms of the
+#: code before its release (``version-id``, ``element-id``...) are read as well
+_LEGACY = {"version_id": "version-id", "element_id": "element-id", "key_id": "key-id",
+           "value_id": "value-id"}
+
+
+def _get(node: dict[str, Any], key: str) -> Any:
+    return node[key] if key in node else node[_LEGACY[key]]
 
 
 def _schema_of(node: Any, where: str | None) -> InternalSchema:
@@ -177,13 +188,13 @@ def _schema_of(node: Any, where: str | None) -> InternalSchema:
         raise _bad("a schema is a record object", where, node)
     record = _type_of(node, where)
     assert isinstance(record, RecordType)
-    version = node.get("version-id")
+    version = node.get("version_id", node.get(_LEGACY["version_id"]))
     top = node.get("max_column_id")
     try:
         return InternalSchema(record, 0 if version is None else int(version),
                               _max_id(record) if top is None else int(top), where)
     except (TypeError, ValueError):
-        raise _bad("version-id and max_column_id are numbers", where, node) from None
+        raise _bad("version_id and max_column_id are numbers", where, node) from None
 
 
 def _load(text: str | bytes, where: str | None) -> Any:
@@ -208,8 +219,9 @@ def parse_history(text: str | bytes, where: str | None = None) -> dict[int, Inte
         raise _bad('a history is {"schemas": [...]}', where, doc)
     out: dict[int, InternalSchema] = {}
     for node in doc["schemas"]:
-        if not isinstance(node, dict) or "version-id" not in node:
-            raise _bad("a schema of a history has no version-id", where, node)
+        if not isinstance(node, dict) or ("version_id" not in node
+                                          and _LEGACY["version_id"] not in node):
+            raise _bad("a schema of a history has no version_id", where, node)
         s = _schema_of(node, where)
         out[s.version_id] = s
     return out
@@ -230,10 +242,10 @@ def _type_json(t: Type) -> Any:
     if isinstance(t, RecordType):
         return _record_json(t, None, None)
     if isinstance(t, ArrayType):
-        return {"type": "array", "element-id": t.element_id, "element": _type_json(t.element),
+        return {"type": "array", "element_id": t.element_id, "element": _type_json(t.element),
                 "element_optional": t.element_optional}
-    return {"type": "map", "key-id": t.key_id, "key": _type_json(t.key),
-            "value-id": t.value_id, "value": _type_json(t.value),
+    return {"type": "map", "key_id": t.key_id, "key": _type_json(t.key),
+            "value_id": t.value_id, "value": _type_json(t.value),
             "value_optional": t.value_optional}
 
 
@@ -243,7 +255,7 @@ def _record_json(r: RecordType, top: int | None, version: int | None) -> dict[st
     if top is not None:
         out["max_column_id"] = top
     if version is not None:
-        out["version-id"] = version
+        out["version_id"] = version
     out["type"] = "record"
     fields = []
     for f in r.fields:
@@ -261,7 +273,7 @@ def _dumps(obj: Any) -> str:
 
 
 def to_json(schema: InternalSchema) -> str:
-    """``SerDeHelper.toJson(schema)``: the ``latestSchema`` text."""
+    """``SerDeHelper.toJson(schema)``: the ``latest_schema`` text."""
     return _dumps(_record_json(schema.record, schema.max_column_id, schema.version_id))
 
 

@@ -2,7 +2,7 @@
 
 A table written with ``hoodie.schema.on.read.enable=true`` records Hudi's internal schema
 (:mod:`morlog.logformat.internal_schema`: column ids) in the commit metadata extra key
-``latestSchema`` of its commits and keeps the history in
+``latest_schema`` of its commits and keeps the history in
 ``.hoodie/.schema/<instant>.schemacommit`` (``FileBasedInternalSchemaStorageManager``).
 ``ALTER TABLE`` renames, drops, reorders and retypes columns by an empty commit that records
 the new version (Spark's ``AlterTableCommand.commitWithSchema``); data files are never
@@ -10,7 +10,7 @@ rewritten. A reader maps every file's columns to the query's by id.
 
 The schema of a file written by instant ``T`` (base file: its name's instant; log block:
 its ``INSTANT_TIME`` header) is found as ``InternalSchemaCache.getInternalSchemaByVersionId``
-finds it: the ``latestSchema`` of the completed commit ``T``; else the history's version of
+finds it: the ``latest_schema`` of the completed commit ``T``; else the history's version of
 ``T`` or the greatest before it (``InternalSchemaUtils.searchSchema``); else (``T`` wrote
 before the table had an internal schema) the internal schema of ``T``'s Avro schema, meta
 fields first, with Hudi's id assignment (``AvroInternalSchemaConverter.convert``), which is
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["LATEST_SCHEMA", "SCHEMA_DIR", "SchemaOnRead", "history_text"]
 
 #: ``SerDeHelper.LATEST_SCHEMA``: the commit metadata extra key of the internal schema
-LATEST_SCHEMA = "latestSchema"
+LATEST_SCHEMA = "latest_schema"
 #: ``FileBasedInternalSchemaStorageManager.SCHEMA_NAME`` (under ``.hoodie``)
 SCHEMA_DIR = ".schema"
 #: the completed schema-commit file suffix (``HoodieTimeline.SCHEMA_COMMIT_ACTION``)

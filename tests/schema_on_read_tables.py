@@ -4,7 +4,7 @@
 :func:`alter` is Spark's ``AlterTableCommand`` (hudi-spark-datasource, ``Spark3
 AlterTableCommand`` / ``AlterTableCommand.commitWithSchema``) in Python:
 
-1. the table's current internal schema: the ``latestSchema`` of its latest commit, else the
+1. the table's current internal schema: the ``latest_schema`` of its latest commit, else the
    history's latest version, else (the first ``ALTER``) the internal schema of its latest Avro
    schema with the meta fields first (``AvroInternalSchemaConverter.convert``, ids by Hudi's
    assignment);
@@ -15,7 +15,7 @@ AlterTableCommand`` / ``AlterTableCommand.commitWithSchema``) in Python:
    goes down;
 3. an empty delta commit (``WriteOperationType.ALTER_SCHEMA``, no write stats; through
    morlog's commit protocol, so the metadata table follows) whose extra
-   metadata holds ``latestSchema`` (the new schema, ``version-id`` the commit's instant) and
+   metadata holds ``latest_schema`` (the new schema, ``version_id`` the commit's instant) and
    ``schema`` (its Avro form, meta fields included), and, before it completes, the history
    file ``.hoodie/.schema/<instant>.schemacommit`` (with empty ``.requested`` and
    ``.inflight`` files) holding ``SerDeHelper.inheritSchemas(new, old history)``.

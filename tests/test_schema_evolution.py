@@ -387,7 +387,7 @@ def test_schema_on_read_without_a_history_writes_as_hudi_does(tmp_path: Path) ->
         {"hoodie.schema.on.read.enable": "true"}))
     t.upsert(_evolving_batch())
     view = Table(str(path))
-    assert "latestSchema" not in view.timeline.metadata(view.timeline.completed()[-1])[
+    assert "latest_schema" not in view.timeline.metadata(view.timeline.completed()[-1])[
         "extraMetadata"]
     assert not (path / ".hoodie" / ".schema").exists()
     assert view.schema().names[-1] == "extra"

@@ -130,7 +130,7 @@ def test_hudi_rs_reads_the_name_compatible_evolutions_the_same(tmp_path: Path) -
 def _latest(path: Path) -> tuple[str, isc.InternalSchema]:
     view = Table(str(path))
     last = view.timeline.completed()[-1]
-    got = isc.parse(view.timeline.metadata(last)["extraMetadata"]["latestSchema"])
+    got = isc.parse(view.timeline.metadata(last)["extraMetadata"]["latest_schema"])
     assert got is not None
     return last.requested, got
 
@@ -417,3 +417,21 @@ def test_spark_writes_a_schema_on_read_table_keeping_its_internal_schema(
     assert got["a"] == {"num": 50, "id": "a", "ts": 9, "p": "x", "s": {"aa": 5, "b": "w"},
                         "gone": "again", "added": "new"}
     assert got["b"] == {**AFTER[1], "added": None}
+
+
+def test_the_wire_keys_are_released_hudis_and_the_pre_release_ones_read() -> None:
+    """Released Hudi writes ``version_id``/``element_id``/``key_id``/``value_id`` (and the
+    commit key ``latest_schema``); the hyphenated keys of its code before the release read
+    as the same schema."""
+    text = ('{"max_column_id":5,"version_id":20240101000000000,"type":"record","fields":['
+            '{"id":0,"name":"id","optional":false,"type":"string"},'
+            '{"id":1,"name":"tags","optional":true,"type":{"type":"array","element_id":3,'
+            '"element":"int","element_optional":true}},'
+            '{"id":2,"name":"m","optional":true,"type":{"type":"map","key_id":4,"key":"string",'
+            '"value_id":5,"value":"long","value_optional":true}}]}')
+    s = isc.parse(text)
+    assert s is not None and isc.to_json(s) == text
+    legacy = (text.replace('"version_id"', '"version-id"').replace('"element_id"', '"element-id"')
+              .replace('"key_id"', '"key-id"').replace('"value_id"', '"value-id"'))
+    assert isc.parse(legacy) == s
+    assert isc.parse_history('{"schemas":[' + legacy + "]}") == {s.version_id: s}

@@ -5,16 +5,16 @@ Hudi's writer, on a table whose history holds an internal schema
 ``hoodie.schema.on.read.enable``): the version of the commit's instant
 (``InternalSchemaUtils.searchSchema`` over the history) reconciled with the commit's Avro
 schema (``AvroSchemaEvolutionUtils.reconcileSchema``: new columns get new ids, promoted types
-change in place); unchanged, the commit's ``latestSchema`` is that version as it was and the
+change in place); unchanged, the commit's ``latest_schema`` is that version as it was and the
 history is written again under the commit's instant; changed, the new version takes the
-commit's instant as its ``version-id``, is the commit's ``latestSchema`` and is put first in
+commit's instant as its ``version_id``, is the commit's ``latest_schema`` and is put first in
 the history. The history file ``.hoodie/.schema/<instant>.schemacommit`` (with empty
 ``.requested`` and ``.inflight`` files) is written before the commit completes
 (``FileBasedInternalSchemaStorageManager.persistHistorySchemaStr``); a commit that never
 completes leaves files of an instant that is no completed commit, which readers ignore.
 
 morlog records it for every commit of a table that has a history, whatever the writer's
-``hoodie.schema.on.read.enable`` (a commit without ``latestSchema`` would make Hudi's readers
+``hoodie.schema.on.read.enable`` (a commit without ``latest_schema`` would make Hudi's readers
 take the table for one without an internal schema and lose the renames); a table without a
 history gets none (Hudi's first version comes from ``ALTER TABLE``).
 """
@@ -35,7 +35,7 @@ __all__ = ["record_internal_schema"]
 def record_internal_schema(store: WriteStore, view: Table, instant: str,
                            schema: dict[str, Any], *, fsync: bool = True) -> str | None:
     """Write the history file of the commit ``instant`` whose Avro schema (no meta fields)
-    is ``schema`` and return its ``latestSchema`` text; None (nothing written) for a table
+    is ``schema`` and return its ``latest_schema`` text; None (nothing written) for a table
     without a history."""
     got = history_text(view)
     if got is None:

@@ -1,7 +1,7 @@
 """Regenerate the internal-schema conformance vectors (spec/table.md §7.8).
 
 ``cases.json``: for each case ``internal``, one internal schema as Hudi's
-``SerDeHelper.toJson`` writes it (the ``latestSchema`` commit metadata value; a reader must
+``SerDeHelper.toJson`` writes it (the ``latest_schema`` commit metadata value; a reader must
 parse it and write it back byte for byte) and, optionally:
 
 - ``avro`` (and ``version_id``): an Avro record whose internal schema (Hudi's
@@ -11,12 +11,12 @@ parse it and write it back byte for byte) and, optionally:
 - ``history_before``, ``history`` and ``search``: the history text of
   ``.hoodie/.schema/<instant>.schemacommit`` before and after ``internal`` is added
   (``SerDeHelper.inheritSchemas``: newest first), and, for some instants, the
-  ``version-id`` of the version files written by that instant were written under
+  ``version_id`` of the version files written by that instant were written under
   (``InternalSchemaUtils.searchSchema``: that version, else the greatest before; null: none);
 - ``before`` and ``write_avro``: the version before a write and the write's Avro schema (meta
   fields first); ``internal`` is the version the write records
   (``AvroSchemaEvolutionUtils.reconcileSchema``: a new column takes ``max_column_id + 1``,
-  optional; a widened type changes in place; ``version-id`` the write's instant).
+  optional; a widened type changes in place; ``version_id`` the write's instant).
 
 The ids of the ``nested`` case were worked out by hand from Hudi's algorithm (top-level ids
 0-5; ``s``'s fields 6-7; ``arr``'s element 8 and its field 9; ``m``'s key 10, value 11), not
@@ -83,7 +83,7 @@ def cases() -> list[dict[str, Any]]:
                            "20240102000000000": 20240102000000000,
                            "20250101000000000": 20240102000000000}})
     # a write whose Avro schema adds a column and widens n (int -> long): the version after
-    # it (AvroSchemaEvolutionUtils.reconcileSchema; version-id the write's instant)
+    # it (AvroSchemaEvolutionUtils.reconcileSchema; version_id the write's instant)
     write = {**FLAT, "fields": [*FLAT["fields"][:7],
                                 {"name": "n", "type": ["null", "long"], "default": None},
                                 {"name": "extra", "type": ["null", "string"],
