@@ -412,14 +412,21 @@ SET_NULL_FOR_MISSING_COLUMNS = _o("hoodie.write.set.null.for.missing.columns", "
                                   W, "write",
                                   "a batch without a nullable column writes NULL (false: "
                                   "refused)", "HoodieCommonConfig.SET_NULL_FOR_MISSING_COLUMNS")
+NEW_COLUMNS_NULLABLE = _o("hoodie.datasource.write.new.columns.nullable", "false", "bool", W,
+                          "write", "a new column the batch declares not nullable is added "
+                          "as nullable (false: refused; Hudi 0.14.0, folded into "
+                          "hoodie.write.set.null.for.missing.columns since 0.14.1)",
+                          "HoodieCommonConfig.MAKE_NEW_COLUMNS_NULLABLE")
 RECONCILE_SCHEMA = _o("hoodie.datasource.write.reconcile.schema", "false", "bool", W, "write",
                      "a batch lacking table columns keeps the table's schema (its columns "
                      "written NULL) instead of being refused; new columns still evolve it",
                      f"{_DS}.RECONCILE_SCHEMA")
 SCHEMA_ON_READ_ENABLE = _o("hoodie.schema.on.read.enable", "false", "bool", W, "write",
                            "Hudi's schema-on-read evolution (internal schema in "
-                           ".hoodie/.schema): refused by morlog (true, or a table that has "
-                           "one)", "HoodieCommonConfig.SCHEMA_EVOLUTION_ENABLE")
+                           ".hoodie/.schema): a table that has one is read by column id and "
+                           "every commit records its version, whatever this setting (a "
+                           "table without one gets none: ALTER TABLE makes the first)",
+                           "HoodieCommonConfig.SCHEMA_EVOLUTION_ENABLE")
 NEW_GROUPS = _o("morlog.new.groups", "base", "enum", W, "write",
                 "inserts that fit nowhere go to new file groups with a base file or a log")
 ROUTE_INSERTS = _o("morlog.route.inserts", "true", "bool", W, "write",

@@ -42,6 +42,7 @@ from morlog.logformat.delete_content import (
     branch_python,
 )
 from morlog.logformat.errors import ContentError
+from morlog.logformat.naming import BaseFileName
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import key_groups
 
@@ -66,6 +67,9 @@ class MergeSpec:
     columns: Sequence[str] | None = None
     #: every ordering field, in comparison order (empty: ``ordering_field`` alone)
     ordering_fields: tuple[str, ...] = ()
+    #: a schema-on-read table's mapping of each file's columns to the query schema by
+    #: column id (``morlog.readers.schema_on_read.Reading``); None: columns match by name
+    evolve: Any = None
 
     @property
     def orderings(self) -> tuple[str, ...]:
@@ -97,6 +101,8 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
             seq += len(cols)
             continue
         t = b.to_arrow()
+        if spec.evolve is not None:
+            t = spec.evolve.apply(t, b.instant, b.path)
         missing = [c for c in key_columns(spec.key_field) if c not in t.column_names]
         if missing:
             raise ContentError(f"data block has no key field {missing[0]!r}",
@@ -391,7 +397,14 @@ def read_slice(directory: str, base_file: str | None, log_files: Sequence[str],
         if spec.columns is not None:
             want = list(dict.fromkeys([*spec.columns, *spec.needed_columns()]))
         path = st.join(directory, base_file)
+        instant = None
+        if spec.evolve is not None:
+            instant = BaseFileName.parse(base_file).instant
+            if want is not None:
+                want = spec.evolve.columns(instant, want)
         base = read_base_file(path, want, st, sealed=sealed)
+        if spec.evolve is not None:
+            base = spec.evolve.apply(base, instant, path)
         missing = [c for c in key_columns(spec.key_field) if c not in base.column_names]
         if missing:
             raise ContentError(f"base file has no key field {missing[0]!r}", path=path)

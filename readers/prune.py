@@ -377,6 +377,10 @@ class Pruner:
         #: the MDT's column_stats by file name -> column -> range (None: none; read once)
         self._mdt: dict[str, dict[str, ColumnRange]] | None = None
         self._mdt_read = False
+        #: a schema-on-read table whose versions renamed, dropped or retyped a column: the
+        #: statistics of a file name its columns as they were (spec/table.md §7.8)
+        sor = table.schema_on_read()
+        self.renamed = sor is not None and not sor.stable()
 
     # --- statistics ---------------------------------------------------------------------
 
@@ -436,6 +440,9 @@ class Pruner:
                        if self.partitions.prunes or self.rule == "hudi" else ({}, set(), set()))
         if known and not pr.may_match(self.expr, known, 1):
             return SliceDecision(s, False, "partition values")
+        if self.renamed:
+            return SliceDecision(s, True, "the internal schema renamed, dropped or retyped "
+                                          "columns: file statistics name older columns")
         logs = _SliceLogs(self.table, s)
         try:
             if self.rule == "hudi":

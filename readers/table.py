@@ -12,9 +12,10 @@ Base files are those of the table's ``hoodie.table.base.file.format``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -30,7 +31,6 @@ from morlog.config import (
     PRECOMBINE_FIELD,
     RECORD_MERGE_MODE,
     RECORDKEY_FIELDS,
-    SCHEMA_ON_READ_ENABLE,
     TABLE_CREATE_SCHEMA,
     TABLE_NAME,
     TABLE_TYPE,
@@ -41,7 +41,6 @@ from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.errors import (
     ContentError,
     FormatError,
-    UnsupportedSettingError,
     UnsupportedVersionError,
     UsageError,
 )
@@ -54,12 +53,15 @@ from morlog.logformat.virtual_keys import KeyField, VirtualKeys
 
 from .base_files import BaseFormat, check_base_file, table_base_format
 from .containment import check_file_name, resolve_under
-from .merge import MergeSpec, read_slice
+from .merge import MergeSpec, conform, read_slice
 from .parallel import default_threads, run_all
 from .partition_columns import PartitionColumns
 from .properties import read_properties
 from .storage import TableLocation
 from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from .schema_on_read import Reading, SchemaOnRead
 
 PARTITION_METADATA = PARTITION_METADATA_FILE
 #: layout 1 (Hudi 0.x, versions 4-6) and layout 2 (Hudi 1.x, versions 8-9)
@@ -296,7 +298,39 @@ class Table:
         return MergeSpec(key_field=self.key_field,
                          ordering_field=ordering[0] if ordering else None,
                          merge_mode=self.config.merge_mode, table_version=self.version,
-                         as_of=as_of, columns=columns, ordering_fields=tuple(ordering))
+                         as_of=as_of, columns=columns, ordering_fields=tuple(ordering),
+                         evolve=self.schema_reading(as_of))
+
+    def schema_on_read(self) -> SchemaOnRead | None:
+        """The table's Hudi internal schemas when it uses schema-on-read evolution
+        (``hoodie.schema.on.read.enable``: a ``.hoodie/.schema/*.schemacommit`` history),
+        else None (``morlog.readers.schema_on_read``; read once per table object)."""
+        if "_sor" not in self.__dict__:
+            from .schema_on_read import SchemaOnRead, history_text
+
+            self.__dict__["_sor"] = (SchemaOnRead.of(self) if history_text(self) is not None
+                                     else None)
+        got: SchemaOnRead | None = self.__dict__["_sor"]
+        return got
+
+    def schema_reading(self, as_of: str | None = None) -> Reading | None:
+        """How a read as of ``as_of`` maps each file's columns to its query schema by
+        column id (a schema-on-read table), else None."""
+        sor = self.schema_on_read()
+        if sor is None:
+            return None
+        readings: dict[str | None, Reading] = self.__dict__.setdefault("_readings", {})
+        if as_of not in readings:
+            from morlog.logformat import internal_schema as isc
+
+            from .schema_on_read import Reading
+
+            query = sor.query(as_of)
+            avro = isc.to_avro(query, "record")
+            target = self._with_meta(json.dumps(avro), self.storage.join(
+                self.path, ".hoodie", ".schema"))
+            readings[as_of] = Reading(sor, query, target)
+        return readings[as_of]
 
     def resolve_instant(self, as_of: str | None) -> str | None:
         """``as_of`` as an instant (None: the latest state): an instant
@@ -438,6 +472,13 @@ class Table:
         spec = self.merge_spec(as_of, columns)
         out = read_slice(self.slice_dir(s.partition), s.base_file, s.log_files, spec,
                          self.timeline, self.storage, sealed=self.sealed_base_files)
+        if spec.evolve is not None and out.num_columns:
+            # the query schema's columns in its order and types, NULL where no file of the
+            # slice has them (a column added after all of them were written)
+            target = spec.evolve.target
+            out = conform(out.select([c for c in out.column_names if c in target.names]),
+                          pa.schema([f for f in target if columns is None
+                                     or f.name in columns or f.name in out.column_names]))
         if self.config.drop_partition_columns and out.num_columns:
             out = self._partition_columns.restore(out, s.partition)
         if columns is not None and out.num_columns:
@@ -666,30 +707,9 @@ class Table:
                 stack.append(child)
         return sorted(out)
 
-    def check_schema_on_read(self) -> None:
-        """An :class:`UnsupportedSettingError` naming ``hoodie.schema.on.read.enable`` when
-        the table keeps Hudi's internal schema history (``.hoodie/.schema``, written by
-        ``FileBasedInternalSchemaStorageManager`` when schema-on-read evolution is on):
-        its renames, drops and reorders map columns by id, which morlog does not follow
-        (spec/table.md §7.7). Checked once per table object."""
-        if getattr(self, "_schema_on_read_checked", False):
-            return
-        meta = self.storage.join(self.path, ".hoodie")
-        if ".schema" in self.storage.listdir(meta) and self.storage.listdir(
-                self.storage.join(meta, ".schema")):
-            raise UnsupportedSettingError(
-                "the table keeps Hudi's internal schema history (.hoodie/.schema): its "
-                "schema-on-read evolution (renamed, dropped, reordered columns) is not "
-                "read by morlog", property=SCHEMA_ON_READ_ENABLE, value="true",
-                path=self.storage.join(meta, ".schema"))
-        self._schema_on_read_checked = True
-
     def file_slices(self, as_of: str | None = None, partition: str | None = None
                     ) -> list[FileSlice]:
-        """The latest file slice of every file group as of ``as_of`` (default: now); an
-        :class:`UnsupportedSettingError` for a table with schema-on-read evolution
-        (:meth:`check_schema_on_read`)."""
-        self.check_schema_on_read()
+        """The latest file slice of every file group as of ``as_of`` (default: now)."""
         replaced = self.timeline.replaced_file_groups(as_of)
         out = []
         for part in [partition] if partition is not None else self.partitions():

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from morlog.logformat.blocks import META_FIELDS
-from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.logformat.errors import UsageError
 from morlog.readers.table import Table
 from morlog.writers.client import MorTable
 from morlog.writers.options import WriteConfig
@@ -158,6 +158,34 @@ def test_refused_changes_name_the_column_and_leave_the_table_as_it_was(
     assert Table(str(path)).schema() == Table(str(path)).arrow_schema()
 
 
+@pytest.mark.parametrize("key", ["hoodie.datasource.write.new.columns.nullable",
+                                 "hoodie.write.set.null.for.missing.columns"])
+def test_new_columns_nullable_adds_a_not_nullable_new_column_as_nullable(
+        tmp_path: Path, key: str) -> None:
+    """Hudi 0.14.0's ``hoodie.datasource.write.new.columns.nullable``
+    (``HoodieCommonConfig.MAKE_NEW_COLUMNS_NULLABLE``, default false), folded into
+    ``hoodie.write.set.null.for.missing.columns`` since 0.14.1 (``reconcileSchema`` adds new
+    columns optional): a new column the batch declares NOT NULL is added as nullable."""
+    path = tmp_path / "t"
+    _first(path)
+    schema = pa.schema([*SCHEMA, pa.field("req", pa.int64(), nullable=False)])
+    batch = pa.table({"id": ["a"], "ts": [2], "n": pa.array([1], pa.int32()), "p": ["x"],
+                      "s": pa.array([{"a": 1}], S1), "req": [7]}, schema=schema)
+    before = _digest(path)
+    with pytest.raises(UsageError, match="hoodie.datasource.write.new.columns.nullable"):
+        MorTable(str(path)).upsert(batch)
+    assert _digest(path) == before
+    MorTable(str(path), WriteConfig.from_hoodie_options({key: "true"})).upsert(batch)
+    view = Table(str(path))
+    avro = json.loads(view.timeline.metadata(view.timeline.completed()[-1])
+                      ["extraMetadata"]["schema"])
+    assert avro["fields"][-1] == {"name": "req", "type": ["null", "long"], "default": None}
+    assert view.schema().field("req").nullable
+    got = {r["id"]: r["req"] for r in _rows(view.read())}
+    assert got == {"a": 7, "b": None, "c": None}
+    assert {r["id"]: r["req"] for r in _rows(_hudi_rs(path))} == got
+
+
 def test_a_failed_write_leaves_no_evolved_schema_in_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "t"
     t = _first(path)
@@ -247,21 +275,122 @@ def test_new_columns_get_column_stats_in_the_metadata_table(tmp_path: Path) -> N
     assert got.column(key).to_pylist() == row.column(key).to_pylist()
 
 
-def test_schema_on_read_is_refused_naming_the_setting(tmp_path: Path) -> None:
+def _stats_of(path: Path, column: str) -> list[dict[str, Any]]:
+    from morlog.writers.mdt.colstats import COLUMN_STATS
+
+    from .test_mdt_colstats import _mdt
+
+    return [r["ColumnStatsMetadata"] for r in _mdt(path).partition_records(COLUMN_STATS)
+            if r.get("ColumnStatsMetadata")
+            and r["ColumnStatsMetadata"]["columnName"] == column]
+
+
+def _block_stats_of(path: Path, instant: str, column: str) -> list[Any]:
+    """The stored COLUMN_STATS entries of ``column`` in the data blocks ``instant`` wrote."""
+    from morlog.readers.block_stats import stored_column_stats
+    from morlog.readers.logfile import LogFileReader
+
+    view = Table(str(path))
+    out = []
+    for s in view.file_slices():
+        for name in s.log_files:
+            with LogFileReader(view.storage.source(
+                    view.storage.join(view.slice_dir(s.partition), name))) as r:
+                for b in r.blocks():
+                    if b.instant == instant and b.schema:
+                        section = stored_column_stats(b)
+                        got = section.get(column) if section is not None else None
+                        if got is not None:
+                            out.append(got)
+    return out
+
+
+def _txns_row(path: Path, t: MorTable, ts: int) -> pa.Table:
+    data = Table(str(path)).read()
+    row = data.select([c for c in data.column_names if c not in META_FIELDS
+                       and c in t.data_schema.names]).slice(0, 1)
+    return row.set_column(row.schema.get_field_index(t.ordering_field), t.ordering_field,
+                          pa.array([ts], row.schema.field(t.ordering_field).type))
+
+
+def test_an_index_definition_of_hudis_columns_follows_a_new_column(tmp_path: Path) -> None:
+    """The column_stats definition lists the columns Hudi's rule chose (all of them, fewer
+    than 32): Hudi recomputes them from each commit's schema and rewrites the definition
+    (``HoodieColumnStatsIndexUtils.updateColsToIndex``), so the commit that adds a column
+    indexes it, and so does every later one."""
+    from .hudi_fixtures import fixture_table
+    from .test_mdt_colstats import KEEP_STATS
+
+    path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    listed = json.loads(defs.read_text())["indexDefinitions"]["column_stats"]["sourceFields"]
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    row = _txns_row(path, t, 10**15).append_column("new_col", pa.array([42], pa.int64()))
+    t.upsert(row)
+    first = Table(str(path)).timeline.completed()[-1].requested
+    assert any(first in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert _block_stats_of(path, first, "new_col"), "the commit's blocks keep its stats"
+    doc = json.loads(defs.read_text())["indexDefinitions"]
+    assert doc["column_stats"]["sourceFields"] == [*listed, "new_col"]
+    assert doc["secondary_index_merchant_idx"]["sourceFields"] == ["merchant_name"]
+    # the next commit indexes it too, and a column it adds
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    ts = t.ordering_field
+    row = row.set_column(row.schema.get_field_index(ts), ts,
+                         pa.array([10**15 + 1], row.schema.field(ts).type))
+    row = row.set_column(row.schema.get_field_index("new_col"), "new_col",
+                         pa.array([43], pa.int64())).append_column("more", pa.array(["m"]))
+    t.upsert(row)
+    second = Table(str(path)).timeline.completed()[-1].requested
+    assert any(second in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert any(second in r["fileName"] for r in _stats_of(path, "more"))
+    # pruning by the new column is sound: files without its statistics are never dropped
+    view = Table(str(path))
+    key = t.key_field
+    all_keys = view.read(columns=[key])[key].to_pylist()
+    assert view.read(columns=[key], where="new_col = 43")[key].to_pylist() == \
+        row.column(key).to_pylist()
+    assert view.read(columns=[key], where="new_col = 42").num_rows == 0
+    assert sorted(view.read(columns=[key], where="new_col IS NULL")[key].to_pylist()) == \
+        sorted(k for k in all_keys if k not in row.column(key).to_pylist())
+
+
+def test_a_column_an_index_definition_lists_is_indexed_from_the_commit_that_adds_it(
+        tmp_path: Path) -> None:
+    from .hudi_fixtures import fixture_table
+    from .test_mdt_colstats import KEEP_STATS
+
+    path = _copy(fixture_table("v9_txns_simple_meta/v9_txns_simple_meta"), tmp_path)
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    doc = json.loads(defs.read_text())
+    chosen = ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key",
+              "txn_id", "new_col"]
+    doc["indexDefinitions"]["column_stats"]["sourceFields"] = chosen
+    defs.write_text(json.dumps(doc))
+    # the table does not have new_col yet: writes are not refused for it
+    t = MorTable(str(path), WriteConfig(hoodie_options=KEEP_STATS))
+    t.upsert(_txns_row(path, t, 10**15).append_column("new_col", pa.array([7], pa.int64())))
+    instant = Table(str(path)).timeline.completed()[-1].requested
+    assert any(instant in r["fileName"] for r in _stats_of(path, "new_col"))
+    assert not any(instant in r["fileName"] for r in _stats_of(path, "amount"))
+    assert json.loads(defs.read_text())["indexDefinitions"]["column_stats"][
+        "sourceFields"] == chosen
+
+
+def test_schema_on_read_without_a_history_writes_as_hudi_does(tmp_path: Path) -> None:
+    """``hoodie.schema.on.read.enable=true`` on a table without an internal schema: Hudi's
+    writer records none (``saveInternalSchema`` needs a history; ``ALTER TABLE`` makes the
+    first), and neither does morlog (spec/table.md §7.8)."""
     path = tmp_path / "t"
     _first(path)
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path), WriteConfig.from_hoodie_options(
-            {"hoodie.schema.on.read.enable": "true"}))
-    # a table whose commits carry Hudi's internal schema (schema on read): refused on read
-    # and on write, naming the setting
-    last = Table(str(path)).timeline.completed()[-1].requested
-    (path / ".hoodie" / ".schema").mkdir()
-    (path / ".hoodie" / ".schema" / f"{last}.schemacommit").write_text("{}")
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        Table(str(path)).read()
-    with pytest.raises(UnsupportedSettingError, match="hoodie.schema.on.read.enable"):
-        MorTable(str(path))
+    t = MorTable(str(path), WriteConfig.from_hoodie_options(
+        {"hoodie.schema.on.read.enable": "true"}))
+    t.upsert(_evolving_batch())
+    view = Table(str(path))
+    assert "latest_schema" not in view.timeline.metadata(view.timeline.completed()[-1])[
+        "extraMetadata"]
+    assert not (path / ".hoodie" / ".schema").exists()
+    assert view.schema().names[-1] == "extra"
 
 
 # --- the property: random evolutions against a model ------------------------------------------

@@ -43,13 +43,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import morlog.config as conf
 from morlog.compat.base_footer import encode_base_footer
 from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import StatsColumns
 from morlog.logformat.delete_content import encode_delete_columns
-from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.logformat.errors import UsageError
 from morlog.logformat.hudi_bloom import DEFAULT_NUM_ENTRIES
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.naming import BaseFileName, LogFileName
@@ -140,13 +139,6 @@ class MorTable:
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
         table = self.table()
-        if self.config.schema_on_read:
-            raise UnsupportedSettingError(
-                "Hudi's schema-on-read evolution (internal schema in .hoodie/.schema) is not "
-                "written by morlog; new columns and type promotions evolve the schema "
-                "without it", property=conf.SCHEMA_ON_READ_ENABLE, value="true",
-                path=self.path)
-        table.check_schema_on_read()
         #: what hoodie.properties asks of a writer; raises before anything is written
         self.profile = write_profile(table)
         self.version = self.profile.version
@@ -461,7 +453,9 @@ class MorTable:
         from morlog.writers.core.evolution import evolve
 
         skip = set(META_FIELDS) | set(self.profile.dropped_columns)
-        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path)
+        got = evolve(self.avro_schema, batch, meta_fields=skip, where=self.path,
+                     new_columns_nullable=(self.config.new_columns_nullable
+                                           or self.config.set_null_for_missing_columns))
         if got is None:
             return
         avro, arrow = got

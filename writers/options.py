@@ -36,7 +36,8 @@ hoodie.parquet.small.file.limit                 ``small_file_limit``
 hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
 hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
 hoodie.datasource.write.reconcile.schema        ``reconcile_schema``
-hoodie.schema.on.read.enable                    ``schema_on_read`` (refused when true)
+hoodie.datasource.write.new.columns.nullable    ``new_columns_nullable``
+hoodie.schema.on.read.enable                    ``schema_on_read`` (spec/table.md §7.8)
 hoodie.parquet.compression.codec, .block.size,  ``hoodie_options`` (base files)
 .page.size, .dictionary.enabled
 hoodie.metadata.enable and the switches of      ``hoodie_options`` (``morlog.writers.mdt.plan``)
@@ -171,7 +172,12 @@ class WriteConfig:
     #: under the table's schema (those columns NULL) instead of refused, as Hudi's legacy
     #: reconciliation picks the wider schema (``morlog.writers.core.evolution``)
     reconcile_schema: bool = conf.default_bool(conf.RECONCILE_SCHEMA)
-    #: hoodie.schema.on.read.enable: Hudi's schema-on-read evolution; morlog refuses it
+    #: hoodie.datasource.write.new.columns.nullable: a new column the batch declares not
+    #: nullable is added as nullable (True) or refused (False, Hudi's default)
+    new_columns_nullable: bool = conf.default_bool(conf.NEW_COLUMNS_NULLABLE)
+    #: hoodie.schema.on.read.enable: Hudi's schema-on-read evolution. A table with an
+    #: internal schema history is written keeping it (each commit records its version)
+    #: whatever this setting; a table without one gets none (spec/table.md §7.8)
     schema_on_read: bool = conf.default_bool(conf.SCHEMA_ON_READ_ENABLE)
     #: Hudi write settings that are not table properties, by Hudi's keys; today the base
     #: files' ``hoodie.parquet.compression.codec`` / ``.block.size`` / ``.page.size`` /
@@ -283,6 +289,7 @@ _CHOICES = {BLOCK_FORMAT: ("carrier", ("avro", "parquet")),
             conf.NEW_GROUPS: ("new_groups", ("base", "log"))}
 _BOOLS = {conf.SET_NULL_FOR_MISSING_COLUMNS: "set_null_for_missing_columns",
           conf.RECONCILE_SCHEMA: "reconcile_schema",
+          conf.NEW_COLUMNS_NULLABLE: "new_columns_nullable",
           conf.SCHEMA_ON_READ_ENABLE: "schema_on_read",
           conf.ROUTE_INSERTS: "route_inserts",
           conf.BASE_KEY_INDEX: "base_key_index"}

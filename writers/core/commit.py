@@ -65,12 +65,14 @@ from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
 from morlog.readers.changes import cdc_enabled
 from morlog.readers.containment import check_file_name
+from morlog.readers.schema_on_read import LATEST_SCHEMA
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
 from morlog.writers.core.cdc import cdc_files_of, write_cdc_files
 from morlog.writers.core.logwriter import LogFileWriter, Mode
 from morlog.writers.core.markers import delete_markers, list_markers
 from morlog.writers.core.properties import restore_properties
+from morlog.writers.core.schema_history import record_internal_schema
 from morlog.writers.core.store import (
     LocalStore,
     WriterLock,
@@ -471,6 +473,13 @@ class Commit:
         if self._lock is None:
             raise UsageError("the commit has not begun (use it in a with block)")
         self._lock.check()  # a writer whose lease ran out must not complete the instant
+        if LATEST_SCHEMA not in self.extra_metadata:
+            # a table with Hudi's internal schema: the commit's version and history
+            # (spec/table.md §7.8; Hudi: unless the commit records one already)
+            latest = record_internal_schema(self.store, self.table(), self.instant,
+                                            self.schema, fsync=self.fsync)
+            if latest is not None:
+                self.extra_metadata = {**self.extra_metadata, LATEST_SCHEMA: latest}
         # CDC log files of a CDC-enabled table, their cdcStats added to ``stats``
         # (morlog.writers.core.cdc; nothing for other tables)
         cdc = write_cdc_files(self.store, self.location, self.table(), self.instant,

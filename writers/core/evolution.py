@@ -21,6 +21,12 @@ What that gives, and what :func:`evolve` does:
   (:func:`morlog.writers.core.promotion.promotes`) is converted to the table's type;
   a table column whose type promotes to the batch's type widens to the batch's type
   (``int -> long`` and so on: the table's older records read cast);
+- a new column the batch declares not nullable is refused, unless
+  ``hoodie.datasource.write.new.columns.nullable`` (Hudi 0.14.0's
+  ``HoodieCommonConfig.MAKE_NEW_COLUMNS_NULLABLE``, default false) or
+  ``hoodie.write.set.null.for.missing.columns`` (the key Hudi 0.14.1+ folded it into:
+  ``AvroSchemaEvolutionUtils.reconcileSchema`` adds every new column as optional) is
+  true: then it is added as nullable;
 - a table column the batch lacks follows ``hoodie.write.set.null.for.missing.columns``
   (refused unless set); with ``hoodie.datasource.write.reconcile.schema`` the table's
   schema wins for it (Hudi's legacy reconciliation keeps the wider schema,
@@ -40,11 +46,14 @@ from typing import Any
 
 import pyarrow as pa
 
+import morlog.config as conf
 from morlog.logformat.avroschema import arrow_type_to_avro, avro_to_arrow_schema
 from morlog.logformat.errors import UsageError
 from morlog.writers.core.promotion import promotes
 
 __all__ = ["evolve"]
+
+NEW_COLUMNS_NULLABLE = conf.NEW_COLUMNS_NULLABLE
 
 _RULE = ("Hudi evolves a table's schema only by new nullable columns (top level or struct "
          "fields) and type promotions (int -> long -> float -> double, string <-> bytes, "
@@ -66,10 +75,12 @@ def _rewrap(avro_type: Any, branch: Any) -> Any:
     return branch
 
 
-def _new_field(f: pa.Field, path: str, namespace: str, where: str | None) -> dict[str, Any]:
-    if not f.nullable:
+def _new_field(f: pa.Field, path: str, namespace: str, where: str | None,
+               state: dict[str, bool]) -> dict[str, Any]:
+    if not f.nullable and not state.get("nullable"):
         raise UsageError(f"new column {path!r} is not nullable: the records the table holds "
-                         "have no value for it (" + _RULE + "); make it nullable",
+                         "have no value for it (" + _RULE + "); make it nullable, or set "
+                         f"{NEW_COLUMNS_NULLABLE}=true to add it as nullable",
                          path=where)
     typ = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
     try:
@@ -108,7 +119,7 @@ def _merge(path: str, avro_type: Any, table_t: pa.DataType, batch_t: pa.DataType
                 fields[j]["type"] = _merge(sub, fields[j]["type"], table_t.field(bf.name).type,
                                            bf.type, ns, state, where)
             else:
-                fields.append(_new_field(bf, sub, ns, where))
+                fields.append(_new_field(bf, sub, ns, where, state))
                 state["changed"] = True
         record["fields"] = fields
         return _rewrap(avro_type, record)
@@ -128,17 +139,20 @@ def _merge(path: str, avro_type: Any, table_t: pa.DataType, batch_t: pa.DataType
 
 
 def evolve(avro_schema: dict[str, Any], batch: pa.Schema, *, meta_fields: frozenset[str]
-           | set[str] = frozenset(), where: str | None = None
-           ) -> tuple[dict[str, Any], pa.Schema] | None:
+           | set[str] = frozenset(), where: str | None = None,
+           new_columns_nullable: bool = False) -> tuple[dict[str, Any], pa.Schema] | None:
     """The table's write schema (``avro_schema``: an Avro record, meta fields included)
     evolved by a batch of schema ``batch``, with its Arrow form; None when the batch leaves
     it as it is. A :class:`UsageError` naming the column when Hudi refuses the change.
-    Columns of ``batch`` named in ``meta_fields`` are ignored."""
+    Columns of ``batch`` named in ``meta_fields`` are ignored. ``new_columns_nullable``
+    (``hoodie.datasource.write.new.columns.nullable``, or
+    ``hoodie.write.set.null.for.missing.columns``): a new column the batch declares not
+    nullable is added as nullable instead of refused."""
     table = avro_to_arrow_schema(avro_schema)
     fields = [dict(f) for f in copy.deepcopy(avro_schema.get("fields", []))]
     by_name = {f["name"]: i for i, f in enumerate(fields)}
     namespace = f"{avro_schema.get('namespace') or 'hoodie'}.{avro_schema.get('name', '')}"
-    state = {"changed": False}
+    state = {"changed": False, "nullable": new_columns_nullable}
     for bf in batch:
         if bf.name in meta_fields:
             continue
@@ -147,7 +161,7 @@ def evolve(avro_schema: dict[str, Any], batch: pa.Schema, *, meta_fields: frozen
             fields[j]["type"] = _merge(bf.name, fields[j]["type"], table.field(bf.name).type,
                                        bf.type, namespace, state, where)
         else:
-            fields.append(_new_field(bf, bf.name, namespace, where))
+            fields.append(_new_field(bf, bf.name, namespace, where, state))
             by_name[bf.name] = len(fields) - 1
             state["changed"] = True
     if not state["changed"]:

@@ -32,7 +32,12 @@ import pyarrow.parquet as pq
 import morlog.config as conf
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.errors import UnsupportedSettingError, UsageError
+from morlog.logformat.errors import (
+    FormatError,
+    UnsupportedSettingError,
+    UnsupportedVersionError,
+    UsageError,
+)
 from morlog.logformat.mdt_records import (
     TYPE_BLOOM_FILTER,
     TYPE_COLUMN_STATS,
@@ -83,11 +88,32 @@ class _Commit:
         if not schema:
             raise UsageError("the table has no hoodie.table.create.schema, which column "
                              "statistics need", path=self.table.config.path)
-        schema = _evolved(schema, ctx.schema if ctx is not None else None)
-        self.columns = cs.columns_to_index(self.props, schema, cdef, v2=self.v2)
+        create = schema
+        schema = _evolved(create, ctx.schema if ctx is not None else None)
         self.types = {f.name: f.type for f in self.table.arrow_schema()}
+        self.types.update((f.name, f.type) for f in self.table.schema()
+                          if f.name not in self.types)  # columns earlier commits added
         if ctx is not None and ctx.schema:
             self.types.update((f.name, f.type) for f in avro_to_arrow_schema(ctx.schema))
+        #: the index definition's columns when this commit changes them (rewritten with
+        #: the commit, as Hudi's ``updateColumnsToIndexWithColStats``); None: unchanged
+        self.redefined: list[str] | None = None
+        listed = [str(c) for c in (cdef or {}).get("sourceFields") or []]
+        if listed and listed == cs.columns_to_index(
+                self.props, _evolved(create, _latest_schema(self.table)), None, v2=self.v2):
+            # the definition holds the columns Hudi's rule chose (the first 32, or the
+            # column list): Hudi recomputes them from every commit's schema
+            # (HoodieColumnStatsIndexUtils.updateColsToIndex), so a new column is indexed
+            # by the commit that adds it
+            self.columns = cs.columns_to_index(self.props, schema, None, v2=self.v2)
+            if self.columns != listed:
+                self.redefined = self.columns
+        elif listed:
+            # an explicit list: its columns as the table has them (a listed column the
+            # table does not have yet is indexed from the commit that adds it)
+            self.columns = [c for c in listed if c in self.types]
+        else:
+            self.columns = cs.columns_to_index(self.props, schema, cdef, v2=self.v2)
         missing = [c for c in self.columns if c not in self.types]
         if missing:
             raise UsageError("morlog computes column statistics of top-level columns of the "
@@ -153,6 +179,37 @@ class _Commit:
         if not parts:
             return pa.table({})
         return pa.concat_tables(parts, promote_options="default")
+
+
+def _latest_schema(table: Table) -> str | None:
+    """The Avro schema the table's latest completed write recorded (its
+    ``extraMetadata.schema``), None when none did."""
+    tl = table.timeline
+    for inst in reversed(tl.completed(frozenset({"commit", "deltacommit", "replacecommit"}))):
+        try:
+            extra = tl.metadata(inst).get("extraMetadata")
+        except (FormatError, UnsupportedVersionError):
+            continue
+        text = extra.get("schema") if isinstance(extra, dict) else None
+        if isinstance(text, str) and text.strip():
+            return text
+    return None
+
+
+def redefine_columns(mdt: MetadataTable, c: _Commit) -> None:
+    """Rewrite the ``column_stats`` index definition's ``sourceFields`` to the columns the
+    commit indexed (Hudi's ``createOrUpdateColumnStatsIndexDefinition`` after a commit whose
+    schema changed them); the other definitions are kept as they are."""
+    if c.redefined is None:
+        return
+    rel = c.props.get(cs.INDEX_DEFS_PATH_KEY)
+    if not rel:
+        return
+    path = c.storage.join(c.table.path, rel)
+    doc = json.loads(c.storage.read(path).decode("utf-8"))
+    doc["indexDefinitions"][COLUMN_STATS]["sourceFields"] = list(c.redefined)
+    mdt.store.replace(path, (json.dumps(doc, indent=2, separators=(",", " : "))
+                             + "\n").encode("utf-8"), sync=mdt.fsync)
 
 
 def _evolved(create: str, commit: str | None) -> str:
@@ -229,6 +286,7 @@ class ColumnStatsKeeper(PartitionKeeper):
         recs = [cs.metadata_record(cs.column_stats_key(r.column, part, r.file_name),
                                    TYPE_COLUMN_STATS, cs.stats_metadata(r, v2=c.v2))
                 for part, ranges in c.ranges.items() for r in ranges]  # per file and column
+        redefine_columns(mdt, c)
         return recs, []
 
     @staticmethod
