@@ -396,9 +396,11 @@ def _on_cluster_bench(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_bench_spark_half_on_the_cluster(spark_cluster: Cluster, tmp_path: Path) -> None:
-    """``morlog bench spark``'s local-cluster half (``measure``) on this cluster, tiny:
-    the data source and the no-op floor against the client, driver-side memory by role
-    (executors left out), the tables read back equal."""
+    """``morlog bench spark``'s local-cluster half (``measure``) on this cluster, tiny (the
+    no-op floor against the client only: the data source's writes on a cluster are the
+    tests above; this test takes about 30 s on an idle 2-core machine): the no-op source
+    (a class pickled to the executors by value) counts every row, driver-side memory by
+    role (executors left out), the table read back."""
     import pyarrow.ipc as ipc
 
     from morlog.bench.spark import OPTIONS, Sizes, make_data
@@ -411,13 +413,13 @@ def test_bench_spark_half_on_the_cluster(spark_cluster: Cluster, tmp_path: Path)
                                  ).upsert(initial)
     with ipc.new_file(str(tmp_path / "b0.arrow"), batches[0].schema) as w:
         w.write_table(batches[0])
-    methods = ["python_client", "data_source", "noop_data_source"]
+    methods = ["python_client", "noop_data_source"]
     r = spark_cluster.call(_on_cluster_bench, {
         "base": str(base), "batches": [str(tmp_path / "b0.arrow")], "methods": methods,
         "dir": str(tmp_path / "run")})
     assert r["master"].startswith("local-cluster")
-    assert r["checks"]["python_client"] == r["checks"]["data_source"]
-    assert r["checks"]["data_source"]["rows"] == 2_000 + 300 - 90
+    assert list(r["checks"]) == ["python_client"]  # the no-op source writes no table
+    assert r["checks"]["python_client"]["rows"] == 2_000 + 300 - 90
     for m in methods:
         assert len(r[m]["batch_seconds"]) == 1 and r[m]["total_seconds"] > 0
         assert r[m]["driver_jvm_mb"] > 0 and r[m]["driver_python_mb"] > 0
