@@ -263,17 +263,17 @@ class _TaskView(Table):
     tagging, the routing and the group writes of a chunk (and, table version 8 and up,
     every chunk of the task) share one listing of the partitions instead of one each."""
 
-    _slices: list[FileSlice] | None = None
+    _listed: list[FileSlice] | None = None
 
     def file_slices(self, as_of: str | None = None, partition: str | None = None
                     ) -> list[FileSlice]:
         if as_of is not None:
             return super().file_slices(as_of, partition)
-        if self._slices is None:
-            self._slices = super().file_slices()
+        if self._listed is None:
+            self._listed = super().file_slices()
         if partition is not None:
-            return [s for s in self._slices if s.partition == partition]
-        return list(self._slices)
+            return [s for s in self._listed if s.partition == partition]
+        return list(self._listed)
 
 
 class _TaskTable(MorTable):
