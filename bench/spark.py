@@ -20,7 +20,8 @@ of every Spark method into a scratch table:
 
 Two halves, the same batches and table: Spark's ``local[2]`` master in this process, then
 ``local-cluster[2,1,1024]`` (two executor JVMs of one core and 1 GB each, their own Python
-workers) in a process of its own (``morlog.bench.spark_cluster``; ``--quick`` leaves it
+workers) in a process of its own (``python -m morlog.bench.spark``, started by
+``morlog.bench.spark_cluster.run_half``; ``--quick`` leaves it
 out: starting the cluster alone takes about a minute). Each half times the client again in
 its own process, so that each ratio compares runs on the same machine state. Goals (issue
 25): each Spark method's time at most 1.5x the client's on ``local[2]`` and 2x on
@@ -325,6 +326,28 @@ def plot(plt: Any, report: dict[str, Any]) -> Any:
         bar(axes[1][col], labels, [h[m].get("driver_side_mb", 0) for m in names],
             f"{title}: driver-side peak RSS, sum (MiB)", "MiB")
     return fig
+
+
+def _cluster_half(argv: list[str]) -> int:
+    """The ``local-cluster`` half's process (``morlog.bench.spark_cluster.run_half``)."""
+    import json
+
+    from morlog.bench.spark_cluster import start
+
+    spark, params, out, start_s = start(argv)
+    try:
+        result = measure(spark, params)
+    finally:
+        spark.stop()
+    result["start_seconds"] = start_s
+    out.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_cluster_half(sys.argv[1:]))
 
 
 __all__ = ["FULL", "NOOP", "QUICK", "Sizes", "make_data", "measure", "noop_source", "plot", "run"]

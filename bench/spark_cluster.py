@@ -5,7 +5,7 @@ the driver's JVM; each worker starts one executor JVM (1 core, 1 GB) of its own,
 executors start their own Python workers: nothing runs in the driver's JVM or its Python
 workers but the planning and the commit. A JVM holds one SparkContext, and the workers take
 their folder (``$SPARK_HOME/work``) from the environment the JVM started with, so the half
-runs in a Python process of its own (``python -m morlog.bench.spark_cluster PARAMS OUT``):
+runs in a Python process of its own (``python -m morlog.bench.spark PARAMS OUT``):
 ``SPARK_HOME`` a temporary folder of links to the installed pyspark's ``bin``, ``sbin`` and
 ``jars`` (never the installed package itself), everything bound to 127.0.0.1. It measures
 the same methods on the same batches as the ``local[2]`` half
@@ -109,6 +109,22 @@ def driver_side(root: int) -> dict[int, str]:
     return out
 
 
+def executors(root: int) -> list[int]:
+    """The executor JVMs under ``root`` (a local-cluster's driver)."""
+    procs = {int(n): p for n in os.listdir("/proc") if n.isdigit()
+             for p in [_proc(int(n))] if p is not None}
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        for child, (ppid, cmd) in procs.items():
+            if ppid == pid:
+                if any(EXECUTOR_CLASS in a for a in cmd):
+                    out.append(child)
+                else:
+                    todo.append(child)
+    return out
+
+
 class DriverPeaks:
     """Peak resident memory (MiB) of the driver-side processes of ``root`` while the
     ``with`` block runs, per role (the largest process of each), sampled every
@@ -188,7 +204,7 @@ def run_half(workdir: Path, params: dict[str, Any], timeout: float = 3600.0) -> 
     env.pop("SPARK_REMOTE", None)
     log = workdir / "cluster.log"
     with open(log, "wb") as f:
-        proc = subprocess.run([sys.executable, "-m", "morlog.bench.spark_cluster", str(arg),
+        proc = subprocess.run([sys.executable, "-m", "morlog.bench.spark", str(arg),
                                str(out)], env=env, stdin=subprocess.DEVNULL, stdout=f,
                               stderr=subprocess.STDOUT, timeout=timeout, check=False)
     if proc.returncode != 0 or not out.exists():
@@ -213,36 +229,24 @@ def _session() -> Any:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    # the session exists before the executors register: wait for both (and the driver)
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+    # the session exists before the executors start: wait for both executor JVMs
     deadline = time.monotonic() + START_TIMEOUT
-    while status().size() < EXECUTORS + 1:
+    while len(executors(os.getpid())) < EXECUTORS:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{EXECUTORS} executors did not register in "
+            raise RuntimeError(f"{EXECUTORS} executors did not start in "
                                f"{START_TIMEOUT:.0f} s")
         time.sleep(0.2)
     return spark
 
 
-def main(argv: list[str]) -> int:
-    from morlog.bench.spark import measure
-
+def start(argv: list[str]) -> tuple[Any, dict[str, Any], Path, float]:
+    """In the half's process (``python -m morlog.bench.spark PARAMS OUT``): the cluster's
+    session, the params, where the results go, the seconds the cluster took to start."""
     params = json.loads(Path(argv[0]).read_text())
     t0 = time.perf_counter()
     spark = _session()
-    start_s = time.perf_counter() - t0
-    try:
-        result = measure(spark, params)
-    finally:
-        spark.stop()
-    result["start_seconds"] = start_s
-    Path(argv[1]).write_text(json.dumps(result))
-    return 0
+    return spark, params, Path(argv[1]), time.perf_counter() - t0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
-__all__ = ["EXECUTORS", "MASTER", "DriverPeaks", "driver_side", "main", "run_half",
-           "spark_home"]
+__all__ = ["EXECUTORS", "MASTER", "DriverPeaks", "driver_side", "executors", "run_half",
+           "spark_home", "start"]
