@@ -12,19 +12,27 @@ of every Spark method into a scratch table:
 - ``data_source``: ``df.write.format("morlog")`` with Hudi's options (the tasks write, the
   driver commits: ``morlog.writers.distributed``);
 - ``spark_upsert``: ``morlog.spark.upsert`` (Spark jobs of its own; routes inserts into small
-  file groups).
+  file groups);
+- ``noop_data_source``: a Python data source whose tasks only count the rows they get
+  (:func:`noop_source`): Spark's own fixed cost of a Python data-source write of the batch
+  (query, writer pickled to the tasks, task launch, the rows to the Python workers, the
+  commit round trip), the floor under ``data_source``; reported, no goal.
 
-Goals (issue 25): each Spark method's time at most 1.5x the client's on ``local[2]``. A
-batch's time is the wall time of the call. Reported per method: seconds per batch, rows/s,
-and the peak resident memory of the driver's Python process and of the largest Python
-worker process Spark starts (sampled every 20 ms from ``/proc``; on ``local[2]`` the
-driver's JVM runs the executors too, so it is not reported). Before any number is reported
-the tables are read back with morlog's reader: equal row counts, key digests and ``ts``
-sums across methods, or the run fails.
-
-The same on Spark's ``local-cluster`` master (executors in JVMs of their own, 2x goal) needs
-a Spark distribution's scripts; ``tests/test_spark_cluster.py`` runs that cluster for
-correctness and driver memory, this benchmark does not.
+Two halves, the same batches and table: Spark's ``local[2]`` master in this process, then
+``local-cluster[2,1,1024]`` (two executor JVMs of one core and 1 GB each, their own Python
+workers) in a process of its own (``python -m morlog.bench.spark``, started by
+``morlog.bench.spark_cluster.run_half``; ``--quick`` leaves it
+out: starting the cluster alone takes about a minute). Each half times the client again in
+its own process, so that each ratio compares runs on the same machine state. Goals (issue
+25): each Spark method's time at most 1.5x the client's on ``local[2]`` and 2x on
+``local-cluster``. A batch's time is the wall time of the
+call. Reported per method and half: seconds per batch, rows/s, and the peak resident memory
+(VmHWM) of the driver-side processes by role (``driver_python_mb``, ``driver_jvm_mb``, the
+largest ``python_worker_mb`` the driver's JVM starts, and ``driver_side_mb``, their sum),
+measured as the cluster tests measure it (``morlog.bench.spark_cluster.DriverPeaks``); on
+``local[2]`` the driver's JVM and its Python workers run the tasks too. Before any number is
+reported every table of both halves is read back with morlog's reader: equal row counts, key
+digests and ``ts`` sums, or the run fails.
 """
 
 from __future__ import annotations
@@ -33,9 +41,9 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +61,8 @@ from .spark_upsert import ORDERING_FIELD, PARTITION_FIELD, start_spark
 KEY_FIELD = "uuid"
 CLIENT = "python_client"
 METHODS = ("data_source", "spark_upsert")
+#: the baseline of Spark's own cost (:func:`noop_source`)
+NOOP = "noop_data_source"
 OPTIONS: dict[str, str] = {
     conf.TABLE_NAME: "bench_spark",
     conf.WRITE_RECORDKEY_FIELD: KEY_FIELD,
@@ -111,89 +121,50 @@ def make_data(s: Sizes) -> tuple[pa.Table, list[pa.Table]]:
     return initial, batches
 
 
-class PeakSampler:
-    """Peak resident size (MiB) of this process and of the largest Python process among its
-    descendants, sampled from ``/proc`` every ``interval`` seconds (Linux; zeros elsewhere)."""
-
-    def __init__(self, interval: float = 0.02) -> None:
-        self.interval = interval
-        self.driver = 0
-        self.worker = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> PeakSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        me = os.getpid()
-        while not self._stop.is_set():
-            self.driver = max(self.driver, _rss_mb(me))
-            for pid in _descendants(me):
-                if _is_python(pid):
-                    self.worker = max(self.worker, _rss_mb(pid))
-            self._stop.wait(self.interval)
-
-
-def _rss_mb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for n in names:
-        if not n.isdigit():
-            continue
-        try:
-            with open(f"/proc/{n}/stat", encoding="ascii", errors="replace") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(n))
-    out, todo = [], [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _is_python(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"python" in f.read().split(b"\0", 1)[0]
-    except OSError:
-        return False
-
-
 def _write(method: str, spark: Any, df: Any, batch: pa.Table, path: str) -> float:
     t0 = time.perf_counter()
     if method == CLIENT:
         MorTable(path, parse_write_options(OPTIONS).config).upsert(batch)
     elif method == "data_source":
         df.write.format("morlog").options(**OPTIONS).mode("append").save(path)
+    elif method == NOOP:
+        df.write.format(_NOOP_NAME).mode("append").save()
     else:
         import morlog.spark
 
         morlog.spark.upsert(spark, df, path, key=KEY_FIELD, partition=PARTITION_FIELD,
                             ordering=ORDERING_FIELD)
     return time.perf_counter() - t0
+
+
+_NOOP_NAME = "morlog_bench_noop"
+
+
+def noop_source() -> Any:
+    """A Python data source whose tasks only count the Arrow rows they get and whose commit
+    does nothing: Spark's own fixed cost of a Python data-source write of the batch (the
+    query, the writer's pickling, task launch, the rows to the Python workers, the commit
+    round trip), measured in the same run as the real writes."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class NoopWriter(DataSourceArrowWriter):
+        def write(self, iterator: Any) -> WriterCommitMessage:
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+        def commit(self, messages: Any) -> None:
+            pass
+
+    class NoopSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return _NOOP_NAME
+
+        def writer(self, schema: Any, overwrite: bool) -> NoopWriter:
+            return NoopWriter()
+
+    return NoopSource
 
 
 def _digest(path: str) -> dict[str, Any]:
@@ -206,81 +177,177 @@ def _digest(path: str) -> dict[str, Any]:
             "ts_sum": int(pc.sum(t.column(ORDERING_FIELD)).as_py() or 0)}
 
 
-def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
+def measure(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """One half of the benchmark on ``spark``'s master: the methods (``params["methods"]``,
+    default all) take turns on the batches (Arrow IPC files
+    ``params["batches"]``), each into its copy of the table ``params["base"]`` under
+    ``params["dir"]``, after an untimed warm-up of the Spark ones; seconds per batch,
+    rows/s, the driver side's peak memory per method (:class:`DriverPeaks`), files, and
+    the tables read back (:func:`_digest`)."""
+    import pyarrow.ipc as ipc
+
+    from morlog.bench.spark_cluster import DriverPeaks
+
+    master = str(spark.sparkContext.master)
+    batches = [ipc.open_file(pa.memory_map(b)).read_all() for b in params["batches"]]
+    rows_per_batch = batches[0].num_rows if batches else 0
+    spark.dataSource.register(noop_source())
+    methods = list(params.get("methods") or (CLIENT, *METHODS, NOOP))
+    paths = {}
+    for m in methods:
+        paths[m] = os.path.join(params["dir"], m)
+        if m != NOOP:
+            shutil.copytree(params["base"], paths[m])
+    dfs = [spark.createDataFrame(b) for b in batches]
+    progress(f"spark ({master}): warming up (each Spark method into a scratch table)")
+    warm = dfs[0].limit(max(1, rows_per_batch // 10))
+    for m in (m for m in methods if m != CLIENT):
+        _write(m, spark, warm, batches[0].slice(0, 1), os.path.join(params["dir"], f"warm-{m}"))
+    seconds: dict[str, list[float]] = {m: [] for m in methods}
+    peaks: dict[str, dict[str, int]] = {m: {} for m in methods}
+    for b, (df, batch) in enumerate(zip(dfs, batches, strict=True)):
+        turn = methods[b % len(methods):] + methods[: b % len(methods)]
+        for m in turn:
+            progress(f"spark ({master}): batch {b + 1}/{len(batches)}: {m}")
+            with DriverPeaks() as sampler:
+                seconds[m].append(_write(m, spark, df, batch, paths[m]))
+            for k, v in sampler.mb().items():
+                peaks[m][k] = max(peaks[m].get(k, 0), v)
+    progress(f"spark ({master}): reading every table back")
+    checks = {m: _digest(p) for m, p in paths.items() if m != NOOP}
+    files = {m: sum(len(fs) for _, _, fs in os.walk(p)) for m, p in paths.items() if m != NOOP}
+    rows = len(batches) * rows_per_batch
+    out: dict[str, Any] = {"master": master, "version": spark.version, "checks": checks}
+    for m in methods:
+        out[m] = {"batch_seconds": [num(x) for x in seconds[m]],
+                  "total_seconds": num(sum(seconds[m])),
+                  "rows_per_s": rate(rows, sum(seconds[m])), **peaks[m]}
+        if m in files:
+            out[m]["files"] = files[m]
+    return out
+
+
+def _same_tables(halves: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every table of every half read back the same (rows, key digest, ``ts`` sum), or
+    :class:`BenchError`; the client's check."""
+    checks = {f"{h}/{m}": c for h, r in halves.items() for m, c in r["checks"].items()}
+    if len({(c["rows"], c["key_digest"], c["ts_sum"]) for c in checks.values()}) != 1:
+        raise BenchError("the methods' tables differ", actual=checks)
+    first: dict[str, Any] = next(iter(halves.values()))["checks"][CLIENT]
+    return first
+
+
+def run(*, quick: bool = False, repeats: int = 1, cluster: bool | None = None
+        ) -> dict[str, Any]:
+    """The benchmark (see the module's docstring); ``cluster``: run the ``local-cluster``
+    half (default: unless ``quick``, whose smoke run stays short; the cluster tests run
+    :func:`measure` on their cluster instead)."""
+    import pyarrow.ipc as ipc
+
+    from morlog.bench.spark_cluster import MASTER as CLUSTER_MASTER
+    from morlog.bench.spark_cluster import run_half
+
     s = QUICK if quick else FULL
+    if cluster is None:
+        cluster = not quick
     progress(f"spark: generating a {s.table_rows:,}-row table and {s.batches} batches of "
              f"{s.rows_per_batch:,} rows")
     initial, batches = make_data(s)
-    session = start_spark()
-    spark = session.spark
-    seconds: dict[str, list[float]] = {m: [] for m in (CLIENT, *METHODS)}
-    peaks: dict[str, dict[str, int]] = {m: {"driver_python_mb": 0, "python_worker_mb": 0}
-                                        for m in (CLIENT, *METHODS)}
-    try:
-        with tempfile.TemporaryDirectory(prefix="morlog-bench-spark-") as tmp:
-            base = os.path.join(tmp, "base")
-            t0 = time.perf_counter()
-            MorTable.create_from_options(base, initial.schema, parse_write_options(OPTIONS)
-                                         ).upsert(initial)
-            create_s = time.perf_counter() - t0
-            paths = {}
-            for m in (CLIENT, *METHODS):
-                paths[m] = os.path.join(tmp, m)
-                shutil.copytree(base, paths[m])
-            dfs = [spark.createDataFrame(b) for b in batches]
-            progress("spark: warming up (each Spark method into a scratch table)")
-            warm = dfs[0].limit(max(1, s.rows_per_batch // 10))
-            for m in METHODS:
-                scratch = os.path.join(tmp, f"warm-{m}")
-                _write(m, spark, warm, batches[0].slice(0, 1), scratch)
-            order = [CLIENT, *METHODS]
-            for b, (df, batch) in enumerate(zip(dfs, batches, strict=True)):
-                turn = order[b % len(order):] + order[: b % len(order)]
-                for m in turn:
-                    progress(f"spark: batch {b + 1}/{len(batches)}: {m}")
-                    with PeakSampler() as sampler:
-                        seconds[m].append(_write(m, spark, df, batch, paths[m]))
-                    peaks[m]["driver_python_mb"] = max(peaks[m]["driver_python_mb"],
-                                                       sampler.driver)
-                    peaks[m]["python_worker_mb"] = max(peaks[m]["python_worker_mb"],
-                                                       sampler.worker)
-            progress("spark: reading every table back")
-            checks = {m: _digest(p) for m, p in paths.items()}
-            files = {m: sum(len(fs) for _, _, fs in os.walk(p)) for m, p in paths.items()}
-        version = spark.version
-    finally:
-        if session.owned:
-            spark.stop()
-    if len({(c["rows"], c["key_digest"], c["ts_sum"]) for c in checks.values()}) != 1:
-        raise BenchError("the methods' tables differ", actual=checks)
-    rows = s.batches * s.rows_per_batch
-    results: dict[str, Any] = {
-        "create_seconds": num(create_s), "checks": checks[CLIENT],
-        "spark": {"version": version, "master": "local[2]"},
-        **{m: {"batch_seconds": [num(x) for x in seconds[m]],
-               "total_seconds": num(sum(seconds[m])),
-               "rows_per_s": rate(rows, sum(seconds[m])), "files": files[m], **peaks[m]}
-           for m in seconds}}
-    cl = sum(seconds[CLIENT])
-    ratios = {f"{m}_vs_client": num(sum(seconds[m]) / cl) if cl else 0.0 for m in METHODS}
-    goals = {f"{m}_vs_client": goal(ratios[f"{m}_vs_client"], 1.5, "<=") for m in METHODS}
-    params = {**asdict(s), "options": OPTIONS, "repeats": repeats, "quick": quick,
-              "methods": {CLIENT: "MorTable.upsert on the driver",
-                          "data_source": "df.write.format('morlog')",
-                          "spark_upsert": "morlog.spark.upsert"},
-              "cluster": "local-cluster is measured by tests/test_spark_cluster.py (not here)"}
-    return make_report("spark", params, results, ratios, goals)
+    with tempfile.TemporaryDirectory(prefix="morlog-bench-spark-") as tmp:
+        base = os.path.join(tmp, "base")
+        t0 = time.perf_counter()
+        MorTable.create_from_options(base, initial.schema, parse_write_options(OPTIONS)
+                                     ).upsert(initial)
+        create_s = time.perf_counter() - t0
+        names = []
+        for i, b in enumerate(batches):
+            names.append(os.path.join(tmp, f"batch-{i}.arrow"))
+            with ipc.new_file(names[-1], b.schema) as w:
+                w.write_table(b)
+        params = {"base": base, "batches": names}
+        session = start_spark()
+        try:
+            local = measure(session.spark, {**params, "dir": os.path.join(tmp, "local")})
+        finally:
+            if session.owned:
+                session.spark.stop()
+        halves = {"local": local}
+        if cluster:
+            progress(f"spark: the {CLUSTER_MASTER} half (a process of its own)")
+            halves["local_cluster"] = run_half(Path(tmp, "cluster"),
+                                               {**params, "dir": os.path.join(tmp, "cl")})
+    check = _same_tables(halves)
+    results: dict[str, Any] = {"create_seconds": num(create_s), "checks": check,
+                               "spark": {"version": local["version"],
+                                         "master": local["master"]}}
+    results.update({m: local[m] for m in (CLIENT, *METHODS, NOOP)})
+    ratios: dict[str, float] = {}
+    goals: dict[str, dict[str, Any]] = {}
+    for half, prefix, target in (("local", "", 1.5), ("local_cluster", "cluster_", 2.0)):
+        if half not in halves:
+            continue
+        r = halves[half]
+        if half != "local":
+            results[half] = {k: v for k, v in r.items() if k != "checks"}
+        cl = r[CLIENT]["total_seconds"]
+        for m in (*METHODS, NOOP):
+            ratios[f"{prefix}{m}_vs_client"] = num(r[m]["total_seconds"] / cl) if cl else 0.0
+        for m in METHODS:
+            goals[f"{prefix}{m}_vs_client"] = goal(ratios[f"{prefix}{m}_vs_client"], target,
+                                                   "<=")
+    params_out = {**asdict(s), "options": OPTIONS, "repeats": repeats, "quick": quick,
+                  "methods": {CLIENT: "MorTable.upsert on the driver",
+                              "data_source": "df.write.format('morlog')",
+                              "spark_upsert": "morlog.spark.upsert",
+                              NOOP: "a Python data source that only counts its rows "
+                                    "(Spark's fixed cost; no goal)"},
+                  "masters": {"local": local["master"],
+                              "local_cluster": CLUSTER_MASTER if cluster else
+                              "left out (--quick)"},
+                  "memory": "peak RSS (VmHWM) of the driver-side processes: the driver's "
+                            "Python, its JVM, the Python workers that JVM starts (on "
+                            "local[2] these run the tasks too; on local-cluster only the "
+                            "data source's planning and commit)"}
+    return make_report("spark", params_out, results, ratios, goals)
+
+
 
 
 def plot(plt: Any, report: dict[str, Any]) -> Any:
     r = report["results"]
-    names = [CLIENT, *METHODS]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    bar(axes[0], names, [r[m]["total_seconds"] for m in names],
-        "upsert time, all batches (s)", "seconds", fmt="{:.2f}")
-    bar(axes[1], names, [r[m]["driver_python_mb"] for m in names],
-        "driver Python peak RSS (MiB)", "MiB")
+    names = [CLIENT, *METHODS, NOOP]
+    labels = ["client", "data source", "spark upsert", "no-op source"]
+    halves = [("local[2]", r)] + ([("local-cluster", r["local_cluster"])]
+                                  if "local_cluster" in r else [])
+    fig, axes = plt.subplots(2, len(halves), figsize=(6 * len(halves), 8), squeeze=False)
+    for col, (title, h) in enumerate(halves):
+        bar(axes[0][col], labels, [h[m]["total_seconds"] for m in names],
+            f"{title}: upsert time, all batches (s)", "seconds", fmt="{:.2f}")
+        bar(axes[1][col], labels, [h[m].get("driver_side_mb", 0) for m in names],
+            f"{title}: driver-side peak RSS, sum (MiB)", "MiB")
     return fig
 
 
-__all__ = ["FULL", "QUICK", "Sizes", "make_data", "plot", "run"]
+def _cluster_half(argv: list[str]) -> int:
+    """The ``local-cluster`` half's process (``morlog.bench.spark_cluster.run_half``)."""
+    import json
+
+    from morlog.bench.spark_cluster import start
+
+    spark, params, out, start_s = start(argv)
+    try:
+        result = measure(spark, params)
+    finally:
+        spark.stop()
+    result["start_seconds"] = start_s
+    out.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_cluster_half(sys.argv[1:]))
+
+
+__all__ = ["FULL", "NOOP", "QUICK", "Sizes", "make_data", "measure", "noop_source", "plot", "run"]

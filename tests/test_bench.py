@@ -184,11 +184,19 @@ def test_bench_spark_compares_spark_writes_with_the_client(
     assert rc == 0, err
     _check_report(report, "spark")
     r, p = report["results"], report["params"]
-    for m in ("python_client", "data_source", "spark_upsert"):
+    for m in ("python_client", "data_source", "spark_upsert", "noop_data_source"):
         assert len(r[m]["batch_seconds"]) == p["batches"]
         assert r[m]["rows_per_s"] == pytest.approx(
             p["batches"] * p["rows_per_batch"] / r[m]["total_seconds"], rel=1e-3)
-        assert r[m]["driver_python_mb"] > 0
+        # the driver side's peaks by role: its Python, its JVM, the JVM's Python workers
+        assert r[m]["driver_python_mb"] > 0 and r[m]["driver_jvm_mb"] > 0
+        assert r[m]["python_worker_mb"] > 0
+        assert r[m]["driver_side_mb"] >= r[m]["driver_jvm_mb"] + r[m]["driver_python_mb"]
+    # Spark's own floor: a Python data source that writes nothing, no table to read back
+    assert "files" not in r["noop_data_source"]
+    assert report["ratios"]["noop_data_source_vs_client"] > 0
+    # --quick leaves the local-cluster half out (the cluster tests run its measure())
+    assert "local_cluster" not in r and "cluster_data_source_vs_client" not in report["goals"]
     # every table read back the same before a number was reported
     updates = round(p["rows_per_batch"] * p["update_share"])
     assert r["checks"]["rows"] == p["table_rows"] + p["batches"] * (p["rows_per_batch"]

@@ -478,3 +478,40 @@ def test_two_distributed_writes_at_once_on_other_file_groups(tmp_path: Path) -> 
     rows = _rows(path)
     assert all(rows[f"k{i:04d}"][1] == 7 for i in eu)
     assert all(rows[f"k{i:04d}"][1] == 10 for i in us)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_task_lists_the_table_once_not_per_chunk(tmp_path: Path, version: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task attempt opens the table and lists its partitions once (from table version 8;
+    version 6: once per chunk, whose slices list the task's own earlier log files), not
+    once per chunk for the tagging, the routing and the group writes each (on S3 every
+    listing is a request per partition). The table reads as the client's write."""
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    cfg = WriteConfig(fsync=False)
+    for p in (path, twin):
+        _create(p, cfg, version, False)
+        MorTable(p, cfg).upsert(_batch(list(range(30)), [1] * 30))
+    b = _batch(list(range(20, 60)), list(range(5, 45)))
+    MorTable(twin, cfg).upsert(b)
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 10)  # 4 chunks of 10 rows
+    opened, listed = [0], [0]
+    init, partitions = Table.__init__, Table.partitions
+
+    def counting_init(self: Table, *a: Any, **k: Any) -> None:
+        opened[0] += 1
+        init(self, *a, **k)
+
+    def counting_partitions(self: Table) -> list[str]:
+        listed[0] += 1
+        return partitions(self)
+
+    monkeypatch.setattr(Table, "__init__", counting_init)
+    monkeypatch.setattr(Table, "partitions", counting_partitions)
+    report = write_task(plan, b.to_batches(max_chunksize=7), "0-1-0")
+    monkeypatch.undo()
+    chunks = 4 if version < 8 else 1
+    assert (opened[0], listed[0]) == (chunks, chunks)
+    commit_write(plan, [report])
+    assert _rows(path) == _rows(twin)
+    _check_tags(path)

@@ -387,3 +387,48 @@ def test_driver_side_memory_does_not_grow_with_the_batch(
     assert max(growth.values()) < MEMORY_GROWTH_LIMIT_MB, (
         f"driver-side peaks grew with the batch (MiB): {growth}; "
         f"{MEMORY_BATCHES[0]} rows: {small}, {MEMORY_BATCHES[1]} rows: {large}")
+
+
+def _on_cluster_bench(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from morlog.bench.spark import measure
+
+    return measure(spark, params)
+
+
+def test_bench_spark_half_on_the_cluster(spark_cluster: Cluster, tmp_path: Path) -> None:
+    """``morlog bench spark``'s local-cluster half (``measure``) on this cluster, tiny (the
+    no-op floor against the client only: the data source's writes on a cluster are the
+    tests above; this test takes about 30 s on an idle 2-core machine): the no-op source
+    (a class pickled to the executors by value) counts every row, driver-side memory by
+    role (executors left out), the table read back."""
+    import pyarrow.ipc as ipc
+
+    from morlog.bench.spark import OPTIONS, Sizes, make_data
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import parse_write_options
+
+    initial, batches = make_data(Sizes(2_000, 1, 300, 0.3, 2))
+    base = tmp_path / "base"
+    MorTable.create_from_options(str(base), initial.schema, parse_write_options(OPTIONS)
+                                 ).upsert(initial)
+    with ipc.new_file(str(tmp_path / "b0.arrow"), batches[0].schema) as w:
+        w.write_table(batches[0])
+    methods = ["python_client", "noop_data_source"]
+    r = spark_cluster.call(_on_cluster_bench, {
+        "base": str(base), "batches": [str(tmp_path / "b0.arrow")], "methods": methods,
+        "dir": str(tmp_path / "run")})
+    assert r["master"].startswith("local-cluster")
+    assert list(r["checks"]) == ["python_client"]  # the no-op source writes no table
+    assert r["checks"]["python_client"]["rows"] == 2_000 + 300 - 90
+    for m in methods:
+        assert len(r[m]["batch_seconds"]) == 1 and r[m]["total_seconds"] > 0
+        assert r[m]["driver_jvm_mb"] > 0 and r[m]["driver_python_mb"] > 0
+    # the driver side is the driver's Python, its JVM and that JVM's Python workers: never
+    # an executor JVM nor what it starts
+    from morlog.bench.spark_cluster import driver_side
+
+    side = driver_side(spark_cluster.pid)
+    executors = spark_cluster.tree.executors()
+    assert executors and not {p.pid for p in executors} & set(side)
+    assert side[spark_cluster.pid] == "driver_python"
+    assert "driver_jvm" in side.values()

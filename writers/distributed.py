@@ -258,10 +258,31 @@ class _MarkingStore:
 CLAIM_SLOTS = 16
 
 
+class _TaskView(Table):
+    """The table as a task attempt found it, its latest file slices listed once: the
+    tagging, the routing and the group writes of a chunk (and, table version 8 and up,
+    every chunk of the task) share one listing of the partitions instead of one each."""
+
+    _listed: list[FileSlice] | None = None
+
+    def file_slices(self, as_of: str | None = None, partition: str | None = None
+                    ) -> list[FileSlice]:
+        if as_of is not None:
+            return super().file_slices(as_of, partition)
+        if self._listed is None:
+            self._listed = super().file_slices()
+        if partition is not None:
+            return [s for s in self._listed if s.partition == partition]
+        return list(self._listed)
+
+
 class _TaskTable(MorTable):
     """The write client of one task attempt: the attempt's write token in every file name,
     a new log file per write (never appending to a file another task may write), every data
-    file marked; inserts routed as below."""
+    file marked; inserts routed as below. :meth:`table` is the attempt's view
+    (:class:`_TaskView`), opened once and renewed by :meth:`refresh`."""
+
+    _view: _TaskView | None = None
 
     def __init__(self, plan: WritePlan, token: str) -> None:
         super().__init__(plan.location, dataclasses.replace(plan.config, route_inserts=False,
@@ -269,6 +290,20 @@ class _TaskTable(MorTable):
         self.plan = plan
         self.write_token = token
         self.store = _MarkingStore(self.store, plan.location, plan.instant)  # type: ignore[assignment]
+
+    def table(self) -> Table:
+        if self._view is None:
+            self._view = _TaskView(self.location)
+        return self._view
+
+    def refresh(self) -> None:
+        """The next :meth:`table` lists the table again. Table version 6 names a slice's
+        log files after its base instant, so a slice lists the task's own uncommitted log
+        files too: each chunk sees those of the chunks before it, as the client's next
+        write would. From version 8 a slice lists committed log files only, and one view
+        serves every chunk."""
+        if self.version < 8:
+            self._view = None
 
     def route(self, part: str, rows: list[int], record_size: int,
               slices: dict[tuple[str, str], FileSlice], plan: Any,
@@ -325,13 +360,14 @@ def task_table(plan: WritePlan, token: str) -> MorTable:
 def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -> TaskReport:
     """Write one task's rows (any slice of the batch) for ``plan``; ``token``: the attempt's
     Hudi write token (``partitionId-stageId-attemptNumber``), distinct per attempt."""
-    mt = task_table(plan, token)
+    mt = _TaskTable(plan, token)
     report = TaskReport(token)
-    view = mt.table()
     before = mt.avro_schema
     for n, chunk in enumerate(_chunks(batches, plan.chunk_rows)):
         beat(plan, mt.store)
-        _write_chunk(mt, view, plan, chunk, report, f"{token}-{n}")
+        if n:
+            mt.refresh()
+        _write_chunk(mt, mt.table(), plan, chunk, report, f"{token}-{n}")
     if mt.avro_schema is not before:
         report.schema = json.dumps(mt.avro_schema, separators=(",", ":"))
     return report
