@@ -223,6 +223,30 @@ def test_a_concurrent_write_to_the_same_file_group_is_a_conflict(tmp_path: Path)
     assert _hudi_rs_rows(path) == after_other
 
 
+def test_a_key_another_writer_inserted_meanwhile_into_another_group_is_a_conflict(
+        tmp_path: Path) -> None:
+    """Write B plans first (no room in small groups: its new key goes into a new file
+    group), write A plans after it and routes the same new key into the partition's small
+    file group; B commits, then A. Neither saw the other's copy: the partitions both
+    inserted into clash, as when A's copy is in a new group of its own. A was let through
+    when its task had only routed its inserts, and the key was there twice."""
+    path, cfg = _setup(tmp_path)
+    no_room = dataclasses.replace(cfg, max_file_size=1)
+    plan_b = plan_write(TableLocation.of(path), no_room, "upsert", 100)
+    plan_a = plan_write(TableLocation.of(path), cfg, "upsert", 100)
+    assert plan_b.instant < plan_a.instant and not plan_b.small and plan_a.small
+    reports_a = [write_task(plan_a, _batch([9999], [7]).to_batches(), "0-1-0")]
+    assert reports_a[0].routed == 1 and not reports_a[0].new_groups
+    reports_b = [write_task(plan_b, _batch([9999], [6]).to_batches(), "0-1-0")]
+    assert reports_b[0].new_groups
+    commit_write(plan_b, reports_b)
+    after_b = _rows(path)
+    with pytest.raises(ConcurrentWriterError, match="partition"):
+        commit_write(plan_a, reports_a)
+    assert _rows(path) == after_b
+    assert _hudi_rs_rows(path) == after_b
+
+
 def test_tasks_writing_the_same_file_groups_at_once(tmp_path: Path) -> None:
     path, cfg = _setup(tmp_path)
     plan = plan_write(TableLocation.of(path), cfg, "upsert", 4)

@@ -149,6 +149,8 @@ class TaskReport:
     groups: set[tuple[str, str]] = field(default_factory=set)
     #: its new file groups
     new_groups: set[tuple[str, str]] = field(default_factory=set)
+    #: partitions it inserted keys into (routed into small groups or in new groups)
+    insert_parts: set[str] = field(default_factory=set)
     #: key fingerprint and key files (relative to the stage), one pair per chunk
     chunks: list[str] = field(default_factory=list)
     inserts: int = 0
@@ -412,6 +414,7 @@ def _write_chunk(mt: MorTable, view: Table, plan: WritePlan, chunk: pa.Table,
         report.stats.setdefault(part, []).extend(s)
     report.groups |= {g for g in [*p.updates, *p.deletes]}
     report.new_groups |= {(pt, f) for pt, f, _ in p.new_groups}
+    report.insert_parts |= {pt for pt, _ in p.routed} | {pt for pt, _, _ in p.new_groups}
     report.inserts += result.inserts
     report.routed += result.inserts_routed_to_existing
     report.updates += result.updates
@@ -553,7 +556,9 @@ def _check_conflicts(view: Table, plan: WritePlan, reports: list[TaskReport]) ->
     instant later than the write's own (its data would sort after the write's in table
     version 6, and the metadata table holds instants in order)."""
     ours = {g for r in reports for g in r.groups}
-    insert_parts = {p for r in reports for p, _ in r.new_groups}
+    # (inserts routed into small file groups count: a key another writer inserted into
+    # another group of the partition meanwhile would be there twice)
+    insert_parts = {p for r in reports for p in r.insert_parts}
     # a global index: a key may live in any partition, so any insert clashes
     global_index = enabled(view) or global_record_index(view)
     tl = view.timeline
