@@ -68,3 +68,19 @@ def s3() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# The test files that take longest (minutes each: Spark sessions and clusters, wheels,
+# benchmarks), longest first. The run starts them first (the longest-job-first rule), so
+# that the two xdist workers finish together instead of one running a Spark file alone at
+# the end; pyproject.toml's --no-loadscope-reorder keeps this order (xdist would otherwise
+# sort files by their number of tests, which put these last). Measured with --durations.
+SLOW_FIRST = ("test_bench.py", "test_spark.py", "test_packaging.py", "test_spark_cluster.py",
+              "test_spark_stream.py", "test_spark_connect.py", "test_schema_evolution.py",
+              "test_docs.py", "test_record_index.py", "test_fuzz_table_files.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    # a stable sort: within a file and among the other files the collection order stays
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
