@@ -762,6 +762,9 @@ class MorTable:
         slices = {(s.partition, s.file_id): s for s in self.table().file_slices()}
         batch = plan.batch
         assert batch is not None
+        # each group takes its rows from the batch: from one chunk per column, a take gathers
+        # directly (over several chunks, each take resolves every index through the chunks)
+        batch = batch.combine_chunks()
 
         def rows_of(idx: list[int] | None) -> pa.Table | None:
             return None if not idx else batch.take(pa.array(idx, type=pa.int64()))
