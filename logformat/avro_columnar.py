@@ -25,7 +25,7 @@ import json
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -532,7 +532,7 @@ class _Enc:
 
 
 #: one piece of a column's encoding: a byte matrix (a row per record) or a binary array
-Piece = np.ndarray | pa.Array
+Piece: TypeAlias = np.ndarray | pa.Array
 
 
 def _fixed_binary(raw: np.ndarray, width: int, n: int) -> pa.Array:
@@ -545,7 +545,7 @@ def _fixed_binary(raw: np.ndarray, width: int, n: int) -> pa.Array:
 def _binary_piece(p: Piece) -> pa.Array:
     """A piece as ``large_binary``."""
     if isinstance(p, np.ndarray):
-        m = np.ascontiguousarray(p)
+        m: np.ndarray = np.ascontiguousarray(p)
         return _fixed_binary(m.reshape(-1), int(m.shape[1]), int(m.shape[0]))
     return p
 
@@ -574,7 +574,8 @@ def _varint_piece(u: np.ndarray, sizes: np.ndarray) -> Piece:
         width = int(sizes[0])
         buf = np.zeros(n * width, dtype=_U8)
         _write_varints(buf, np.arange(n, dtype=_I64) * width, u, sizes)
-        return buf.reshape(n, width)
+        out: np.ndarray = buf.reshape(n, width)
+        return out
     return _varint_binary(u, sizes)
 
 
