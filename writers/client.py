@@ -770,7 +770,7 @@ class MorTable:
         # each group takes its rows from the batch: from one chunk per column, a take gathers
         # directly (over several chunks, each take resolves every index through the chunks)
         batch = batch.combine_chunks()
-        memo = self._key_hashes
+        memo, self._key_hashes = self._key_hashes, None  # one batch's: not kept past it
         hashes = memo[1] if memo is not None and memo[0] is plan.keys else None
 
         def rows_of(idx: list[int] | None) -> pa.Table | None:
