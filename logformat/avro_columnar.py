@@ -25,7 +25,7 @@ import json
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -494,11 +494,12 @@ class _Enc:
                 out[dst] = self.data[start: start + total]
 
 
-    def pieces(self) -> list[pa.Array]:
-        """The encoding as Arrow ``large_binary`` arrays, one value per row, whose row-wise
-        concatenation is each row's datum (a null: nothing): Arrow's element-wise join then
-        lays the records out in one pass (:func:`encode_arrow_to_records`), instead of a
-        per-byte index scatter."""
+    def pieces(self) -> list[Piece]:
+        """The encoding as pieces, one value per row, whose row-wise concatenation is each
+        row's datum: ``(n, w)`` byte matrices where every row takes ``w`` bytes, else Arrow
+        ``large_binary`` arrays (a null: nothing). Adjacent matrices are stacked into one,
+        and Arrow's element-wise join then lays the records out in one pass
+        (:func:`encode_arrow_to_records`), instead of a per-byte index scatter."""
         k = self.node.kind
         n = self.sizes.size
         if k == "nullable":
@@ -509,20 +510,29 @@ class _Enc:
             if self.sel.size != n:
                 at = np.cumsum(self.valid) - 1
                 idx = pa.array(at, mask=~self.valid)
-                inner = [p.take(idx) for p in inner]
-            return [_fixed_binary(branch, 1, n), *inner]
+                inner = [_binary_piece(p).take(idx) for p in inner]
+            return [branch.reshape(n, 1), *inner]
         if k == "record":
             return [p for child in self.children for p in child.pieces()]
         if k == "bool":
-            return [_fixed_binary(self.values, 1, n)]
+            return [self.values.reshape(n, 1)]
         if k in ("int", "long", "enum"):
-            return [_varint_binary(self.u, self.sizes)]
+            return [_varint_piece(self.u, self.sizes)]
         if k in ("float", "double", "fixed"):
-            return [_fixed_binary(np.ascontiguousarray(self.raw).reshape(-1),
-                                  int(self.raw.shape[1]), n)]
+            return [self.raw]
         # string, bytes: the zigzag varint of the length, then the bytes
+        if n and int(self.lengths.min()) == int(self.lengths.max()):
+            # every value of one length (keys of one format, one instant, one file): a matrix
+            width = int(self.lengths[0])
+            start = int(self.offs[0])
+            return [_varint_piece(self.u, self.lsizes),
+                    self.data[start: start + n * width].reshape(n, width)]
         data = self.arr.cast(pa.large_binary()) if n else pa.array([], pa.large_binary())
-        return [_varint_binary(self.u, self.lsizes), data]
+        return [_varint_piece(self.u, self.lsizes), data]
+
+
+#: one piece of a column's encoding: a byte matrix (a row per record) or a binary array
+Piece: TypeAlias = np.ndarray | pa.Array
 
 
 def _fixed_binary(raw: np.ndarray, width: int, n: int) -> pa.Array:
@@ -530,6 +540,43 @@ def _fixed_binary(raw: np.ndarray, width: int, n: int) -> pa.Array:
     offs = np.arange(n + 1, dtype=_I64) * width
     return pa.Array.from_buffers(pa.large_binary(), n,
                                  [None, pa.py_buffer(offs), pa.py_buffer(raw)])
+
+
+def _binary_piece(p: Piece) -> pa.Array:
+    """A piece as ``large_binary``."""
+    if isinstance(p, np.ndarray):
+        m: np.ndarray = np.ascontiguousarray(p)
+        return _fixed_binary(m.reshape(-1), int(m.shape[1]), int(m.shape[0]))
+    return p
+
+
+def _coalesce(pieces: list[Piece]) -> list[Piece]:
+    """Runs of adjacent byte matrices stacked into one matrix each."""
+    out: list[Piece] = []
+    run: list[np.ndarray] = []
+    for p in [*pieces, None]:
+        if isinstance(p, np.ndarray):
+            run.append(p)
+            continue
+        if run:
+            out.append(run[0] if len(run) == 1 else np.hstack(run))
+            run = []
+        if p is not None:
+            out.append(p)
+    return out
+
+
+def _varint_piece(u: np.ndarray, sizes: np.ndarray) -> Piece:
+    """The varints of ``u`` (``sizes`` bytes each), one per row: a matrix when they all
+    take the same bytes, else ``large_binary``."""
+    n = u.size
+    if n and int(sizes.min()) == int(sizes.max()):
+        width = int(sizes[0])
+        buf = np.zeros(n * width, dtype=_U8)
+        _write_varints(buf, np.arange(n, dtype=_I64) * width, u, sizes)
+        out: np.ndarray = buf.reshape(n, width)
+        return out
+    return _varint_binary(u, sizes)
 
 
 def _varint_binary(u: np.ndarray, sizes: np.ndarray) -> pa.Array:
@@ -595,10 +642,14 @@ def encode_arrow_to_records(table: pa.Table | pa.RecordBatch, schema_json: str, 
         raise Unsupported("record too large")
     if not n:
         return b"", 0
-    pieces = [_fixed_binary(sizes.astype(">i4").view(_U8), 4, n)] if prefixed else []
+    pieces: list[Piece] = [sizes.astype(">i4").view(_U8).reshape(n, 4)] if prefixed else []
     for enc in encs:
         pieces.extend(enc.pieces())
-    joined = pc.binary_join_element_wise(*pieces, pa.scalar(b"", pa.large_binary()),
+    pieces = _coalesce(pieces)
+    if len(pieces) == 1 and isinstance(pieces[0], np.ndarray):
+        return np.ascontiguousarray(pieces[0]).tobytes(), n  # every record of one width
+    joined = pc.binary_join_element_wise(*[_binary_piece(p) for p in pieces],
+                                         pa.scalar(b"", pa.large_binary()),
                                          null_handling="skip")
     offs = np.frombuffer(joined.buffers()[1], dtype=_I64)[joined.offset: joined.offset + n + 1]
     start, end = int(offs[0]), int(offs[-1])

@@ -30,6 +30,8 @@ WORDS = 8
 DEFAULT_FPP = 0.01
 #: upper bound on one filter (same as Parquet's writers)
 MAX_BYTES = 128 * 1024 * 1024
+#: the first bit of each word of a block
+_WORD_BITS = np.arange(WORDS, dtype=np.uint32) * np.uint32(32)
 
 
 def expected_fpp(ndv: int, num_blocks: int) -> float:
@@ -138,17 +140,21 @@ class SplitBlockBloom:
     def insert_hashes(self, h: U64) -> None:
         if h.size == 0:
             return
-        idx = self._block_index(h)
+        # each key sets bit ``block * 256 + word * 32 + (x * SALT[word]) >> 27`` of the filter
+        # (< 2**30 bits: uint32 positions, built in place). Setting bits is idempotent, so a
+        # plain scatter into a bit array does what a (much slower) unbuffered bitwise_or.at
+        # would; then pack into little-endian words
         with np.errstate(over="ignore"):
-            bit = (h.astype(np.uint32)[:, None] * SALT[None, :]) >> np.uint32(27)
-        # setting bits is idempotent, so a plain scatter into a bit array does what a
-        # (much slower) unbuffered bitwise_or.at would; then pack into little-endian words
-        pos = (idx[:, None] * 256 + np.arange(WORDS, dtype=np.int64)[None, :] * 32
-               + bit.astype(np.int64))
+            block = (((h >> np.uint64(32)) * np.uint64(self.num_blocks)) >> np.uint64(32)
+                     ).astype(np.uint32)
+            pos = h.astype(np.uint32)[:, None] * SALT[None, :]
+        pos >>= np.uint32(27)
+        pos += _WORD_BITS[None, :]
+        pos += (block << np.uint32(8))[:, None]
         flat = np.zeros(self.num_blocks * 256, dtype=bool)
         flat[pos.ravel()] = True
         self.words |= np.packbits(flat, bitorder="little").view("<u4").reshape(
-            -1, WORDS).astype(np.uint32)
+            -1, WORDS).astype(np.uint32, copy=False)
 
     def insert(self, keys: Sequence[str] | pa.Array | KeyBatch) -> None:
         batch = keys if isinstance(keys, KeyBatch) else KeyBatch.of(keys)

@@ -133,7 +133,13 @@ def all_distinct(keys: pa.Array) -> bool:
     a hash are compared exactly (:func:`key_groups`)."""
     if len(keys) < 2:
         return True
-    h = xxh64_batch(KeyBatch.of(keys))
-    if not bool((np.diff(np.sort(h)) == 0).any()):
-        return True
-    return int(key_groups(keys, h).max()) + 1 == len(keys)
+    return distinct_hashes(keys)[0]
+
+
+def distinct_hashes(keys: pa.Array) -> tuple[bool, U64]:
+    """:func:`all_distinct` and the XXH64 of every key it hashed for the answer, for a caller
+    that needs them again (a base file's key index)."""
+    h = xxh64_batch(KeyBatch.of(keys)) if len(keys) else np.zeros(0, np.uint64)
+    if len(keys) < 2 or not bool((np.diff(np.sort(h)) == 0).any()):
+        return True, h
+    return int(key_groups(keys, h).max()) + 1 == len(keys), h

@@ -596,29 +596,35 @@ class SliceProbe:
     def _join(self, arr: pa.Array, cand: npt.NDArray[np.bool_], blocks: list[ProbedBlock],
               masks: Masks) -> None:
         """Exact confirmation of many candidates: one hash join against the key lists."""
-        lists, owners = [], []
+        lists: list[pa.Array] = []
+        owners: list[int] = []
         self._prefetch(blocks, [j for j in range(len(blocks)) if cand[j].any()],
                        filters=False)
         for j, b in enumerate(blocks):
             if not cand[j].any():
                 continue
             keys = self._block_keys(b)
-            if keys is None:
+            if keys is None or not len(keys.keys):
                 continue
             lists.append(keys.keys.cast(pa.string()))
-            owners.append(np.full(len(keys.keys), j, dtype=np.int32))
+            owners.append(j)
         if not lists:
             return
         any_cand = np.flatnonzero(cand.any(axis=0))
-        # hash the candidates (the smaller side) once and scan the key lists against them:
-        # a position into the candidates per listed key (an Acero hash join of the same two
-        # sides costs 7-15x more, hashing both)
-        pos = pc.index_in(pa.concat_arrays(lists), value_set=arr.take(pa.array(any_cand)))
-        rows = np.flatnonzero(pos.is_valid().to_numpy(zero_copy_only=False))
+        # hash the candidates (the smaller side) once and scan the key lists against them,
+        # in place (no copy of the lists into one array): a position into the candidates per
+        # listed key (an Acero hash join of the same two sides costs 7-15x more, hashing both)
+        pos = pc.index_in(pa.chunked_array(lists, type=pa.string()),
+                          value_set=arr.take(pa.array(any_cand)))
+        at = np.asarray(pc.fill_null(pos, -1).to_numpy(), dtype=np.int64)
+        rows = np.flatnonzero(at >= 0)
         if rows.size == 0:
             return
-        key_at = any_cand[pos.take(pa.array(rows)).to_numpy()]
-        block_at = np.concatenate(owners)[rows]
+        key_at = any_cand[at[rows]]
+        # the block of each listed key: by where the lists end, for the hits only
+        ends = np.cumsum([len(x) for x in lists])
+        block_at = np.asarray(owners, dtype=np.int64)[np.searchsorted(ends, rows,
+                                                                        side="right")]
         keep = cand[block_at, key_at]  # a key confirmed only where it was a candidate
         masks.confirmed[block_at[keep], key_at[keep]] = True
 

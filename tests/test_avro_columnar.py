@@ -231,6 +231,43 @@ def test_trips_with_meta_columns(n: int) -> None:
     assert keys == table.column("_hoodie_record_key").to_pylist()
 
 
+def _fixed_width_trips(n: int, nulls: bool) -> pa.Table:
+    """Columns whose every value encodes to the same bytes per row (one instant, one file,
+    keys of one length, small ints, doubles, booleans), where the encoder stacks the columns
+    into one byte matrix; ``nulls``: a nullable column breaks the run (a binary piece)."""
+    cols: dict[str, pa.Array] = {
+        "_hoodie_commit_time": pa.array(["20250101000000000"] * n, pa.string()),
+        "_hoodie_record_key": pa.array([f"k{i:06d}" for i in range(n)], pa.string()),
+        "_hoodie_file_name": pa.array(["f1-0_0-1-1_20250101000000000.parquet"] * n,
+                                      pa.string()),
+        "uuid": pa.array([f"{i:08x}-aaaa" for i in range(n)], pa.string()),
+        "passengers": pa.array([1 + i % 6 for i in range(n)], pa.int32()),
+        "big": pa.array([2**40 + i for i in range(n)], pa.int64()),
+        "fare": pa.array([i / 3 for i in range(n)], pa.float64()),
+        "ok": pa.array([i % 2 == 0 for i in range(n)], pa.bool_()),
+        "empty": pa.array([""] * n, pa.string()),
+        "rider": pa.array([None if nulls and i % 4 == 1 else f"r{i % 10}" for i in range(n)],
+                          pa.string()),
+        "tail": pa.array([f"t{i % 10}" for i in range(n)], pa.string()),
+    }
+    return pa.table(cols)
+
+
+@pytest.mark.parametrize(("n", "nulls"), [(1, False), (700, False), (700, True)])
+def test_fixed_width_columns_encode_like_fastavro(n: int, nulls: bool) -> None:
+    table = _fixed_width_trips(n, nulls)
+    frame = avro_data_block_from_arrow(table, "1")
+    schema_json = frame.header.get(HeaderKey.SCHEMA)
+    assert schema_json is not None
+    assert frame.content == encode_avro_content(encode_records(arrow_to_records(table),
+                                                               schema_json))
+    assert _fast_encode(table, schema_json) == frame.content
+    body, count = encode_arrow_to_records(table, schema_json, prefixed=False)
+    assert count == n
+    assert body == b"".join(encode_records(arrow_to_records(table), schema_json))
+    assert decode_block_records_to_arrow(frame.content + b"\x00", schema_json).equals(table)
+
+
 def test_sliced_and_chunked_inputs_encode_like_fastavro() -> None:
     table = _trips(50)
     pieces = pa.concat_tables([table.slice(3, 10), table.slice(20, 15)])

@@ -330,6 +330,9 @@ def _check_indexes(root: Path, key_column: Any = None) -> int:
         keys = (rows.column("_hoodie_record_key").to_pylist() if key_column is None
                 else key_column(rows).to_pylist())
         assert sorted(bk.keys.to_pylist()) == sorted(keys)
+        # each fingerprint is its own key's XXH64: the index a fresh encode of the keys gives
+        assert (bk.fingerprints == xxh64_batch(KeyBatch.of(bk.keys))).all()
+        assert data == encode_base_keys(pa.array(keys, pa.string()), name, bk.base_size)
     loc = Table(str(root)).location
     for part, name in indexes:  # where the reader looks (§12.1)
         assert Path(base_keys_path(loc, part, name)) == indexes[(part, name)]
@@ -371,6 +374,32 @@ def test_inserts_write_one_index_per_base_file(tmp_path: Path) -> None:
     assert tags.locations[60:] == [None, None]
     # the index lives under .hoodie: the table's own listing and reads never see it
     assert Table(str(root)).read().num_rows == 60
+
+
+def test_inserts_index_keys_with_the_hashes_of_the_uniqueness_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch without repeated keys was hashed once to prove it: new base files' indexes
+    take their fingerprints from those hashes (each file's rows' own), not a second hashing;
+    a batch whose repeats were combined hashes its surviving keys again."""
+    import morlog.writers.client as client_mod
+
+    passed: list[bool] = []
+    real = client_mod.encode_base_keys
+
+    def spy(keys: pa.Array, name: str, size: int, **kw: Any) -> bytes:
+        passed.append(kw.get("hashes") is not None)
+        return real(keys, name, size, **kw)
+
+    monkeypatch.setattr(client_mod, "encode_base_keys", spy)
+    root = tmp_path / "t"
+    t = _create(root, **SMALL)
+    t.insert(_batch([f"k{i}" for i in range(0, 120, 2)]))
+    assert len(passed) >= 4 and all(passed)
+    passed.clear()
+    t.insert(_batch([f"k{i}" for i in [*range(1, 120, 2), 5, 7]], ts=2))  # repeats combined
+    assert passed and not any(passed)
+    _check_indexes(root)
+    assert Table(str(root)).read().num_rows == 120
 
 
 def test_compaction_writes_an_index_for_its_base_file(tmp_path: Path) -> None:

@@ -335,6 +335,28 @@ def test_join_and_per_block_confirmation_agree(tmp_path: Path, carrier: str,
     assert any(len(v) > 1 for v in joined.found().values())
 
 
+def test_join_maps_hits_to_their_blocks_when_blocks_are_passed_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks whose key range holds no candidate are left out of the join: every hit still
+    lands on the block that lists the key (the hits are mapped back through the lists'
+    ends, not a copy of every list)."""
+    import morlog.readers.probe as probe_mod
+
+    w = IndexedLogWriter(tmp_path, "fg-0", BASE, checkpoint_every=4)
+    ranges = ["a", "m", "b", "n", "a", "z"]
+    for b, prefix in enumerate(ranges):
+        _write(w, [f"{prefix}{(b * 3 + i) % 20:02d}" for i in range(10)], _inst(b), "avro")
+    (path,) = _slice_files(tmp_path)
+    keys = [f"{p}{i:02d}" for p in "abz" for i in range(20)]
+    monkeypatch.setattr(probe_mod, "JOIN_RATIO", 10**9)
+    per_block = probe_log_file(str(tmp_path / path), keys)
+    monkeypatch.setattr(probe_mod, "JOIN_RATIO", 0)
+    joined = probe_log_file(str(tmp_path / path), keys)
+    assert (per_block.masks.confirmed == joined.masks.confirmed).all()
+    # blocks 1 and 3 (m.., n..) hold none of the keys; the others each confirm theirs
+    assert joined.masks.confirmed.sum(axis=1).tolist() == [10, 0, 10, 0, 10, 10]
+
+
 @pytest.mark.parametrize("carrier", ["avro", "parquet"])
 def test_big_blocks_probe_in_two_reads_and_torn_ones_fall_back(tmp_path: Path,
                                                                 carrier: str) -> None:

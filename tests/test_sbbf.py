@@ -55,6 +55,25 @@ def test_bit_layout_is_parquets(keys: list[str], num_blocks: int) -> None:
     assert int.from_bytes(raw[4:8], "little") == int(expected[0, 1])
 
 
+def test_bit_layout_of_a_large_filter_filled_twice() -> None:
+    """The vectorised insert (uint32 bit positions, built in place) sets Parquet's bits in
+    a filter of many blocks, and a second insert ORs into the first's words."""
+    rng = random.Random(11)
+    keys = [uuid.UUID(int=rng.getrandbits(128)).hex for _ in range(3000)]
+    num_blocks = 70_001
+    f = SplitBlockBloom.empty(num_blocks)
+    f.insert(keys[:1000])
+    f.insert_hashes(xxh64_batch(KeyBatch.of(keys[1000:])))
+    expected = np.zeros((num_blocks, 8), dtype=np.uint32)
+    for k in keys:
+        block, bits = _reference_positions(k.encode(), num_blocks)
+        for i, b in enumerate(bits):
+            expected[block, i] |= np.uint32(1 << b)
+    assert f.words.dtype == np.uint32 and f.words.shape == (num_blocks, 8)
+    assert (f.words == expected).all()
+    assert f == SplitBlockBloom.from_bytes(expected.astype("<u4").tobytes())
+
+
 @given(st.lists(st.text(max_size=40), max_size=400))
 def test_no_false_negatives_and_round_trip(keys: list[str]) -> None:
     f = SplitBlockBloom.for_keys(keys)

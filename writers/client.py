@@ -57,7 +57,7 @@ from morlog.logformat.table_files import (
     PAYLOAD_EVENT_TIME,
 )
 from morlog.logformat.virtual_keys import KeyField, VirtualKeys
-from morlog.logformat.xxh64 import all_distinct
+from morlog.logformat.xxh64 import U64, distinct_hashes
 from morlog.readers.base_files import table_base_format
 from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
@@ -138,6 +138,9 @@ class MorTable:
         self.write_token = WRITE_TOKEN
         #: file sizes per partition, listed once per commit for insert routing
         self._sizes: dict[str, dict[str, int]] = {}
+        #: the record keys of the batch being written and their XXH64, as the uniqueness
+        #: check hashed them (new base files' key indexes take theirs from it)
+        self._key_hashes: tuple[pa.Array, U64] | None = None
         table = self.table()
         #: what hoodie.properties asks of a writer; raises before anything is written
         self.profile = write_profile(table)
@@ -509,7 +512,9 @@ class MorTable:
                             ) -> tuple[pa.Table, pa.Array, pa.Array]:
         """One record per key: the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
-        if all_distinct(keys):
+        distinct, hashes = distinct_hashes(keys)
+        if distinct:
+            self._key_hashes = (keys, hashes)
             return table, keys, parts
         idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
         order_cols = [("k", "ascending")]
@@ -755,6 +760,11 @@ class MorTable:
         slices = {(s.partition, s.file_id): s for s in self.table().file_slices()}
         batch = plan.batch
         assert batch is not None
+        # each group takes its rows from the batch: from one chunk per column, a take gathers
+        # directly (over several chunks, each take resolves every index through the chunks)
+        batch = batch.combine_chunks()
+        memo, self._key_hashes = self._key_hashes, None  # one batch's: not kept past it
+        hashes = memo[1] if memo is not None and memo[0] is plan.keys else None
 
         def rows_of(idx: list[int] | None) -> pa.Table | None:
             return None if not idx else batch.take(pa.array(idx, type=pa.int64()))
@@ -782,7 +792,9 @@ class MorTable:
                 base = compaction
             return self.write_group(instant, partition, fid, base, rows_of(upd),
                                     deletes_of(dels),
-                                    slice_logs=s.log_files if s is not None else ())
+                                    slice_logs=s.log_files if s is not None else (),
+                                    key_hashes=hashes[np.asarray(upd, dtype=np.int64)]
+                                    if new and upd and hashes is not None else None)
 
         for ((partition, fid), *_), writes in zip(jobs, run_all(run, jobs,
                                                                  self.thread_count()), strict=True):
@@ -801,11 +813,13 @@ class MorTable:
 
     def write_group(self, instant: str, partition: str, fid: str, base_instant: str | None,
                     records: pa.Table | None, deletes: pa.Table | None, *,
-                    slice_logs: Sequence[str] = ()) -> list[GroupWrite]:
+                    slice_logs: Sequence[str] = (), key_hashes: U64 | None = None
+                    ) -> list[GroupWrite]:
         """Write one file group's share of a commit: ``records`` (updates and routed inserts,
         data columns) as one indexed block, ``deletes`` (key and partition columns) as one
         delete block. ``base_instant`` None opens a new file group (a base file, or a log of
-        its own). Used by the local client and by Spark tasks (one task per file group)."""
+        its own). Used by the local client and by Spark tasks (one task per file group).
+        ``key_hashes``: the XXH64 of the records' keys, when the caller has them."""
         out: list[GroupWrite] = []
         if base_instant is None and _group_exists(self.store, self._dir(partition), fid,
                                                   instant):
@@ -813,7 +827,8 @@ class MorTable:
                              path=self.path, actual=(partition, fid))
         if base_instant is None and records is not None and self.config.new_groups == "base":
             path, size = self.write_sized_base(
-                partition, fid, instant, self._with_meta(records, None, instant, fid, partition))
+                partition, fid, instant, self._with_meta(records, None, instant, fid, partition),
+                key_hashes=key_hashes)
             return [GroupWrite(partition, fid, path, records.num_rows, True, size)]
         slice_instant = instant if base_instant is None else base_instant
         w = self._log_writer(partition, fid, slice_instant, instant, slice_logs)
@@ -851,9 +866,10 @@ class MorTable:
         bloom filter, min/max key (``morlog.writers.core.base_file.encode_base_file``)."""
         return self.write_sized_base(partition, fid, instant, records)[0]
 
-    def write_sized_base(self, partition: str, fid: str, instant: str, records: pa.Table
-                         ) -> tuple[str, int]:
-        """:meth:`write_base`, and the file's size in bytes."""
+    def write_sized_base(self, partition: str, fid: str, instant: str, records: pa.Table, *,
+                         key_hashes: U64 | None = None) -> tuple[str, int]:
+        """:meth:`write_base`, and the file's size in bytes; ``key_hashes``: the XXH64 of
+        the records' keys, when the caller has them (the base-key index's fingerprints)."""
         # no bloom filter or min/max key without meta fields (HoodieAvroParquetWriter adds
         # keys to its write support only when it populates them)
         md = (encode_base_footer(records.column(RECORD_KEY_FIELD), DEFAULT_NUM_ENTRIES)
@@ -868,17 +884,18 @@ class MorTable:
         if self.config.base_key_index:
             keys = (records.column(RECORD_KEY_FIELD) if self.populate_meta_fields
                     else self.keygen.record_keys(records))
-            self.write_base_keys(partition, self.store.basename(final), keys, len(data))
+            self.write_base_keys(partition, self.store.basename(final), keys, len(data),
+                                 hashes=key_hashes)
         return final, len(data)
 
     def write_base_keys(self, partition: str, base_file: str, keys: pa.Array | pa.ChunkedArray,
-                        base_size: int) -> str:
+                        base_size: int, *, hashes: U64 | None = None) -> str:
         """The base-key index of a base file just written (``morlog.readers.base_keys``),
         replacing one a failed attempt at the same file left."""
         d = base_keys_dir(self.location, partition)
         path = self.store.join(d, base_file + BASE_KEYS_SUFFIX)
         arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-        data = encode_base_keys(arr, base_file, base_size)
+        data = encode_base_keys(arr, base_file, base_size, hashes=hashes)
         self.store.makedirs(d)
         self.store.delete(path)
         if not self.store.create(path, data, sync=self.config.fsync):
