@@ -41,7 +41,7 @@ START_TIMEOUT = 240.0
 # --- processes (/proc, Linux) ---------------------------------------------------------------
 
 
-def _proc(pid: int) -> tuple[int, tuple[str, ...]] | None:
+def proc_info(pid: int) -> tuple[int, tuple[str, ...]] | None:
     """(parent pid, command line) of a live process; None when gone or a zombie."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -86,7 +86,7 @@ def driver_side(root: int) -> dict[int, str]:
         return {}
     for n in names:
         if n.isdigit():
-            p = _proc(int(n))
+            p = proc_info(int(n))
             if p is not None:
                 procs[int(n)] = p
     children: dict[int, list[int]] = {}
@@ -112,7 +112,7 @@ def driver_side(root: int) -> dict[int, str]:
 def executors(root: int) -> list[int]:
     """The executor JVMs under ``root`` (a local-cluster's driver)."""
     procs = {int(n): p for n in os.listdir("/proc") if n.isdigit()
-             for p in [_proc(int(n))] if p is not None}
+             for p in [proc_info(int(n))] if p is not None}
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -214,26 +214,32 @@ def run_half(workdir: Path, params: dict[str, Any], timeout: float = 3600.0) -> 
     return result
 
 
-def _session() -> Any:
+def cluster_session(app: str, extra: dict[str, str] | None = None) -> Any:
+    """A session on Spark's ``local-cluster`` master (driver on 127.0.0.1, no UI, morlog's
+    data source registered), returned once every executor JVM has registered (the session
+    exists before they do). ``extra``: more Spark settings. The benchmark's cluster half and
+    the cluster tests (tests/spark_cluster.py) both start theirs here."""
     from pyspark.sql import SparkSession
 
     from morlog.spark.write import register
 
-    spark = (SparkSession.builder.master(MASTER).appName("morlog-bench-spark-cluster")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.memory", "1g")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(MASTER).appName(app)
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.memory", "1g")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4"))
+    for k, v in (extra or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    # the session exists before the executors start: wait for both executor JVMs
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus  # executors + the driver
     deadline = time.monotonic() + START_TIMEOUT
-    while len(executors(os.getpid())) < EXECUTORS:
+    while status().size() < EXECUTORS + 1:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{EXECUTORS} executors did not start in "
+            raise RuntimeError(f"{EXECUTORS} executors did not register in "
                                f"{START_TIMEOUT:.0f} s")
         time.sleep(0.2)
     return spark
@@ -244,9 +250,9 @@ def start(argv: list[str]) -> tuple[Any, dict[str, Any], Path, float]:
     session, the params, where the results go, the seconds the cluster took to start."""
     params = json.loads(Path(argv[0]).read_text())
     t0 = time.perf_counter()
-    spark = _session()
+    spark = cluster_session("morlog-bench-spark-cluster")
     return spark, params, Path(argv[1]), time.perf_counter() - t0
 
 
-__all__ = ["EXECUTORS", "MASTER", "DriverPeaks", "driver_side", "executors", "run_half",
-           "spark_home", "start"]
+__all__ = ["EXECUTORS", "MASTER", "DriverPeaks", "cluster_session", "driver_side", "executors",
+           "proc_info", "run_half", "spark_home", "start"]

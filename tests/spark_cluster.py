@@ -96,19 +96,10 @@ class Proc:
 
 
 def _read_proc(pid: int) -> Proc | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read()
-    except OSError:
-        return None
-    # the command name (in parentheses) may hold spaces: the fields after its last ')'
-    after = stat[stat.rfind(b")") + 2:].split()
-    if after[0] == b"Z":  # a zombie holds no memory
-        return None
-    args = tuple(a.decode(errors="replace") for a in cmd.split(b"\0") if a)
-    return Proc(pid, int(after[1]), args)
+    from morlog.bench.spark_cluster import proc_info
+
+    got = proc_info(pid)  # (parent, command line); None: gone or a zombie
+    return None if got is None else Proc(pid, got[0], got[1])
 
 
 def processes() -> dict[int, Proc]:
@@ -250,16 +241,9 @@ class PeakSampler:
 
 
 def _spark_home(into: Path) -> Path:
-    """A SPARK_HOME of links to the installed pyspark's scripts and jars."""
-    import pyspark
+    from morlog.bench.spark_cluster import spark_home
 
-    pkg = Path(pyspark.__file__).resolve().parent
-    home = into / "spark-home"
-    home.mkdir(parents=True, exist_ok=True)
-    for name in ("bin", "sbin", "jars", "conf", "python"):
-        if (pkg / name).exists() and not (home / name).exists():
-            (home / name).symlink_to(pkg / name)
-    return home
+    return spark_home(into)
 
 
 class Cluster:
@@ -401,32 +385,12 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 
 def _session() -> Any:
-    from pyspark.sql import SparkSession
+    from morlog.bench.spark_cluster import cluster_session
 
-    from morlog.spark.write import register
-
-    spark = (SparkSession.builder.master(MASTER).appName("morlog-cluster-tests")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.memory", "1g")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.python.worker.reuse", "true")
-             # an executor killed by a test is not excluded from the application
-             .config("spark.excludeOnFailure.enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    # the session exists before the executors register: wait for both (and the driver)
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
-    deadline = time.monotonic() + START_TIMEOUT
-    while status().size() < EXECUTORS + 1:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{EXECUTORS} executors did not register in "
-                               f"{START_TIMEOUT:.0f} s")
-        time.sleep(0.2)
-    return spark
+    return cluster_session("morlog-cluster-tests", {
+        "spark.python.worker.reuse": "true",
+        # an executor killed by a test is not excluded from the application
+        "spark.excludeOnFailure.enabled": "false"})
 
 
 def _serve(address: str) -> None:
