@@ -216,9 +216,9 @@ def run_half(workdir: Path, params: dict[str, Any], timeout: float = 3600.0) -> 
 
 def cluster_session(app: str, extra: dict[str, str] | None = None) -> Any:
     """A session on Spark's ``local-cluster`` master (driver on 127.0.0.1, no UI, morlog's
-    data source registered), returned once every executor JVM has registered (the session
-    exists before they do). ``extra``: more Spark settings. The benchmark's cluster half and
-    the cluster tests (tests/spark_cluster.py) both start theirs here."""
+    data source registered), returned once every executor JVM has started (the session
+    exists before they do). ``extra``: more Spark settings. The benchmark's cluster half
+    and the cluster tests (tests/spark_cluster.py) both start theirs here."""
     from pyspark.sql import SparkSession
 
     from morlog.spark.write import register
@@ -235,11 +235,11 @@ def cluster_session(app: str, extra: dict[str, str] | None = None) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus  # executors + the driver
+    # the session exists before the executors start: wait for both executor JVMs
     deadline = time.monotonic() + START_TIMEOUT
-    while status().size() < EXECUTORS + 1:
+    while len(executors(os.getpid())) < EXECUTORS:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{EXECUTORS} executors did not register in "
+            raise RuntimeError(f"{EXECUTORS} executors did not start in "
                                f"{START_TIMEOUT:.0f} s")
         time.sleep(0.2)
     return spark

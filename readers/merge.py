@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from morlog.logformat.arrow_sort import rank_nulls_first
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import (
@@ -269,8 +270,7 @@ def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
         sort_cols = [cand.column(SEQ).take(taken).to_numpy()]
         for i in reversed(range(n_ord)):  # np.lexsort: the last key is the primary one
             col = cand.column(_ord_name(i)).take(taken).combine_chunks()
-            sort_cols.append(pc.rank(col, sort_keys="ascending", null_placement="at_start",
-                                     tiebreaker="dense").to_numpy())
+            sort_cols.append(rank_nulls_first(col).to_numpy())
         gi = g[idx]
         sort_cols.append(gi)
         o = np.lexsort(sort_cols)

@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.compat.base_footer import encode_base_footer
+from morlog.logformat.arrow_sort import sort_indices_nulls_first
 from morlog.logformat.base_keys import encode_base_keys
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.column_stats_section import StatsColumns
@@ -523,7 +524,7 @@ class MorTable:
             idx = idx.append_column(f"o{j}", table.column(name))
             order_cols.append((f"o{j}", "ascending"))
         order_cols.append(("i", "ascending"))
-        idx = idx.take(pc.sort_indices(idx, sort_keys=order_cols, null_placement="at_start"))
+        idx = idx.take(sort_indices_nulls_first(idx, order_cols))
         k = idx.column("k")
         last = np.ones(n, dtype=bool)
         last[:-1] = ~pc.equal(k.slice(0, n - 1), k.slice(1)).to_numpy(zero_copy_only=False)

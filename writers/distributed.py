@@ -61,6 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from morlog.logformat.arrow_sort import sort_indices_nulls_first
 from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.blocks import META_FIELDS, RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType
@@ -714,7 +715,7 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
                                      if c.startswith("o") and c[1:].isdigit()]
     sort += [("order", "ascending"), ("row", "ascending")]
     # (null ordering values first: the smallest, as the client's combine and the reader)
-    t = t.take(pc.sort_indices(t, sort_keys=sort, null_placement="at_start"))
+    t = t.take(sort_indices_nulls_first(t, sort))
     k = t.column("key").combine_chunks()
     n = t.num_rows
     last = np.ones(n, dtype=bool)

@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import morlog.config as conf
+from morlog.logformat.arrow_sort import sort_indices_nulls_first
 from morlog.logformat.blocks import RECORD_KEY_FIELD
 from morlog.logformat.constants import BlockType, HeaderKey
 from morlog.logformat.delete_content import (
@@ -665,7 +666,7 @@ def _max_of(cols: dict[str, Any], seq: np.ndarray, width: int) -> np.ndarray:
     t = pa.table(cols)
     sort = ([("k", "ascending")] + [(f"o{j}", "ascending") for j in range(width)]
             + [("i", "ascending")])
-    t = t.take(pc.sort_indices(t, sort_keys=sort, null_placement="at_start"))
+    t = t.take(sort_indices_nulls_first(t, sort))
     k = t.column("k")
     last = np.ones(t.num_rows, dtype=bool)
     if t.num_rows > 1:
