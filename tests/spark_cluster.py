@@ -48,6 +48,9 @@ from typing import Any
 import pytest
 
 MASTER = "local-cluster[2,1,1024]"
+#: the driver JVM's heap: the least Spark accepts (issue 25: a batch several times larger
+#: than the driver's memory)
+DRIVER_MEMORY = "450m"
 EXECUTORS = 2
 #: the executor JVM's main class (how an executor process is told from the driver's JVM)
 EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
@@ -408,7 +411,9 @@ def _session() -> Any:
     spark = (SparkSession.builder.master(MASTER).appName("morlog-cluster-tests")
              .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.memory", "1g")
+             # the least Spark accepts: 1.5x its 300 MiB reserved memory
+             # (UnifiedMemoryManager.getMaxMemory in apache/spark core/.../memory/)
+             .config("spark.driver.memory", DRIVER_MEMORY)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
