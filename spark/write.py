@@ -490,11 +490,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                          .collect())
         else:
             per_group = narrow.groupBy(*where).count().collect()
-        # keys whose rows go to several partitions (Hudi's non-global index: one record
-        # per partition, combined by key as the write client combines them) are combined
-        # before the write with a window over the batch; otherwise every copy of a key
-        # goes to the same file group, and the write task combines them (its rows come
-        # sorted by file group, key, ordering value)
+        # a key whose rows go to several partitions (a non-global index) is combined by
+        # its key alone, as the write client combines it (Hudi's HoodieWriteHelper.
+        # deduplicateRecords combines by key and partition path there), before the write
+        # with a window over the batch; otherwise every copy of a key goes to the same
+        # file group, and the write task combines them (its rows come sorted by file
+        # group, key, ordering value)
         crossing = combine and any(int(r[_CROSS] or 0) for r in per_group)
         tagged = df.mapInArrow(_tagger(location, check),
                                _with_columns(df.schema, tag_columns))
