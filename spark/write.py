@@ -360,6 +360,9 @@ _FID, _PART, _NEW, _BASE, _DEL, _ORDER = ("__morlog_fid", "__morlog_part", "__mo
                                           "__morlog_base", "__morlog_delete", "__morlog_order")
 #: the record key (as the table's key generator renders it) and whether the row is an insert
 _KEY, _INS = "__morlog_key", "__morlog_insert"
+#: a row's position in the batch (the later row wins a tie), whether a key's rows go to
+#: several partitions
+_SEQ, _CROSS = "__morlog_seq", "__morlog_cross"
 #: a record moving to another partition (morlog's record index,
 #: hoodie.record.index.update.partition.path=true): the partition and file group it leaves
 _OLDPART, _OLDFID = "__morlog_oldpart", "__morlog_oldfid"
@@ -376,22 +379,27 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
     ``key`` and ``partition``: the table's record key and partition fields (comma-separated
     when there are several; the table's key generator makes the keys and paths).
 
-    Steps: lock and roll back dead writers' instants (driver) -> tag every row with its
-    record key, partition path and file group (executors, the table's key generator and
-    ``KeyTagger``) -> combine duplicate keys -> count inserts per partition and plan their
-    bins at the table's record size estimate (driver, ``MorTable.record_size``, as the
-    write client) -> assign each insert to a bin by its key's hash -> write requested and
-    inflight (driver) -> repartition by file group and write each group's rows, in order,
-    in blocks of at most ``chunk_rows`` rows (executors) -> complete the instant with the
-    tasks' write stats (driver). A retried task first discards what an earlier attempt
-    wrote for this instant, so retries never duplicate records; speculative execution must
-    stay off (two live attempts would share a file group).
+    Steps: lock and roll back dead writers' instants (driver) -> the counting job: the
+    columns keys, partition paths and ordering values need (not the rows) are tagged
+    with record key, partition path and file group (executors, the table's key generator
+    and ``KeyTagger``), combined to one row per key and counted per file group -> plan the
+    inserts' bins at the table's record size estimate (driver, ``MorTable.record_size``,
+    as the write client) -> write requested and inflight (driver) -> the write job: every
+    row tagged (its one pass through Python before the write), each insert assigned to a
+    bin by its key's hash (one projection), rows repartitioned by file group and sorted by
+    file group, key and ordering value; each task combines a key's copies (the first
+    wins) and writes its groups' rows, in order, in blocks of at most ``chunk_rows`` rows
+    (executors) -> complete the instant with the tasks' write stats (driver). A key whose
+    copies go to several partitions (a non-global index) is combined before the write by
+    a window over the batch instead, as before. A retried task first discards what an
+    earlier attempt wrote for this instant, so retries never duplicate records;
+    speculative execution must stay off (two live attempts would share a file group).
 
-    Memory: nothing is cached; the counting job and the write job each compute the tagged
-    rows (a second pass over the input, ~15% of a 50k-row batch's time on ``local[2]``,
-    against a batch-sized cache that executors must hold). A write task holds one block's
-    rows (``hoodie.logfile.data.block.max.size`` at the estimated record size; default
-    256 MiB) or, for a new file group with a base file, that group's rows (at most one
+    Memory: nothing is cached; the counting job tags only key, partition and ordering
+    columns, the write job the rows. A tagging task holds at most ``TAG_CHUNK_BYTES`` of
+    its rows (one lookup per chunk); a write task holds one block's rows
+    (``hoodie.logfile.data.block.max.size`` at the estimated record size; default 256 MiB)
+    or, for a new file group with a base file, that group's rows (at most one
     ``hoodie.parquet.max.file.size`` file's worth, by routing); the driver holds the
     per-file-group counts and write stats, never rows (the record index's key changes
     aside, collected only when that index is kept).
@@ -446,23 +454,55 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
     with table.commit(operation) as commit:
         view = commit.table()
         instant = commit.instant
-        tag_schema = _with_columns(df.schema, [(_PART, "string"), (_FID, "string"),
-                                               (_BASE, "string"), (_KEY, "string"),
-                                               (_OLDPART, "string"), (_OLDFID, "string")])
+        tag_columns = [(_PART, "string"), (_FID, "string"), (_BASE, "string"),
+                       (_KEY, "string"), (_OLDPART, "string"), (_OLDFID, "string")]
         check = _BatchRules(table.keygen,
                             table.ordering_field if operation != "delete" else None,
                             tuple(table.ordering_fields) if operation != "delete" else (),
                             moves=update_partition_path(cfg.hoodie_options),
                             delete=operation == "delete")
-        # every row gets its record key from the table's key generator (composite keys,
-        # timestamp partitions...) while tagged; duplicates are then combined by that key
-        tagged = df.mapInArrow(_tagger(location, check), tag_schema)
-        if operation != "delete":
-            # several ordering fields compare as a tuple (spec/table.md §14.2)
-            by = list(table.ordering_fields) if len(table.ordering_fields) > 1 else ordering
-            tagged = _combine_duplicates(tagged, _KEY, by, F, Window)
-        # not cached: a batch larger than the executors' memory must not be held; counting
-        # and writing each compute the tagged rows (the tagging reads only the key index)
+        combine = operation != "delete"
+        # several ordering fields compare as a tuple (spec/table.md §14.2)
+        orders = list(table.ordering_fields) if combine else []
+        source = df.withColumn(_SEQ, F.monotonically_increasing_id()) if combine else df
+        # job 1, the counting pass: only the columns keys, partition paths and the
+        # combining need are tagged (every row gets its record key from the table's key
+        # generator: composite keys, timestamp partitions...), then combined to one row
+        # per key as the write combines them, and counted per (partition, file group);
+        # no file group: the partition's inserts. Not cached (a batch larger than the
+        # executors' memory must not be held): the write job tags the rows again.
+        narrow_cols = list(dict.fromkeys([*table.keygen.required_columns, *orders,
+                                          *([_SEQ] if combine else [])]))
+        narrow_df = source.select(*narrow_cols)
+        narrow = narrow_df.mapInArrow(
+            _tagger(location, check), _with_columns(narrow_df.schema, tag_columns))
+        where = [_PART, _FID, _OLDPART, _OLDFID]
+        if combine:
+            # the row a key keeps: the greatest ordering value (several: the greatest
+            # tuple), the later row on ties; a key whose rows are headed for several
+            # partitions is counted once, where its winner goes
+            per_key = narrow.groupBy(_KEY).agg(
+                F.max_by(F.struct(*where), F.struct(*orders, _SEQ)).alias("w"),
+                (F.min(_PART) != F.max(_PART)).cast("long").alias(_CROSS))
+            per_group = (per_key.select(*(F.col(f"w.{c}").alias(c) for c in where), _CROSS)
+                         .groupBy(*where).agg(F.count(F.lit(1)).alias("count"),
+                                              F.sum(_CROSS).alias(_CROSS))
+                         .collect())
+        else:
+            per_group = narrow.groupBy(*where).count().collect()
+        # a key whose rows go to several partitions (a non-global index) is combined by
+        # its key alone, as the write client combines it (Hudi's HoodieWriteHelper.
+        # deduplicateRecords combines by key and partition path there), before the write
+        # with a window over the batch; otherwise every copy of a key goes to the same
+        # file group, and the write task combines them (its rows come sorted by file
+        # group, key, ordering value)
+        crossing = combine and any(int(r[_CROSS] or 0) for r in per_group)
+        tagged = df.mapInArrow(_tagger(location, check),
+                               _with_columns(df.schema, tag_columns))
+        if crossing:
+            tagged = _combine_duplicates(tagged, _KEY, orders, F, Window)
+        elif combine:
+            tagged = tagged.withColumn(_SEQ, F.monotonically_increasing_id())
         # routing: inserts per partition -> bins (driver)
         pending = view.timeline.pending_services()
         slices = {(s.partition, s.file_id): s for s in view.file_slices()
@@ -471,10 +511,6 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         bins: dict[str, list[tuple[str, int, bool]]] = {}
         # Hudi's estimate from the table's past commits, the write client's too
         record_size = table.record_size(view)
-        # one Spark job for both: rows per (partition, file group) of the tagged batch
-        # (no file group: the partition's inserts) give the insert counts to route and the
-        # existing groups touched; the routed-to groups come from the bins
-        per_group = tagged.groupBy(_PART, _FID, _OLDPART, _OLDFID).count().collect()
         touched_set = {(r[_PART], r[_FID]) for r in per_group if r[_FID] is not None}
         # the groups moving records leave: a delete there
         touched_set |= {(r[_OLDPART], r[_OLDFID]) for r in per_group
@@ -506,8 +542,13 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         # each task gets its file groups' rows one group after the other (sorted: Spark
         # spills what does not fit) and writes them in blocks as they fill
         writer = _group_writer(location, cfg, instant, operation, task_hook,
-                               chunk_rows(cfg, record_size))
-        stats_rows = (groups.repartition(n_tasks, _FID).sortWithinPartitions(_FID)
+                               chunk_rows(cfg, record_size), combine and not crossing)
+        order = [F.col(_FID)]
+        if combine and not crossing:
+            # a key's copies side by side, the one it keeps first
+            order += ([F.col(_KEY)] + [F.col(f).desc_nulls_last() for f in orders]
+                      + [F.col(_SEQ).desc()])
+        stats_rows = (groups.repartition(n_tasks, _FID).sortWithinPartitions(*order)
                       .mapInArrow(writer, stats_schema).collect())
         stats: dict[str, list[dict[str, Any]]] = {}
         for r in stats_rows:
@@ -597,39 +638,62 @@ class _BatchRules:
         return self.keygen.record_keys(data), self.keygen.partition_paths(data)
 
 
+#: at most this many bytes of a tagging task's rows are tagged at once (each chunk is one
+#: lookup: every lookup reads each candidate slice's key data, so not batch by batch)
+TAG_CHUNK_BYTES = 128 << 20
+
+
 def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
+    chunk_bytes = TAG_CHUNK_BYTES  # read on the driver, shipped with the function
+
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.readers.lookup import KeyTagger
 
-        # one lookup for the task's rows: every lookup reads each candidate slice's base
-        # footer and key column, so tagging batch by batch would read them once per batch
-        rows = [b for b in batches if b.num_rows]
-        if not rows:
-            return
-        data = pa.Table.from_batches(rows)
-        keys, parts = rules.keys_and_partitions(data, location.uri)
         table = Table(location)
-        found = _global_tags(table, keys, parts, rules, location, data)
-        old_parts = old_fids = pa.nulls(len(keys), pa.string())
-        if found is None:
-            index = KeyTagger(table)
-            locs = index.tag(keys, parts).locations
-            slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
-        else:
-            locs, parts, old_parts, old_fids = found
-            slices = {(s.partition, s.file_id): s.base_instant for s in table.file_slices()}
-        fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
-        bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
-                         pa.string())
-        start = 0
-        for b in rows:
-            n = b.num_rows
-            yield pa.RecordBatch.from_arrays(
-                [*b.columns, parts.slice(start, n), fids.slice(start, n),
-                 bases.slice(start, n), keys.slice(start, n).cast(pa.string()),
-                 old_parts.slice(start, n), old_fids.slice(start, n)],
-                names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
-            start += n
+        index: KeyTagger | None = None
+        rows: list[pa.RecordBatch] = []
+        size = 0
+
+        def tag_chunk(rows: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            nonlocal index
+            data = pa.Table.from_batches(rows)
+            keys, parts = rules.keys_and_partitions(data, location.uri)
+            found = _global_tags(table, keys, parts, rules, location, data)
+            old_parts = old_fids = pa.nulls(len(keys), pa.string())
+            if found is None:
+                if index is None:  # one tagger for the task's chunks (it keeps what it read)
+                    index = KeyTagger(table)
+                locs = index.tag(keys, parts).locations
+                slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+            else:
+                locs, parts, old_parts, old_fids = found
+                slices = {(s.partition, s.file_id): s.base_instant
+                          for s in table.file_slices()}
+            fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
+            bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
+                             pa.string())
+            start = 0
+            for b in rows:
+                n = b.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [*b.columns, parts.slice(start, n), fids.slice(start, n),
+                     bases.slice(start, n), keys.slice(start, n).cast(pa.string()),
+                     old_parts.slice(start, n), old_fids.slice(start, n)],
+                    names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
+                start += n
+
+        # the task's rows in chunks of at most chunk_bytes (a task holds one chunk), each
+        # tagged with one lookup
+        for b in batches:
+            if not b.num_rows:
+                continue
+            rows.append(b)
+            size += b.nbytes
+            if size >= chunk_bytes:
+                yield from tag_chunk(rows)
+                rows, size = [], 0
+        if rows:
+            yield from tag_chunk(rows)
     return tag
 
 
@@ -677,15 +741,15 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
     the key's hash modulo the partition's insert count, against the bins' cumulative
     weights). A row expression, no window: the inserts of a partition are spread over the
     tasks as its bins are, and a recomputed row lands where it landed first (the hash is
-    the key's). Each bin gets its planned count up to the spread of the hash."""
+    the key's). Each bin gets its planned count up to the spread of the hash. One
+    projection (no union of tagged and untagged rows: each branch of a union would run
+    the tagging again)."""
     if operation == "delete":
         return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
                 .withColumn(_INS, F.lit(False)).withColumn(_DEL, F.lit(True)))
-    known = (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
-             .withColumn(_INS, F.lit(False)))
-    inserts = tagged.filter(F.col(_FID).isNull())
     if not bins:
-        return known.withColumn(_DEL, F.lit(False))
+        return (tagged.filter(F.col(_FID).isNotNull())
+                .withColumns({_NEW: F.lit(False), _INS: F.lit(False), _DEL: F.lit(False)}))
     # one SQL expression each (a Column built call by call costs a JVM round trip a call)
     part = f"`{_PART}`"
     totals = " ".join(f"WHEN {part} = {_sql_text(p)} THEN {max(1, sum(c for _, c, _ in b))}"
@@ -700,12 +764,16 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
             fids.append(f"{cond} THEN {_sql_text(fid)}")
             news.append(f"{cond} THEN {str(new).lower()}")
             start += n
-    inserts = (inserts.withColumn(slot, F.expr(f"pmod(xxhash64(`{key}`), CASE {totals} END)"))
-               .withColumns({_FID: F.expr(f"CASE {' '.join(fids)} END"),
-                             _NEW: F.expr(f"CASE {' '.join(news)} END"),
-                             _INS: F.lit(True)})
-               .drop(slot))
-    return known.unionByName(inserts).withColumn(_DEL, F.lit(False))
+    known = f"`{_FID}` IS NOT NULL"
+    return (tagged
+            .withColumn(slot, F.expr(f"CASE WHEN {known} THEN NULL ELSE "
+                                     f"pmod(xxhash64(`{key}`), CASE {totals} END) END"))
+            .withColumns({_FID: F.expr(f"CASE WHEN {known} THEN `{_FID}` "
+                                       f"{' '.join(fids)} END"),
+                          _NEW: F.expr(f"CASE WHEN {known} THEN false {' '.join(news)} END"),
+                          _INS: F.expr(f"NOT ({known})"),
+                          _DEL: F.lit(False)})
+            .drop(slot))
 
 
 def _sql_text(value: str) -> str:
@@ -737,10 +805,13 @@ def chunk_rows(cfg: WriteConfig, record_size: int) -> int:
 
 
 def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, operation: str,
-                  hook: Callable[[str], None] | None, max_rows: int) -> Any:
+                  hook: Callable[[str], None] | None, max_rows: int,
+                  dedup: bool = False) -> Any:
     """The write task: its rows arrive sorted by file group; each group's rows are written
     in blocks of at most ``max_rows`` rows as they come (a new file group with a base file
-    is one file: its rows, at most one file's worth by routing, are held until it ends)."""
+    is one file: its rows, at most one file's worth by routing, are held until it ends).
+    ``dedup``: the rows come sorted by file group and key too, the row a key keeps first
+    (``_upsert``): the others are dropped (duplicate keys combined by Hudi's rules)."""
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from morlog.writers.core.logwriter import discard_uncommitted
 
@@ -803,6 +874,7 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
         count = 0
         first = True
         whole = False  # a new group with a base file: written once, at its end
+        last: tuple[Any, Any] | None = None  # the (file group, key) of the row before
 
         def finish() -> None:
             if current is not None and held:
@@ -817,6 +889,9 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
             if fids.null_count:
                 raise WriteError("a row reached a write task without a file group",
                                  path=location.uri)
+            if dedup:
+                batch, last = _first_of_each_key(batch, last)
+                fids = batch.column(_FID)
             codes = fids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
             cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), batch.num_rows]
             for a, b in zip(cuts[:-1], cuts[1:], strict=True):
@@ -839,6 +914,23 @@ def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, opera
         if out["path"]:
             yield pa.RecordBatch.from_pydict(out, schema=_STATS_SCHEMA)
     return write
+
+
+def _first_of_each_key(batch: pa.RecordBatch, last: tuple[Any, Any] | None
+                       ) -> tuple[pa.RecordBatch, tuple[Any, Any]]:
+    """The rows of ``batch`` (sorted by file group and key) whose (file group, key) differs
+    from the row before (``last``: the previous batch's last row), and this batch's last."""
+    n = batch.num_rows
+    fids, keys = batch.column(_FID), batch.column(_KEY)
+    same = np.zeros(n, dtype=bool)
+    if n > 1:
+        eq = pc.and_(pc.equal(fids.slice(1), fids.slice(0, n - 1)),
+                     pc.equal(keys.slice(1), keys.slice(0, n - 1)))
+        same[1:] = eq.fill_null(False).to_numpy(zero_copy_only=False)
+    if last is not None:
+        same[0] = (fids[0].as_py(), keys[0].as_py()) == last
+    end = (fids[n - 1].as_py(), keys[n - 1].as_py())
+    return (batch.filter(pa.array(~same)) if same.any() else batch), end
 
 
 def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,

@@ -48,6 +48,9 @@ from typing import Any
 import pytest
 
 MASTER = "local-cluster[2,1,1024]"
+#: the driver JVM's heap: the least Spark accepts (issue 25: a batch several times larger
+#: than the driver's memory)
+DRIVER_MEMORY = "450m"
 EXECUTORS = 2
 #: the executor JVM's main class (how an executor process is told from the driver's JVM)
 EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
@@ -388,6 +391,9 @@ def _session() -> Any:
     from morlog.bench.spark_cluster import cluster_session
 
     return cluster_session("morlog-cluster-tests", {
+        # the least Spark accepts: 1.5x its 300 MiB reserved memory
+        # (UnifiedMemoryManager.getMaxMemory in apache/spark core/.../memory/)
+        "spark.driver.memory": DRIVER_MEMORY,
         "spark.python.worker.reuse": "true",
         # an executor killed by a test is not excluded from the application
         "spark.excludeOnFailure.enabled": "false"})

@@ -289,6 +289,106 @@ def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_ta
     assert tasks and set(tasks) == {0}  # tagging and writing tasks never parse it again
 
 
+def _recording_tagger(inner: Any, out_dir: str) -> Any:
+    """A tagging task running ``inner`` and recording, in a file of ``out_dir``, the
+    columns and the number of rows it was given (a closure: Spark ships it by value)."""
+
+    def run(batches: Any) -> Any:
+        import json
+        import os
+        import uuid
+
+        seen = {"columns": [], "rows": 0}
+
+        def counted(it: Any) -> Any:
+            for b in it:
+                seen["columns"] = b.schema.names
+                seen["rows"] += b.num_rows
+                yield b
+
+        try:
+            yield from inner(counted(batches))
+        finally:
+            with open(os.path.join(out_dir, uuid.uuid4().hex), "w") as f:
+                f.write(json.dumps(seen))
+
+    return run
+
+
+def test_distributed_upsert_passes_the_rows_through_python_once(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counting job tags only the columns keys, partitions and the combining need; the
+    rows themselves go through the Python tagging once, in the write job. Before, the
+    counting job and the write job each tagged every row with all its columns (and each
+    combined duplicates with a window over the batch): a batch's data passed twice."""
+    import json
+
+    import morlog.spark.write as spark_mod
+    from morlog.writers.options import WriteConfig
+
+    path = str(tmp_path / "once")
+    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                      record_size=100)
+    kw = dict(key="id", partition="region", ordering="ts", config=cfg)
+    spark_mod.upsert(spark, _df(spark, range(100), 1), path, **kw)
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    real = spark_mod._tagger
+    monkeypatch.setattr(spark_mod, "_tagger", lambda *a: _recording_tagger(
+        real(*a), str(seen)))
+    r = spark_mod.upsert(spark, _df(spark, range(50, 150), 2), path, **kw)
+    assert r["morlog.inserts"] == "50" and r["morlog.updates"] == "50"
+    tasks = [json.loads(f.read_text()) for f in seen.iterdir()]
+    wide = sum(t["rows"] for t in tasks if "amount" in t["columns"])
+    narrow = [t for t in tasks if t["rows"] and "amount" not in t["columns"]]
+    assert wide == 100, tasks  # every row once
+    assert sum(t["rows"] for t in narrow) == 100
+    assert {c for t in narrow for c in t["columns"]} == {"id", "region", "ts",
+                                                         "__morlog_seq"}
+    rows = {x["id"]: x["ts"] for x in Table(path).read().to_pylist()}
+    assert len(rows) == 150 and rows["k0060"] == 2 and rows["k0010"] == 1
+
+
+def test_distributed_upsert_combines_duplicates_as_the_client(
+        spark: Any, tmp_path: Path) -> None:
+    """Copies of a key in several input partitions combine as the write client combines
+    them: the greatest ordering value, the later row on ties; a key sent to two partitions
+    (a non-global index) keeps one row, the winner's (the window path)."""
+    from morlog.spark.write import upsert
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+
+    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                      record_size=100)
+    first = pa.table({"id": [f"k{i:04d}" for i in range(40)],
+                      "region": ["eu" if i % 2 else "us" for i in range(40)],
+                      "ts": pa.array([1] * 40, pa.int64()),
+                      "amount": [float(i) for i in range(40)]})
+    dup = [("k0001", "eu", 5, 1.0), ("k0001", "eu", 9, 2.0), ("k0100", "us", 3, 3.0),
+           ("k0001", "eu", 9, 3.0), ("k0100", "us", 3, 4.0), ("k0002", "us", 0, 5.0),
+           ("k0101", "eu", 1, 6.0), ("k0100", "us", 2, 7.0)]
+    cross = [("k0200", "eu", 1, 8.0), ("k0200", "us", 2, 9.0), ("k0003", "eu", 4, 10.0)]
+    for name, rows in (("same", dup), ("cross", cross)):
+        batch = pa.table({"id": [r[0] for r in rows], "region": [r[1] for r in rows],
+                          "ts": pa.array([r[2] for r in rows], pa.int64()),
+                          "amount": [r[3] for r in rows]})
+        client = MorTable.create(str(tmp_path / f"{name}-c"), first.schema, key_field="id",
+                                 partition_field="region", ordering_field="ts", config=cfg)
+        client.upsert(first)
+        client.upsert(batch)
+        path = str(tmp_path / f"{name}-s")
+        kw = dict(key="id", partition="region", ordering="ts", config=cfg)
+        upsert(spark, spark.createDataFrame(first), path, **kw)
+        # several input partitions, the rows' order kept (a later row: a later partition)
+        upsert(spark, spark.createDataFrame(batch).repartitionByRange(3, "amount")
+               .sortWithinPartitions("amount"), path, **kw)
+        want = sorted(Table(str(tmp_path / f"{name}-c")).read(
+            columns=["id", "region", "ts", "amount"]).to_pylist(), key=lambda r: r["id"])
+        got = sorted(Table(path).read(columns=["id", "region", "ts", "amount"]).to_pylist(),
+                     key=lambda r: r["id"])
+        assert got == want, name
+
+
 def test_the_write_source_extends_the_read_source(tmp_path: Path) -> None:
     from morlog.logformat.errors import UsageError
     from morlog.spark.source import MorlogReader, MorlogReadSource
@@ -536,3 +636,68 @@ def test_write_tasks_write_a_file_groups_rows_in_blocks_as_they_fill(
             with LogFileReader(str(tmp_path / "c" / s.partition / name)) as r:
                 counts += [b.record_count() for b in r.blocks() if b.instant == instant]
     assert sorted(counts) == [100, 100, 100]
+
+
+def test_a_tagging_task_holds_one_chunk_of_its_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tagging task tags its rows in chunks of at most ``TAG_CHUNK_BYTES`` (one lookup
+    each, one tagger for all), yielding each chunk before it reads the next. Before, it
+    held every row of its Spark partition and tagged them in one lookup: a partition
+    larger than the worker's memory could not be tagged."""
+    import morlog.spark.write as spark_mod
+    from morlog.readers.lookup import KeyTagger
+    from morlog.readers.storage import TableLocation
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+
+    cfg = WriteConfig(fsync=False)
+    n = 600
+    data = pa.table({"id": [f"k{i:04d}" for i in range(n)],
+                     "region": ["eu" if i % 2 else "us" for i in range(n)],
+                     "ts": pa.array([1] * n, pa.int64()), "amount": [float(i) for i in range(n)]})
+    path = str(tmp_path / "t")
+    table = MorTable.create(path, data.schema, key_field="id", partition_field="region",
+                            ordering_field="ts", config=cfg)
+    table.upsert(data.slice(0, 300))
+    rules = spark_mod._BatchRules(table.keygen, "ts", ("ts",))
+    batches = data.to_batches(max_chunksize=100)  # 3 known keys, 3 new ones
+    calls: list[int] = []
+    real = KeyTagger.tag
+
+    def tag(self: Any, keys: Any, partitions: Any = None) -> Any:
+        calls.append(len(keys))
+        return real(self, keys, partitions)
+
+    monkeypatch.setattr(KeyTagger, "tag", tag)
+    monkeypatch.setattr(spark_mod, "TAG_CHUNK_BYTES", batches[0].nbytes * 2)
+    read = []
+
+    def source() -> Any:
+        for b in batches:
+            read.append(b.num_rows)
+            yield b
+
+    out = spark_mod._tagger(TableLocation.of(path), rules)(source())
+    first = next(out)
+    assert sum(read) == 200 and first.num_rows == 100  # the first chunk only
+    got = pa.Table.from_batches([first, *out])
+    assert calls == [200, 200, 200]
+    fids = dict(zip(got.column("__morlog_key").to_pylist(),
+                    got.column("__morlog_fid").to_pylist(), strict=True))
+    assert all(fids[f"k{i:04d}"] is not None for i in range(300))
+    assert all(fids[f"k{i:04d}"] is None for i in range(300, n))
+    assert got.column("amount").to_pylist() == data.column("amount").to_pylist()
+
+
+def test_a_write_task_keeps_the_first_row_of_each_key() -> None:
+    from morlog.spark.write import _first_of_each_key
+
+    b1 = pa.RecordBatch.from_pydict({"__morlog_fid": ["a", "a", "a", "b"],
+                                     "__morlog_key": ["k1", "k1", "k2", "k2"],
+                                     "v": [1, 2, 3, 4]})
+    b2 = pa.RecordBatch.from_pydict({"__morlog_fid": ["b", "b", "c"],
+                                     "__morlog_key": ["k2", "k3", "k3"], "v": [5, 6, 7]})
+    kept, last = _first_of_each_key(b1, None)
+    assert kept.column("v").to_pylist() == [1, 3, 4] and last == ("b", "k2")
+    kept, last = _first_of_each_key(b2, last)
+    assert kept.column("v").to_pylist() == [6, 7] and last == ("c", "k3")
