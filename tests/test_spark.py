@@ -256,17 +256,25 @@ def _counting_task(inner: Any, out_dir: str) -> Any:
     return run
 
 
+def _small_groups_table(spark: Any, where: Path) -> tuple[str, dict[str, Any]]:
+    """A 100-row table of small file groups written by the distributed upsert; its path
+    and the upsert's keyword arguments."""
+    import morlog.spark.write as spark_mod
+    from morlog.writers.options import WriteConfig
+
+    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
+                      record_size=100)
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
+    spark_mod.upsert(spark, _df(spark, range(100), 1), str(where), **kw)
+    return str(where), kw
+
+
 def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_tasks(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import morlog.spark.write as spark_mod
     from morlog.readers.storage import TableLocation
-    from morlog.writers.options import WriteConfig
 
-    path = str(tmp_path / "c")
-    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
-                      record_size=100)
-    kw = dict(key="id", partition="region", ordering="ts", config=cfg)
-    spark_mod.upsert(spark, _df(spark, range(100), 1), path, **kw)
+    path, kw = _small_groups_table(spark, tmp_path / "c")
     counts = tmp_path / "counts"
     counts.mkdir()
     real_tagger, real_writer = spark_mod._tagger, spark_mod._group_writer
@@ -324,13 +332,8 @@ def test_distributed_upsert_passes_the_rows_through_python_once(
     import json
 
     import morlog.spark.write as spark_mod
-    from morlog.writers.options import WriteConfig
 
-    path = str(tmp_path / "once")
-    cfg = WriteConfig(fsync=False, max_file_size=2_000_000, small_file_limit=1_500_000,
-                      record_size=100)
-    kw = dict(key="id", partition="region", ordering="ts", config=cfg)
-    spark_mod.upsert(spark, _df(spark, range(100), 1), path, **kw)
+    path, kw = _small_groups_table(spark, tmp_path / "once")
     seen = tmp_path / "seen"
     seen.mkdir()
     real = spark_mod._tagger
