@@ -54,17 +54,23 @@ def _clear(cache: Any) -> None:
         cache.bytes = 0
 
 
-def test_second_probe_decodes_no_key_list_again_and_answers_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_decodes(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """The lengths of the key lists ``module.decode_keys`` decodes from now on."""
     decoded: list[int] = []
-    real = probe_mod.decode_keys
+    real = module.decode_keys
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         out = real(*args, **kwargs)
         decoded.append(len(out))
         return out
 
-    monkeypatch.setattr(probe_mod, "decode_keys", counting)
+    monkeypatch.setattr(module, "decode_keys", counting)
+    return decoded
+
+
+def test_second_probe_decodes_no_key_list_again_and_answers_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded = _count_decodes(monkeypatch, probe_mod)
     files = _write_slice(tmp_path, "k")
     # every block holds candidates: each block's key list is needed
     keys = [f"k{b}-{i:03d}" for b in range(4) for i in range(0, 50, 5)] + ["k9-none"]
@@ -98,15 +104,7 @@ def test_writers_of_later_commits_merge_only_the_new_blocks_same_bytes(
     """Each commit a new writer (state rebuilt from the stored directory), full checkpoints
     at every block (delta_max_keys=1) or every few: the files equal those written with the
     cache emptied before each commit, and the cached run reads fewer key lists."""
-    decoded: list[int] = []
-    real = indexed_mod.decode_keys
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        out = real(*args, **kwargs)
-        decoded.append(len(out))
-        return out
-
-    monkeypatch.setattr(indexed_mod, "decode_keys", counting)
+    decoded = _count_decodes(monkeypatch, indexed_mod)
     reads = {}
     for run, cold in (("cold", True), ("warm", False)):
         d = tmp_path / run

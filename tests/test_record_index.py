@@ -953,10 +953,8 @@ def test_bytes_of_a_shard_log_are_damage_or_change_nothing(tmp_path: Path) -> No
     byte of the first block's log format version (offset 14) raised
     UnsupportedVersionError, which is no FormatError: tagging did not take it as damage
     and the upsert failed. Now it is a ContentError; the upsert warns and goes on."""
-    import warnings
 
     from morlog.logformat.errors import ContentError
-    from morlog.readers.record_index import DamagedIndexWarning
 
     root = tmp_path / "t"
     t = _damaged_table(root)
@@ -982,13 +980,7 @@ def test_bytes_of_a_shard_log_are_damage_or_change_nothing(tmp_path: Path) -> No
     log.write_bytes(data[:14] + bytes([data[14] ^ 0xFF]) + data[15:])
     with pytest.raises(ContentError, match="log format version"):
         RecordIndex(Table(str(root))).lookup(keys)
-    assert verify(Table(str(root))).damaged
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t.upsert(_batch(range(50, 95), 4))
-    assert any(issubclass(w.category, DamagedIndexWarning) for w in caught)
-    rows = Table(str(root)).read().to_pylist()
-    assert len(rows) == len({x["id"] for x in rows}) == 95
+    _upsert_past_the_damage(t, root, _batch(range(50, 95), 4), 95)
 
 
 def test_a_truncated_shard_log_is_damage_not_lost_entries(tmp_path: Path) -> None:
@@ -1225,10 +1217,8 @@ def test_a_shard_log_file_gone_from_the_listing_is_damage(tmp_path: Path) -> Non
     damaged instead of answering without its entries (they did: the expected log writes
     were only those of the files listed), and the next upsert tags through the table's
     files and writes no key twice."""
-    import warnings
 
     from morlog.logformat.errors import FormatError
-    from morlog.readers.record_index import DamagedIndexWarning
 
     root = tmp_path / "t"
     t = _damaged_table(root)
@@ -1238,10 +1228,20 @@ def test_a_shard_log_file_gone_from_the_listing_is_damage(tmp_path: Path) -> Non
     with pytest.raises(FormatError) as err:
         RecordIndex(Table(str(root))).lookup(keys)
     assert log.name in str(err.value)
+    _upsert_past_the_damage(t, root, _batch(range(60, 90), 5), 90)
+
+
+def _upsert_past_the_damage(t: Any, root: Path, batch: pa.Table, total: int) -> None:
+    """The index reads as damaged; an upsert warns (DamagedIndexWarning), falls back to the
+    file probes and leaves ``total`` rows, one a key."""
+    import warnings
+
+    from morlog.readers.record_index import DamagedIndexWarning
+
     assert verify(Table(str(root))).damaged
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t.upsert(_batch(range(60, 90), 5))
+        t.upsert(batch)
     assert any(issubclass(w.category, DamagedIndexWarning) for w in caught)
     rows = Table(str(root)).read().to_pylist()
-    assert len(rows) == len({r["id"] for r in rows}) == 90
+    assert len(rows) == len({r["id"] for r in rows}) == total
