@@ -216,12 +216,15 @@ class RecordIndex:
                 continue
             writes = self._writes.get(i.requested)
             if writes is None:
-                writes = self._writes[i.requested] = []
+                # built whole, then published: shards are probed on threads, and a list
+                # published empty and filled after would tell another shard's probe that
+                # nothing was written to it (its lost log then read as no entries)
                 stats = self.table.timeline.metadata(i).get("partitionToWriteStats") or {}
-                for st in stats.get("", []) if isinstance(stats, dict) else []:
-                    name = str(st.get("path") or "").rsplit("/", 1)[-1]
-                    if ".log." in name and int(st.get("numWrites") or 0) > 0:
-                        writes.append((str(st.get("fileId")), name))
+                writes = [(str(st.get("fileId")), name)
+                          for st in (stats.get("", []) if isinstance(stats, dict) else [])
+                          for name in [str(st.get("path") or "").rsplit("/", 1)[-1]]
+                          if ".log." in name and int(st.get("numWrites") or 0) > 0]
+                writes = self._writes.setdefault(i.requested, writes)
             # every log write of the slice, listed or not: a log file that went missing
             # (deleted, or cut to nothing and left out of the listing) is damage too
             out += [(i.requested, name) for fid, name in writes

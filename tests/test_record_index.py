@@ -737,6 +737,52 @@ def _damage(path: Path, how: str, at: float) -> None:
     path.write_bytes(bytes(data))
 
 
+def test_a_shard_probe_sees_every_log_write_while_another_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log writes the index's commits made to each shard (what a probe must read back,
+    so that a log cut to nothing is found) are read once and shared by the shards' probes,
+    which run on threads. They were memoised as a list published empty and filled after:
+    a probe asking while another filled it got no expected writes, read its lost log as
+    "no entries" and tagged its keys as new, so the upsert wrote them twice (the fuzz test
+    below found it about once in 30 runs). Here one probe is held inside the read of the
+    metadata of the commit that wrote the logs while the other asks."""
+    import threading
+
+    from morlog.readers.timeline import Timeline
+
+    root = tmp_path / "t"
+    _damaged_table(root)
+    index = RecordIndex(Table(str(root)))
+    slices = index.slices()
+    assert sorted(slices) == [0, 1] and all(s.log_files for s in slices.values())
+    read, inside, go = Timeline.metadata, threading.Event(), threading.Event()
+    holder: list[int] = []
+
+    last = max(i.requested for i in index.table.timeline.completed())
+
+    def metadata(self: Timeline, instant: Any) -> dict[str, Any]:
+        if threading.get_ident() in holder and instant.requested == last:
+            inside.set()
+            go.wait(10)
+        return read(self, instant)
+
+    monkeypatch.setattr(Timeline, "metadata", metadata)
+    first: list[Any] = []
+
+    def probe() -> None:
+        holder.append(threading.get_ident())
+        first.append(index.log_writes(slices[0]))
+
+    worker = threading.Thread(target=probe)
+    worker.start()
+    assert inside.wait(10)
+    second = index.log_writes(slices[1])  # asked while the other probe reads
+    go.set()
+    worker.join(10)
+    assert [name for _, name in second] == slices[1].log_files
+    assert [name for _, name in first[0]] == slices[0].log_files
+
+
 def test_a_damaged_shard_base_file_is_typed_and_writes_go_on(tmp_path: Path) -> None:
     """Issue 23: a shard base file cut in half raised ``ArrowInvalid: Parquet magic bytes
     not found`` from tagging (the next upsert), lookup and verify (CLI exit 3). Now: a
