@@ -95,7 +95,7 @@ from morlog.spark.source import (
 from morlog.writers.client import MorTable
 from morlog.writers.core.commit import RecordChanges
 from morlog.writers.core.store import WriteStore, store_at
-from morlog.writers.core.tagging import update_partition_path
+from morlog.writers.core.tagging import global_index, update_partition_path
 from morlog.writers.core.timeline import base_file_name
 from morlog.writers.distributed import (
     TaskReport,
@@ -477,11 +477,17 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         narrow = narrow_df.mapInArrow(
             _tagger(location, check), _with_columns(narrow_df.schema, tag_columns))
         where = [_PART, _FID, _OLDPART, _OLDFID]
+        # what identifies a record among the batch's copies: its key with a global index,
+        # else its key and partition path (Hudi's HoodieWriteHelper.deduplicateRecords,
+        # the client's combine), and the file group it is tagged to (a key the table holds
+        # in several groups has a row for each: each is updated)
+        is_global = global_index(view)
+        ident = [_KEY] if is_global else [_KEY, _PART, _FID]
         if combine:
-            # the row a key keeps: the greatest ordering value (several: the greatest
+            # the row a record keeps: the greatest ordering value (several: the greatest
             # tuple), the later row on ties; a key whose rows are headed for several
-            # partitions is counted once, where its winner goes
-            per_key = narrow.groupBy(_KEY).agg(
+            # partitions (a global index) is counted once, where its winner goes
+            per_key = narrow.groupBy(*ident).agg(
                 F.max_by(F.struct(*where), F.struct(*orders, _SEQ)).alias("w"),
                 (F.min(_PART) != F.max(_PART)).cast("long").alias(_CROSS))
             per_group = (per_key.select(*(F.col(f"w.{c}").alias(c) for c in where), _CROSS)
@@ -490,13 +496,12 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                          .collect())
         else:
             per_group = narrow.groupBy(*where).count().collect()
-        # a key whose rows go to several partitions (a non-global index) is combined by
-        # its key alone, as the write client combines it (Hudi's HoodieWriteHelper.
-        # deduplicateRecords combines by key and partition path there), before the write
-        # with a window over the batch; otherwise every copy of a key goes to the same
-        # file group, and the write task combines them (its rows come sorted by file
-        # group, key, ordering value)
-        crossing = combine and any(int(r[_CROSS] or 0) for r in per_group)
+        # with a global index, a key whose rows go to several partitions (new in the
+        # table, or moving) is combined by its key alone, as the write client combines it,
+        # before the write with a window over the batch; otherwise every copy of a record
+        # goes to the same file group, and the write task combines them (its rows come
+        # sorted by file group, key, ordering value)
+        crossing = combine and is_global and any(int(r[_CROSS] or 0) for r in per_group)
         tagged = df.mapInArrow(_tagger(location, check),
                                _with_columns(df.schema, tag_columns))
         if crossing:
@@ -660,11 +665,18 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             keys, parts = rules.keys_and_partitions(data, location.uri)
             found = _global_tags(table, keys, parts, rules, location, data)
             old_parts = old_fids = pa.nulls(len(keys), pa.string())
+            extra: pa.RecordBatch | None = None
             if found is None:
                 if index is None:  # one tagger for the task's chunks (it keeps what it read)
                     index = KeyTagger(table)
-                locs = index.tag(keys, parts).locations
+                tags = index.tag(keys, parts)
+                locs = tags.locations
                 slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
+                if tags.also:
+                    # a key the table holds in several file groups (Hudi's insert allows
+                    # it): a copy of its row for each other group, which the write task
+                    # updates (or deletes from) too, as the client does every copy
+                    extra = _copies_for(data, keys, tags.also, slices)
             else:
                 locs, parts, old_parts, old_fids = found
                 slices = {(s.partition, s.file_id): s.base_instant
@@ -681,6 +693,8 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
                      old_parts.slice(start, n), old_fids.slice(start, n)],
                     names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
                 start += n
+            if extra is not None:
+                yield extra
 
         # the task's rows in chunks of at most chunk_bytes (a task holds one chunk), each
         # tagged with one lookup
@@ -695,6 +709,24 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
         if rows:
             yield from tag_chunk(rows)
     return tag
+
+
+def _copies_for(data: pa.Table, keys: pa.Array, also: dict[int, list[tuple[str, str]]],
+                slices: dict[tuple[str, str], str]) -> pa.RecordBatch:
+    """The rows of ``data`` whose keys live in more file groups than the one tagged, once
+    for each other group (``TagResult.also``), with the tagging columns (a batch built as
+    the tagged ones are)."""
+    rows = [(i, g) for i in sorted(also) for g in also[i]]
+    take = pa.array([i for i, _ in rows], pa.int64())
+    none = pa.nulls(len(rows), pa.string())
+    cols = [c.combine_chunks() for c in data.take(take).columns]
+    key = keys.take(take).cast(pa.string())
+    return pa.RecordBatch.from_arrays(
+        [*cols, pa.array([g[0] for _, g in rows], pa.string()),
+         pa.array([g[1] for _, g in rows], pa.string()),
+         pa.array([slices.get(g) for _, g in rows], pa.string()),
+         key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key, none, none],
+        names=[*data.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
 
 
 def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,

@@ -11,6 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from morlog.logformat import UsageError
 from morlog.readers.table import Table
@@ -111,6 +113,51 @@ def test_duplicates_in_a_batch_combine_by_ordering_field(tmp_path: Path) -> None
                   "amount": [1.0, 2.0, 3.0, 4.0]}, schema=SCHEMA)
     t.upsert(b)
     assert _rows(tmp_path) == {"a": ("r", 9, 4.0), "b": ("r", 1, 3.0)}
+
+
+# (key, partition, ordering value) of a batch's records: few keys, so copies meet
+_COPIES = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["eu", "us"]),
+                             st.integers(0, 3)), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=_COPIES, second=_COPIES, rli=st.booleans())
+def test_duplicates_combine_by_key_and_partition_unless_the_index_is_global(
+        tmp_path_factory: pytest.TempPathFactory, first: list[tuple[int, str, int]],
+        second: list[tuple[int, str, int]], rli: bool) -> None:
+    """Hudi combines a batch's copies of a record by record key and partition path, and by
+    record key alone when the index is global (``HoodieWriteHelper.deduplicateRecords``):
+    with a non-global index a key may live in two partitions, one record in each. The
+    winner: the greatest ordering value, the later copy on ties. Model: per (key,
+    partition), or per key with morlog's record index (global), the winner of each batch
+    over the stored record (a global index writes the record where its key lives, its
+    partition column as the batch gives it)."""
+    path = tmp_path_factory.mktemp("dups")
+    t = MorTable.create(str(path), SCHEMA, key_field="id", partition_field="region",
+                        ordering_field="ts", config=WriteConfig(**SMALL))
+    if rli:
+        t.build_record_index()
+    model: dict[Any, tuple[str, int, float]] = {}
+    for n, batch in enumerate((first, second)):
+        won: dict[Any, tuple[str, int, float]] = {}
+        for i, (k, region, ts) in enumerate(batch):
+            ident = k if rli else (k, region)
+            if ident not in won or ts >= won[ident][1]:
+                won[ident] = (region, ts, float(n * 100 + i))
+        for ident, (region, ts, amount) in won.items():
+            old = model.get(ident)
+            if old is None or ts >= old[1]:
+                model[ident] = (region, ts, amount)
+        t.upsert(pa.table({"id": [f"k{k}" for k, _, _ in batch],
+                           "region": [r for _, r, _ in batch],
+                           "ts": [ts for _, _, ts in batch],
+                           "amount": [float(n * 100 + i) for i in range(len(batch))]},
+                          schema=SCHEMA))
+    got = sorted((r["id"], r["region"], r["ts"], r["amount"])
+                 for r in Table(str(path)).read().to_pylist())
+    want = sorted((f"k{ident if rli else ident[0]}", *v) for ident, v in model.items())
+    assert got == want
 
 
 @pytest.mark.parametrize("bad, match", [

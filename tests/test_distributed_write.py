@@ -404,6 +404,47 @@ def test_a_key_two_tasks_inserted_wins_in_its_small_group(tmp_path: Path, rli: b
         assert rli_verify(Table(path)).ok
 
 
+@pytest.mark.parametrize("rli", [False, True])
+def test_copies_of_a_key_in_two_partitions_across_tasks_combine_as_the_client(
+        tmp_path: Path, rli: bool) -> None:
+    """Tasks write copies of the same new keys to two partitions. With a non-global index
+    Hudi combines copies by key and partition path (``HoodieWriteHelper.
+    deduplicateRecords``): a key then lives in both partitions, once in each, and only the
+    copies of one partition combine across tasks; with morlog's record index (global) one
+    copy of the key is left. Reads like the client's upsert of all the tasks' rows."""
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    cfg = WriteConfig(fsync=False)
+    for p in (path, twin):
+        _create(p, cfg, 9, rli)
+        MorTable(p, cfg).upsert(_batch(list(range(30)), [1] * 30))
+    ids = [f"k{i:04d}" for i in range(100, 160)]
+
+    def rows(region: str, ts: int) -> pa.Table:
+        return pa.table({"id": ids, "region": [region] * len(ids), "ts": [ts] * len(ids),
+                         "amount": [float(ts)] * len(ids)}, schema=SCHEMA)
+
+    tasks = [pa.concat_tables([rows("eu", 5), rows("us", 3)]),
+             pa.concat_tables([rows("eu", 7), rows("ap", 2)])]
+    plan = plan_write(TableLocation.of(path), cfg, "upsert", 10_000)
+    commit_write(plan, [write_task(plan, b.to_batches(), f"{t}-1-0")
+                        for t, b in enumerate(tasks)])
+    MorTable(twin, cfg).upsert(pa.concat_tables(tasks))
+
+    def both(p: str) -> list[tuple[Any, ...]]:
+        return sorted((r["id"], r["region"], r["ts"]) for r in Table(p).read(
+            columns=["id", "region", "ts"]).to_pylist())
+
+    got = both(path)
+    assert got == both(twin)
+    new = [r for r in got if r[0] in set(ids)]
+    if rli:
+        assert len(new) == len(ids) and {r[2] for r in new} == {7}
+        assert rli_verify(Table(path)).ok
+    else:
+        assert sorted({(r[1], r[2]) for r in new}) == [("ap", 2), ("eu", 7), ("us", 3)]
+        assert len(new) == 3 * len(ids)
+
+
 @pytest.mark.parametrize("which", ["fp", "keys"])
 def test_damaged_task_files_fail_the_commit_typed_and_leave_the_table(
         tmp_path: Path, which: str) -> None:

@@ -356,7 +356,8 @@ def test_distributed_upsert_combines_duplicates_as_the_client(
         spark: Any, tmp_path: Path) -> None:
     """Copies of a key in several input partitions combine as the write client combines
     them: the greatest ordering value, the later row on ties; a key sent to two partitions
-    (a non-global index) keeps one row, the winner's (the window path)."""
+    keeps a row in each (a non-global index: Hudi combines by key and partition path,
+    ``HoodieWriteHelper.deduplicateRecords``)."""
     from morlog.spark.write import upsert
     from morlog.writers.client import MorTable
     from morlog.writers.options import WriteConfig
@@ -390,6 +391,49 @@ def test_distributed_upsert_combines_duplicates_as_the_client(
         got = sorted(Table(path).read(columns=["id", "region", "ts", "amount"]).to_pylist(),
                      key=lambda r: r["id"])
         assert got == want, name
+
+
+def test_distributed_upsert_and_delete_reach_every_copy_of_a_key(
+        spark: Any, tmp_path: Path) -> None:
+    """Hudi's insert may leave a key in two file groups; the distributed upsert then updates
+    both copies and its delete removes both, as the client does (the tagger's other groups
+    of a key: ``TagResult.also``). Copies of a new key in two partitions stay two records,
+    one in each (a non-global index)."""
+    from morlog.spark.write import upsert
+    from morlog.writers.client import MorTable
+    from morlog.writers.options import WriteConfig
+
+    cfg = WriteConfig(fsync=False, route_inserts=False)
+    schema = pa.schema([("id", pa.string()), ("region", pa.string()), ("ts", pa.int64())])
+
+    def batch(rows: list[tuple[str, str, int]]) -> pa.Table:
+        return pa.table({"id": [r[0] for r in rows], "region": [r[1] for r in rows],
+                         "ts": pa.array([r[2] for r in rows], pa.int64())}, schema=schema)
+
+    paths = [str(tmp_path / "client"), str(tmp_path / "spark")]
+    for p in paths:
+        t = MorTable.create(p, schema, key_field="id", partition_field="region",
+                            ordering_field="ts", config=cfg)
+        t.insert(batch([("k1", "eu", 1), ("k2", "eu", 1)]))
+        t.insert(batch([("k1", "eu", 1), ("k3", "eu", 1)]))  # k1 again: a new file group
+    change = batch([("k1", "eu", 7), ("k4", "eu", 2), ("k4", "us", 3), ("k4", "us", 1)])
+    MorTable(paths[0], cfg).upsert(change)
+    upsert(spark, spark.createDataFrame(change), paths[1], key="id", partition="region",
+           ordering="ts", config=cfg)
+
+    def rows(p: str) -> list[tuple[Any, ...]]:
+        return sorted((r["id"], r["region"], r["ts"]) for r in Table(p).read(
+            columns=["id", "region", "ts"]).to_pylist())
+
+    want = [("k1", "eu", 7), ("k1", "eu", 7), ("k2", "eu", 1), ("k3", "eu", 1),
+            ("k4", "eu", 2), ("k4", "us", 3)]
+    assert rows(paths[0]) == want
+    assert rows(paths[1]) == want
+    gone = batch([("k1", "eu", 8)]).select(["id", "region"])
+    MorTable(paths[0], cfg).delete(gone)
+    upsert(spark, spark.createDataFrame(gone), paths[1], key="id", partition="region",
+           operation="delete", config=cfg)
+    assert rows(paths[1]) == rows(paths[0]) == want[2:]
 
 
 def test_the_write_source_extends_the_read_source(tmp_path: Path) -> None:

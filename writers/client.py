@@ -84,7 +84,12 @@ from morlog.writers.core.store import (
     WriterLock,
     WriteStore,
 )
-from morlog.writers.core.tagging import global_tags, stored_wins, update_partition_path
+from morlog.writers.core.tagging import (
+    global_index,
+    global_tags,
+    stored_wins,
+    update_partition_path,
+)
 from morlog.writers.core.timeline import WRITE_TOKEN, base_file_name, ensure_partition, new_instant
 from morlog.writers.create import create_table, open_store
 from morlog.writers.mdt.plan import (
@@ -353,7 +358,8 @@ class MorTable:
                 table = self.validate(raw, operation)
                 keys, parts = self.keys_of(table)
                 if operation != "delete":
-                    table, keys, parts = self.combine_duplicates(table, keys, parts)
+                    table, keys, parts = self.combine_duplicates(table, keys, parts,
+                                                                 c.table())
                 c.schema = self.commit_schema()
             self._sizes = {}
             instant = c.instant
@@ -509,25 +515,34 @@ class MorTable:
         generator of this table builds it (``morlog.logformat.keygen``)."""
         return self.keygen.partition_paths(batch)
 
-    def combine_duplicates(self, table: pa.Table, keys: pa.Array, parts: pa.Array
-                            ) -> tuple[pa.Table, pa.Array, pa.Array]:
-        """One record per key: the greatest ordering value wins, the later one on ties."""
+    def combine_duplicates(self, table: pa.Table, keys: pa.Array, parts: pa.Array,
+                           view: Table | None = None, *, by_partition: bool | None = None
+                           ) -> tuple[pa.Table, pa.Array, pa.Array]:
+        """One record per key (and partition path, unless the table's index is global:
+        :func:`~morlog.writers.core.tagging.global_index` of ``view``, default the table
+        now, or as ``by_partition`` says; Hudi's ``HoodieWriteHelper.deduplicateRecords``
+        combines so): the greatest ordering value wins, the later one on ties."""
         n = table.num_rows
         distinct, hashes = distinct_hashes(keys)
         if distinct:
             self._key_hashes = (keys, hashes)
             return table, keys, parts
-        idx = pa.table({"k": keys, "i": pa.array(np.arange(n))})
-        order_cols = [("k", "ascending")]
+        if by_partition is None:
+            by_partition = not global_index(view if view is not None else self.table())
+        idx = pa.table({"k": keys, "p": parts.cast(pa.string()), "i": pa.array(np.arange(n))})
+        order_cols = [("k", "ascending")] + ([("p", "ascending")] if by_partition else [])
         # several ordering fields compare as a tuple, field by field (ArrayComparable)
         for j, name in enumerate(self.ordering_fields):
             idx = idx.append_column(f"o{j}", table.column(name))
             order_cols.append((f"o{j}", "ascending"))
         order_cols.append(("i", "ascending"))
         idx = idx.take(sort_indices_nulls_first(idx, order_cols))
-        k = idx.column("k")
         last = np.ones(n, dtype=bool)
-        last[:-1] = ~pc.equal(k.slice(0, n - 1), k.slice(1)).to_numpy(zero_copy_only=False)
+        same = pc.equal(idx.column("k").slice(0, n - 1), idx.column("k").slice(1))
+        if by_partition:
+            same = pc.and_(same, pc.equal(idx.column("p").slice(0, n - 1),
+                                          idx.column("p").slice(1)))
+        last[:-1] = ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
         rows = pa.array(np.sort(idx.column("i").to_numpy()[last]))
         return table.take(rows), keys.take(rows), parts.take(rows)
 

@@ -94,6 +94,7 @@ from morlog.writers.client import MorTable
 from morlog.writers.core.commit import CommitResult, RecordChanges
 from morlog.writers.core.markers import create_marker, delete_markers, list_markers
 from morlog.writers.core.store import WriteStore
+from morlog.writers.core.tagging import global_index
 from morlog.writers.core.timeline import (
     OPTIMISTIC_HEARTBEAT,
     TimelineWriter,
@@ -132,6 +133,10 @@ class WritePlan:
     #: partition -> the small file groups inserts may be routed into: (file id, rows it
     #: takes at the table's record size), smallest first, as the client's routing sees them
     small: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    #: the table's index is global (:func:`~morlog.writers.core.tagging.global_index`):
+    #: copies of a key combine by key alone, else by key and partition path (tasks and
+    #: commit decide alike, from the plan's snapshot)
+    global_index: bool = False
 
     @property
     def stage(self) -> str:
@@ -200,7 +205,8 @@ def plan_write(location: TableLocation, config: WriteConfig, operation: str,
         TimelineWriter(mt.store, location, layout=view.timeline.layout,
                        fsync=config.fsync, utc=utc).write(instant, "requested", None)
     small = _small_groups(mt, view) if operation != "delete" else {}
-    return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows), small)
+    return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows), small,
+                     global_index(view))
 
 
 def _small_groups(mt: MorTable, view: Table) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -407,7 +413,8 @@ def _write_chunk(mt: MorTable, view: Table, plan: WritePlan, chunk: pa.Table,
     data = mt.validate(chunk, op)
     keys, parts = mt.keys_of(data)
     if op != "delete":
-        data, keys, parts = mt.combine_duplicates(data, keys, parts)
+        data, keys, parts = mt.combine_duplicates(data, keys, parts,
+                                                  by_partition=not plan.global_index)
     result = CommitResult(plan.instant, op)
     p = mt.plan_batch(view, data, keys, parts, op, result)
     stats = mt.execute_plan(p, plan.instant, result)
@@ -463,7 +470,10 @@ def _write_keys(mt: MorTable, plan: WritePlan, name: str, ins: pa.Table, dels: p
     st.makedirs(plan.stage)
     _publish(st, st.join(plan.stage, f"{name}.keys"), seal_keys(sink.getvalue().to_pybytes()))
     if n_ins:
-        hashes = xxh64_batch(KeyBatch.of(ins.column("key").combine_chunks().cast(pa.string())))
+        # of what identifies a copy: its key, or its key and partition path (_ident)
+        ident = _ident(ins.column("key").combine_chunks(),
+                       ins.column("partition").combine_chunks(), not plan.global_index)
+        hashes = xxh64_batch(KeyBatch.of(ident))
         fp = encode_fingerprints(np.asarray(hashes, dtype=np.uint64),
                                  np.arange(n_ins, dtype=np.uint32), bits=DEFAULT_BUCKET_BITS)
         _publish(st, st.join(plan.stage, f"{name}.fp"), fp)
@@ -710,13 +720,17 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
                     .append_column("row", pa.array(want)))
     t = pa.concat_tables(rows, promote_options="permissive")
     t = t.filter(pc.invert(t.column("deleted")))
+    # the copies that combine: those of one key (a global index), else of one key and
+    # partition path (Hudi's HoodieWriteHelper.deduplicateRecords; the client's combine)
+    by_partition = not plan.global_index
+    t = t.append_column("ident", _ident(t.column("key"), t.column("partition"), by_partition))
     # the winner per key: greatest ordering tuple, then the latest task/chunk and row
-    sort = [("key", "ascending")] + [(c, "ascending") for c in t.column_names
-                                     if c.startswith("o") and c[1:].isdigit()]
+    sort = [("ident", "ascending")] + [(c, "ascending") for c in t.column_names
+                                       if c.startswith("o") and c[1:].isdigit()]
     sort += [("order", "ascending"), ("row", "ascending")]
     # (null ordering values first: the smallest, as the client's combine and the reader)
     t = t.take(sort_indices_nulls_first(t, sort))
-    k = t.column("key").combine_chunks()
+    k = t.column("ident").combine_chunks()
     n = t.num_rows
     last = np.ones(n, dtype=bool)
     if n > 1:
@@ -739,10 +753,9 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
     # the existing group of each key that has one (its first existing copy)
     at = np.flatnonzero(existing)
     _, first = np.unique(codes[at], return_index=True)
-    home = t.select(["key", "partition", "file_id"]).take(pa.array(at[first]))
+    home = t.select(["ident", "partition", "file_id"]).take(pa.array(at[first]))
     targets: dict[tuple[str, str], list[pa.Table]] = {}
-    wanted = pa.array(np.flatnonzero(append))
-    moving = pc.unique(t.column("key").take(wanted)) if len(wanted) else None
+    winners = t.select(["key", "partition"]).filter(pa.array(append))
     removed: list[pa.Array] = []
     losers = t.filter(pa.array(remove))
     by_group = losers.group_by(["partition", "file_id"]).aggregate([("key", "list")])
@@ -750,21 +763,36 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
                                by_group.column("file_id").to_pylist(),
                                by_group.column("key_list").combine_chunks(), strict=True):
         gone_keys = gone.values.cast(pa.string())
+        # the winners whose rows this group holds: of its partition only, unless global
+        mine = (winners.filter(pc.equal(winners.column("partition"), part)) if by_partition
+                else winners)
+        moving = pc.unique(mine.column("key")) if mine.num_rows else None
         won = _rewrite_without(mt, plan, part, fid, gone_keys, stats, moving)
         removed.append(pc.binary_join_element_wise(gone_keys, fid, "\x00"))
         if won is not None and won.num_rows:
             # (data columns only: the keys from the key generator, as on write)
-            _route_winners(won, mt.keygen.record_keys(won), home, targets, plan)
+            ident = _ident(mt.keygen.record_keys(won),
+                           pa.repeat(pa.scalar(part, pa.string()), won.num_rows), by_partition)
+            _route_winners(won, ident, home, targets, plan)
     if targets:
         _append_winners(mt, plan, reports, stats, targets)
     return pa.chunked_array(removed, pa.string())
 
 
+def _ident(keys: pa.Array | pa.ChunkedArray, parts: pa.Array | pa.ChunkedArray,
+           by_partition: bool) -> pa.Array | pa.ChunkedArray:
+    """What identifies a record among a write's copies: its key, or its key and partition
+    path (``by_partition``: a non-global index)."""
+    keys = keys.cast(pa.string())
+    return (pc.binary_join_element_wise(keys, parts.cast(pa.string()), "\x00")
+            if by_partition else keys)
+
+
 def _route_winners(won: pa.Table, keys: pa.Array | pa.ChunkedArray, home: pa.Table,
                    targets: dict[tuple[str, str], list[pa.Table]], plan: WritePlan) -> None:
-    """Add the winning rows ``won`` (record keys ``keys``) to ``targets``, by the existing
-    (small) file group ``home`` names for each key."""
-    at = pc.index_in(keys, value_set=home.column("key"))
+    """Add the winning rows ``won`` (identities ``keys``: :func:`_ident`) to ``targets``,
+    by the existing (small) file group ``home`` names for each."""
+    at = pc.index_in(keys, value_set=home.column("ident"))
     if at.null_count:
         raise ContentError("a winning duplicate insert has no existing file group",
                            path=plan.location.uri)

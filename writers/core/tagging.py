@@ -60,6 +60,18 @@ class GlobalTags:
     moved: npt.NDArray[np.bool_]
 
 
+def global_index(table: Table) -> bool:
+    """Whether ``table``'s writers tag through a global index (a key lives in one file
+    group of the whole table): morlog's record index enabled, or Hudi's own global
+    ``record_index`` (spec/rli.md §4a). Hudi combines a batch's duplicates by record key
+    alone then, and by record key and partition path otherwise
+    (``HoodieWriteHelper.deduplicateRecords``: the combine key is the record key when
+    ``index.isGlobal()``, else the whole ``HoodieKey``)."""
+    from morlog.readers.mdt.record_index import global_record_index
+
+    return enabled(table) or global_record_index(table)
+
+
 def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | None:
     """The global tags of a batch (``keys`` and their ``parts``) when ``table`` has a
     global record index: morlog's (enabled), or Hudi's own, the metadata table's
@@ -161,5 +173,6 @@ def stored_wins(table: Table, found: GlobalTags, batch: pa.Table,
     return out
 
 
-__all__ = ["GlobalTags", "UPDATE_PARTITION_PATH", "UPDATE_PARTITION_PATH_DEFAULT", "global_tags",
+__all__ = ["GlobalTags", "UPDATE_PARTITION_PATH", "UPDATE_PARTITION_PATH_DEFAULT", "global_index",
+           "global_tags",
            "stored_wins", "update_partition_path"]
