@@ -502,12 +502,6 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
         # goes to the same file group, and the write task combines them (its rows come
         # sorted by file group, key, ordering value)
         crossing = combine and is_global and any(int(r[_CROSS] or 0) for r in per_group)
-        tagged = df.mapInArrow(_tagger(location, check),
-                               _with_columns(df.schema, tag_columns))
-        if crossing:
-            tagged = _combine_duplicates(tagged, _KEY, orders, F, Window)
-        elif combine:
-            tagged = tagged.withColumn(_SEQ, F.monotonically_increasing_id())
         # routing: inserts per partition -> bins (driver)
         pending = view.timeline.pending_services()
         slices = {(s.partition, s.file_id): s for s in view.file_slices()
@@ -528,7 +522,20 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             for part, count in new_rows.items():
                 bins[part] = table.insert_bins(part, count, record_size, slices)
             touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
-        groups = _assign(tagged, bins, _KEY, operation, F)
+        if bins and not crossing:
+            # the tagging tasks route the inserts too (one Python pass over the rows)
+            tagged = groups = df.mapInArrow(
+                _tagger(location, check, _InsertRoutes.of(bins)),
+                _with_columns(df.schema, tag_columns + _ROUTE_COLUMNS))
+        else:
+            tagged = df.mapInArrow(_tagger(location, check),
+                                   _with_columns(df.schema, tag_columns))
+            if crossing:
+                tagged = _combine_duplicates(tagged, _KEY, orders, F, Window)
+            groups = _assign(tagged, bins, operation, F)
+        if combine and not crossing:
+            tagged = tagged.withColumn(_SEQ, F.monotonically_increasing_id())
+            groups = groups.withColumn(_SEQ, F.monotonically_increasing_id())
         if operation != "delete" and check.moves:
             # a moving record: also a (natural) delete where its key lives (only with
             # hoodie.record.index.update.partition.path: another pass over the rows)
@@ -648,7 +655,11 @@ class _BatchRules:
 TAG_CHUNK_BYTES = 128 << 20
 
 
-def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
+def _tagger(location: TableLocation, rules: _BatchRules,
+            routes: _InsertRoutes | None = None) -> Any:
+    """The tagging tasks' function: each row with its partition path, file group (null: a
+    new key), slice base instant, record key and, for a moving record, the group it leaves;
+    with ``routes``, inserts routed to their file groups too (:meth:`_InsertRoutes.assign`)."""
     chunk_bytes = TAG_CHUNK_BYTES  # read on the driver, shipped with the function
 
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -687,14 +698,15 @@ def _tagger(location: TableLocation, rules: _BatchRules) -> Any:
             start = 0
             for b in rows:
                 n = b.num_rows
-                yield pa.RecordBatch.from_arrays(
+                out = pa.RecordBatch.from_arrays(
                     [*b.columns, parts.slice(start, n), fids.slice(start, n),
                      bases.slice(start, n), keys.slice(start, n).cast(pa.string()),
                      old_parts.slice(start, n), old_fids.slice(start, n)],
                     names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
+                yield out if routes is None else routes.assign(out)
                 start += n
             if extra is not None:
-                yield extra
+                yield extra if routes is None else routes.assign(extra)
 
         # the task's rows in chunks of at most chunk_bytes (a task holds one chunk), each
         # tagged with one lookup
@@ -765,47 +777,97 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
     return (locs, parts, pc.if_else(mv, old_part, none), pc.if_else(mv, old_fid, none))
 
 
-def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], key: str,
-            operation: str, F: Any) -> Any:
+@dataclass(frozen=True)
+class _InsertRoutes:
+    """Where the inserts of a write go: per partition, its bins (file id, planned count,
+    new group?) laid end to end over ``[0, total)``. Shipped to the tasks (O(file groups)),
+    applied to Arrow batches: a row's slot is its key's XXH64 (seed 0) modulo the
+    partition's total, its bin the one whose range holds the slot, as Hudi's
+    ``UpsertPartitioner.getPartition`` routes inserts (apache/hudi ``hudi-client/
+    hudi-spark-client/.../table/action/commit/UpsertPartitioner.java``: the key's hash
+    modulo the partition's insert count, against the bins' cumulative weights). A row
+    recomputed lands where it landed first (the hash is the key's); each bin gets its
+    planned count up to the spread of the hash. Before, the same rule was a Spark SQL
+    ``CASE`` of one branch per bin: its code grew with the batch, and at ~400 bins (a 3 GiB
+    batch) compiling it exhausted a 450 MiB driver."""
+
+    parts: tuple[str, ...]
+    totals: tuple[int, ...]
+    #: per partition: the cumulative end of each of its bins
+    ends: tuple[tuple[int, ...], ...]
+    #: every bin's file id and whether it is a new group, partition after partition
+    fids: tuple[str, ...]
+    news: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, bins: dict[str, list[tuple[str, int, bool]]]) -> _InsertRoutes:
+        parts = tuple(bins)
+        ends = tuple(tuple(int(x) for x in np.cumsum([n for _, n, _ in bins[p]]))
+                     for p in parts)
+        return cls(parts, tuple(max(1, e[-1] if e else 0) for e in ends), ends,
+                   tuple(f for p in parts for f, _, _ in bins[p]),
+                   tuple(bool(new) for p in parts for _, _, new in bins[p]))
+
+    def assign(self, b: pa.RecordBatch) -> pa.RecordBatch:
+        """Batch ``b`` of tagged rows with its inserts' file groups (``_FID``) and the
+        flags ``_NEW`` (a new group), ``_INS`` (an insert), ``_DEL`` (false)."""
+        from morlog.logformat.keybatch import KeyBatch
+        from morlog.logformat.xxh64 import xxh64_batch
+
+        names = b.schema.names
+        fid = b.column(names.index(_FID))
+        ins = np.asarray(fid.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        code = np.full(b.num_rows, -1, dtype=np.int64)
+        if ins.any():
+            rows = np.flatnonzero(ins)
+            part = b.column(names.index(_PART)).take(pa.array(rows))
+            pidx = pc.index_in(part, value_set=pa.array(self.parts, pa.string()))
+            pidx_np = np.asarray(pidx.fill_null(-1).to_numpy(zero_copy_only=False))
+            keys = b.column(names.index(_KEY)).take(pa.array(rows)).cast(pa.string())
+            h = xxh64_batch(KeyBatch.of(keys))
+            base = 0
+            for k, ends in enumerate(self.ends):
+                mine = pidx_np == k
+                if ends and mine.any():
+                    slot = (h[mine] % np.uint64(self.totals[k])).astype(np.int64)
+                    at = np.searchsorted(np.asarray(ends, dtype=np.int64), slot, side="right")
+                    code[rows[mine]] = base + np.minimum(at, len(ends) - 1)
+                base += len(ends)
+        hit = code >= 0
+        where = pa.array(np.where(hit, code, 0))
+        fids = (pa.array(self.fids, pa.string()) if self.fids else pa.array([""], pa.string()))
+        news = pa.array(self.news or (False,), pa.bool_())
+        mask = pa.array(hit)
+        cols = list(b.columns)
+        cols[names.index(_FID)] = pc.if_else(mask, fids.take(where), fid.cast(pa.string()))
+        return pa.RecordBatch.from_arrays(
+            [*cols, pc.if_else(mask, news.take(where), False), pa.array(ins),
+             pa.repeat(pa.scalar(False), b.num_rows)],
+            names=[*names, _NEW, _INS, _DEL])
+
+
+#: the columns :meth:`_InsertRoutes.assign` adds
+_ROUTE_COLUMNS = [(_NEW, "boolean"), (_INS, "boolean"), (_DEL, "boolean")]
+
+
+def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], operation: str,
+            F: Any) -> Any:
     """Every row with its file group: tagged rows keep theirs; an insert goes to the bin
-    its key hashes to, as Hudi's ``UpsertPartitioner.getPartition`` routes inserts (apache/
-    hudi ``hudi-client/hudi-spark-client/.../table/action/commit/UpsertPartitioner.java``:
-    the key's hash modulo the partition's insert count, against the bins' cumulative
-    weights). A row expression, no window: the inserts of a partition are spread over the
-    tasks as its bins are, and a recomputed row lands where it landed first (the hash is
-    the key's). Each bin gets its planned count up to the spread of the hash. One
-    projection (no union of tagged and untagged rows: each branch of a union would run
-    the tagging again)."""
+    its key routes to (:class:`_InsertRoutes`, in the tasks). Deletes and batches without
+    inserts: the tagged rows alone."""
     if operation == "delete":
         return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
                 .withColumn(_INS, F.lit(False)).withColumn(_DEL, F.lit(True)))
     if not bins:
         return (tagged.filter(F.col(_FID).isNotNull())
                 .withColumns({_NEW: F.lit(False), _INS: F.lit(False), _DEL: F.lit(False)}))
-    # one SQL expression each (a Column built call by call costs a JVM round trip a call)
-    part = f"`{_PART}`"
-    totals = " ".join(f"WHEN {part} = {_sql_text(p)} THEN {max(1, sum(c for _, c, _ in b))}"
-                      for p, b in bins.items())
-    slot = "__morlog_slot"
-    fids, news = [], []
-    for p, part_bins in bins.items():
-        start = 0
-        for fid, n, new in part_bins:
-            cond = (f"WHEN {part} = {_sql_text(p)} AND `{slot}` >= {start} "
-                    f"AND `{slot}` < {start + n}")
-            fids.append(f"{cond} THEN {_sql_text(fid)}")
-            news.append(f"{cond} THEN {str(new).lower()}")
-            start += n
-    known = f"`{_FID}` IS NOT NULL"
-    return (tagged
-            .withColumn(slot, F.expr(f"CASE WHEN {known} THEN NULL ELSE "
-                                     f"pmod(xxhash64(`{key}`), CASE {totals} END) END"))
-            .withColumns({_FID: F.expr(f"CASE WHEN {known} THEN `{_FID}` "
-                                       f"{' '.join(fids)} END"),
-                          _NEW: F.expr(f"CASE WHEN {known} THEN false {' '.join(news)} END"),
-                          _INS: F.expr(f"NOT ({known})"),
-                          _DEL: F.lit(False)})
-            .drop(slot))
+    routes = _InsertRoutes.of(bins)
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            yield routes.assign(b)
+
+    return tagged.mapInArrow(assign, _with_columns(tagged.schema, _ROUTE_COLUMNS))
 
 
 def _sql_text(value: str) -> str:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
 
@@ -434,6 +436,59 @@ def test_distributed_upsert_and_delete_reach_every_copy_of_a_key(
     upsert(spark, spark.createDataFrame(gone), paths[1], key="id", partition="region",
            operation="delete", config=cfg)
     assert rows(paths[1]) == rows(paths[0]) == want[2:]
+
+
+_BINS = st.dictionaries(
+    st.sampled_from(["eu", "us", "ap", "a/b"]),
+    st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=6),
+    max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bins=_BINS, rows=st.lists(st.tuples(st.integers(0, 300),
+                                           st.sampled_from(["eu", "us", "ap", "a/b"]),
+                                           st.booleans()), max_size=80))
+def test_insert_routes_follow_the_bins(bins: dict[str, list[tuple[int, bool]]],
+                                       rows: list[tuple[int, str, bool]]) -> None:
+    """The distributed upsert's insert routing, done in the tasks on Arrow batches (it was
+    a Spark SQL CASE of one branch per bin, whose code grew with the batch): a tagged row
+    keeps its file group; an insert goes to a bin of its partition that was planned rows,
+    the same one for the same key, flagged new as its bin is; a partition without bins
+    leaves it unrouted. Model: the key's XXH64 modulo the partition's planned total,
+    against the bins' cumulative counts."""
+    from morlog.logformat.keybatch import KeyBatch
+    from morlog.logformat.xxh64 import xxh64_batch
+    from morlog.spark.write import _FID, _INS, _KEY, _NEW, _PART, _InsertRoutes
+
+    planned = {p: [(f"{p}-g{i}", n, new) for i, (n, new) in enumerate(b)]
+               for p, b in bins.items()}
+    routes = _InsertRoutes.of(planned)
+    keys = [f"k{k}" for k, _, _ in rows]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(keys, pa.string()), pa.array([p for _, p, _ in rows], pa.string()),
+         pa.array([f"old-{k}" if tagged else None for k, _, tagged in rows], pa.string())],
+        names=[_KEY, _PART, _FID])
+    out = routes.assign(batch).to_pydict()
+    hashes = xxh64_batch(KeyBatch.of(keys)).tolist() if keys else []
+    for i, (k, p, tagged) in enumerate(rows):
+        assert out[_INS][i] is (not tagged)
+        if tagged:
+            assert (out[_FID][i], out[_NEW][i]) == (f"old-{k}", False)
+            continue
+        if p not in planned:
+            assert out[_FID][i] is None
+            continue
+        total = max(1, sum(n for _, n, _ in planned[p]))
+        slot, start = hashes[i] % total, 0
+        want = planned[p][-1]
+        for b in planned[p]:
+            if start <= slot < start + b[1]:
+                want = b
+                break
+            start += b[1]
+        assert (out[_FID][i], out[_NEW][i]) == (want[0], want[2])
+        if sum(n for _, n, _ in planned[p]):
+            assert want[1] > 0, "an insert routed to a bin planned no rows"
 
 
 def test_the_write_source_extends_the_read_source(tmp_path: Path) -> None:
