@@ -101,6 +101,9 @@ class QuickAll:
         assert report["scenario"] == name
         for part in ("params", "results", "ratios"):
             assert report[part] == self.report[part][name], (name, part)
+        for g, entry in report["goals"].items():  # combine prefixes a name taken before
+            assert entry in (self.report["goals"].get(g), self.report["goals"].get(
+                f"{name}.{g}")), (name, g)
         return self.rc, report, self.err
 
 
