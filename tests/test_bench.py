@@ -1,10 +1,22 @@
-"""``morlog bench``: every scenario runs (quick sizes) and reports the issue's JSON shape."""
+"""``morlog bench``: every scenario runs (quick sizes) and reports the issue's JSON shape.
+
+``morlog bench all --quick`` runs once for the module (:func:`quick_all`): it runs every
+scenario as ``morlog bench SCENARIO --quick`` does (the same runner, sizes and one repeat)
+and writes each scenario's report to ``DIR/<scenario>.json``, so the tests of a scenario's
+results read that file instead of running the scenario a second time (each Spark scenario
+starts Spark sessions of its own: a minute apiece on a 2-core machine). The single-scenario
+command line (``bench probe --json``, ``bench incremental --rows``, ``bench scale
+--timeout``...) keeps tests of its own.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,22 +82,63 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str,
     return rc, json.loads(out), err
 
 
+@dataclass(frozen=True)
+class QuickAll:
+    """``morlog bench all --quick --json``'s run: exit status, printed report, stderr and
+    the output folder."""
+
+    rc: int
+    report: dict[str, Any]
+    err: str
+    out: Path
+
+    def scenario(self, name: str) -> tuple[int, dict[str, Any], str]:
+        """Scenario ``name``'s report as ``bench NAME --quick --json`` prints it (its file,
+        checked against the combined report's parts), with the run's exit status and
+        stderr."""
+        assert name in self.report["results"], f"bench all did not run {name}"
+        report: dict[str, Any] = json.loads((self.out / f"{name}.json").read_text())
+        assert report["scenario"] == name
+        for part in ("params", "results", "ratios"):
+            assert report[part] == self.report[part][name], (name, part)
+        for g, entry in report["goals"].items():  # combine prefixes a name taken before
+            assert entry in (self.report["goals"].get(g), self.report["goals"].get(
+                f"{name}.{g}")), (name, g)
+        return self.rc, report, self.err
+
+
+@pytest.fixture(scope="module")
+def quick_all(tmp_path_factory: pytest.TempPathFactory) -> QuickAll:
+    out_dir = tmp_path_factory.mktemp("bench-all")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["bench", "all", "--quick", "--json", "--out", str(out_dir)])
+    return QuickAll(rc, json.loads(out.getvalue()), err.getvalue(), out_dir)
+
+
 @pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag", "rli"])
 def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
-                           str(tmp_path))
+                                               capsys: pytest.CaptureFixture[str],
+                                               quick_all: QuickAll) -> None:
+    """Probe through its own command line (``bench probe --json``: the report it prints and
+    the file it writes agree), the others from :func:`quick_all`'s run."""
+    if scenario == "probe":
+        rc, report, err = _run(capsys, "bench", scenario, "--quick", "--json", "--out",
+                               str(tmp_path))
+        out = tmp_path
+    else:
+        (rc, report, err), out = quick_all.scenario(scenario), quick_all.out
     assert rc == 0, err
     _check_report(report, scenario)
     if scenario == "probe":  # the quick build still crosses into Hudi's bounded mode
         hudi = report["results"]["hudi_dynamic_v0"]
         assert hudi["big_build_bounded"] is True and hudi["big_build_rows"] == 2
-    written = tmp_path / f"{scenario}.json"
+    written = out / f"{scenario}.json"
     assert written.exists()
     on_disk = json.loads(written.read_text())
     assert on_disk["goals"] == report["goals"]
     assert on_disk["results"] == report["results"]
-    png = tmp_path / f"{scenario}.png"
+    png = out / f"{scenario}.png"
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -95,8 +148,8 @@ def test_bench_scenario_reports_the_json_shape(scenario: str, tmp_path: Path,
         assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_bench_measures_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, lookup, _ = _run(capsys, "bench", "lookup", "--quick", "--json", "--out", str(tmp_path))
+def test_bench_measures_what_it_says(quick_all: QuickAll) -> None:
+    _, lookup, _ = quick_all.scenario("lookup")
     r = lookup["results"]
     assert r["indexed"]["stored_index_used"] is True
     assert r["compat"]["stored_index_used"] is False
@@ -107,7 +160,7 @@ def test_bench_measures_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert 0 < r["slice"]["index_bytes"] < r["slice"]["indexed_log_bytes"]
     assert r["indexed"]["probe_reads"] <= r["indexed"]["reads"]
 
-    _, append, _ = _run(capsys, "bench", "append", "--quick", "--json", "--out", str(tmp_path))
+    _, append, _ = quick_all.scenario("append")
     pol = append["results"]["policies"]
     assert set(pol) == {"1", "4", "8", "16"}
     assert pol["1"]["delta_blocks"] == 0  # every block a full checkpoint
@@ -116,9 +169,8 @@ def test_bench_measures_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert sum(split.values()) == append["results"]["indexed"]["index_bytes"]
 
 
-def test_bench_tag_checks_both_methods(tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    rc, report, err = _run(capsys, "bench", "tag", "--quick", "--json", "--out", str(tmp_path))
+def test_bench_tag_checks_both_methods(quick_all: QuickAll) -> None:
+    rc, report, err = quick_all.scenario("tag")
     assert rc == 0, err
     r, p = report["results"], report["params"]
     assert r["locations_agree"] is True
@@ -148,9 +200,8 @@ def test_bench_tag_checks_both_methods(tmp_path: Path,
     assert 1 <= len(top) <= 5 and all(t.startswith("readers/") for t in top)
 
 
-def test_bench_rli_checks_every_method(tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    rc, report, err = _run(capsys, "bench", "rli", "--quick", "--json", "--out", str(tmp_path))
+def test_bench_rli_checks_every_method(quick_all: QuickAll) -> None:
+    rc, report, err = quick_all.scenario("rli")
     assert rc == 0, err
     r, p = report["results"], report["params"]
     keys = p["keys"]
@@ -176,11 +227,9 @@ def test_bench_rli_checks_every_method(tmp_path: Path,
     assert up["lookup"]["answers"]["present_keys_found"] == p["lookup_keys"] // 2
 
 
-def test_bench_spark_compares_spark_writes_with_the_client(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_spark_compares_spark_writes_with_the_client(quick_all: QuickAll) -> None:
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
-    rc, report, err = _run(capsys, "bench", "spark", "--quick", "--json", "--out",
-                           str(tmp_path))
+    rc, report, err = quick_all.scenario("spark")
     assert rc == 0, err
     _check_report(report, "spark")
     r, p = report["results"], report["params"]
@@ -203,17 +252,15 @@ def test_bench_spark_compares_spark_writes_with_the_client(
                                                                    - updates)
     assert report["ratios"]["data_source_vs_client"] == pytest.approx(
         r["data_source"]["total_seconds"] / r["python_client"]["total_seconds"], rel=1e-3)
-    assert (tmp_path / "spark.json").exists()
+    assert (quick_all.out / "spark.json").exists()
 
 
-def test_bench_upsert_compares_routing_with_new_file_groups(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_upsert_compares_routing_with_new_file_groups(quick_all: QuickAll) -> None:
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install .[spark])")
-    rc, report, err = _run(capsys, "bench", "upsert", "--quick", "--json", "--out",
-                           str(tmp_path))
+    rc, report, err = quick_all.scenario("upsert")
     assert rc == 0, err
     _check_report(report, "upsert")
-    assert (tmp_path / "upsert.json").exists()
+    assert (quick_all.out / "upsert.json").exists()
     r, p = report["results"], report["params"]
     assert p["repeats"] == 1
     data = r["data"]
@@ -249,14 +296,11 @@ def test_bench_upsert_compares_routing_with_new_file_groups(
 
 
 def test_bench_compaction_measures_both_services_on_the_same_table(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, report, err = _run(capsys, "bench", "compaction", "--quick", "--json", "--out",
-                           str(tmp_path))
+        quick_all: QuickAll) -> None:
+    rc, report, err = quick_all.scenario("compaction")
     assert rc == 0, err
     _check_report(report, "compaction")
-    on_disk = json.loads((tmp_path / "compaction.json").read_text())
-    assert on_disk["goals"] == report["goals"]
-    png = tmp_path / "compaction.png"
+    png = quick_all.out / "compaction.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     p, r = report["params"], report["results"]
     assert p["repeats"] == 1 and p["table_version"] == 9 and p["carrier"] == "avro"
@@ -353,16 +397,12 @@ def _check_prune(report: dict[str, Any]) -> None:
                 "matching_rows"], (name, h)
 
 
-def test_bench_prune_is_sound_and_prunes_what_hudi_cannot(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_prune_is_sound_and_prunes_what_hudi_cannot(quick_all: QuickAll) -> None:
     pytest.importorskip("hudi")
-    rc, report, err = _run(capsys, "bench", "prune", "--quick", "--json", "--out",
-                           str(tmp_path))
+    rc, report, err = quick_all.scenario("prune")
     assert rc == 0, err
     _check_prune(report)
-    on_disk = json.loads((tmp_path / "prune.json").read_text())
-    assert on_disk["goals"] == report["goals"]
-    png = tmp_path / "prune.png"
+    png = quick_all.out / "prune.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -387,10 +427,9 @@ def test_bench_prune_spark_queries_with_and_without_pushdown(
     assert sp["option"] == "filter.pushdown"
 
 
-def test_bench_all_merges_the_scenarios(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    rc, report, _ = _run(capsys, "bench", "all", "--quick", "--json", "--out", str(tmp_path))
-    assert rc == 0
+def test_bench_all_merges_the_scenarios(quick_all: QuickAll) -> None:
+    rc, report, tmp_path = quick_all.rc, quick_all.report, quick_all.out
+    assert rc == 0, quick_all.err
     assert set(report) == TOP_KEYS and report["scenario"] == "all"
     ran = {n for n in GOALS
            if n not in ("upsert", "spark") or importlib.util.find_spec("pyspark")}
@@ -426,15 +465,13 @@ SCALE_STEPS = {"create": {"morlog", "delta_rs", "pypaimon", "pypaimon_py"},
                "tag": {"morlog", "morlog_rli", "bloom_index", "pypaimon"}}
 
 
-def test_bench_scale_runs_every_engine_on_the_same_data(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_scale_runs_every_engine_on_the_same_data(quick_all: QuickAll) -> None:
     pytest.importorskip("deltalake")
     pytest.importorskip("hudi")
     from morlog.bench.scale import paimon_python
 
     assert paimon_python() is not None  # make setup builds pypaimon's environment
-    rc, report, err = _run(capsys, "bench", "scale", "--quick", "--json", "--out",
-                           str(tmp_path))
+    rc, report, err = quick_all.scenario("scale")
     assert rc == 0, err
     _check_report(report, "scale")
     p = report["params"]
@@ -462,7 +499,7 @@ def test_bench_scale_runs_every_engine_on_the_same_data(
     assert data["upsert_updates"] == 6_000 and data["upsert_inserts"] == 14_000
     assert r["read_avro"]["morlog"]["columns"] == 17  # 12 columns and Hudi's 5 meta fields
     assert r["read_parquet"]["delta_rs"]["columns"] == 12
-    png = tmp_path / "scale.png"
+    png = quick_all.out / "scale.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
