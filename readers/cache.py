@@ -13,8 +13,15 @@ from .storage import COALESCE_MAX, RangedSource, SourceBase
 
 
 class CachedSource(SourceBase):
-    def __init__(self, inner: RangedSource) -> None:
+    """``inner`` with prefetched ranges; with ``window``, a read smaller than it that
+    misses fetches ``window`` bytes from its offset instead, the last ``keep`` such windows
+    kept (readers that walk a file's sections in small ranges, one request per window)."""
+
+    def __init__(self, inner: RangedSource, *, window: int = 0, keep: int = 2) -> None:
         self.inner = inner
+        self.window = window
+        self.keep = keep
+        self._windows: list[tuple[int, bytes]] = []
         self.name = inner.name
         self.stats = inner.stats  # the same counters: only real reads count
         self._size = inner.size
@@ -48,7 +55,7 @@ class CachedSource(SourceBase):
             self.prefetch(lo, hi - lo)
 
     def _find(self, offset: int, length: int) -> bytes | None:
-        for start, data in self._ranges:
+        for start, data in (*self._ranges, *self._windows):
             if start <= offset and offset + length <= start + len(data):
                 return data[offset - start : offset - start + length]
         return None
@@ -58,6 +65,10 @@ class CachedSource(SourceBase):
         hit = self._find(offset, length)
         if hit is not None:
             return hit
+        if length < self.window:
+            data = self.inner.read(offset, min(self.window, self._size - offset))
+            self._windows = [(offset, data), *self._windows[:self.keep - 1]]
+            return data[:length]
         return self.inner.read(offset, length)  # not kept: memory stays bounded
 
     def close(self) -> None:

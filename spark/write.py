@@ -81,7 +81,9 @@ from pyspark.sql.types import StructType
 import morlog.config as conf
 from morlog.logformat.blocks import META_FIELDS
 from morlog.logformat.errors import MorlogError, UsageError, WriteError
+from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.keygen import KeyGenSpec
+from morlog.logformat.xxh64 import xxh64_batch
 from morlog.readers.base_files import table_base_format
 from morlog.readers.properties import has_properties
 from morlog.readers.storage import TableLocation
@@ -811,9 +813,6 @@ class _InsertRoutes:
     def assign(self, b: pa.RecordBatch) -> pa.RecordBatch:
         """Batch ``b`` of tagged rows with its inserts' file groups (``_FID``) and the
         flags ``_NEW`` (a new group), ``_INS`` (an insert), ``_DEL`` (false)."""
-        from morlog.logformat.keybatch import KeyBatch
-        from morlog.logformat.xxh64 import xxh64_batch
-
         names = b.schema.names
         fid = b.column(names.index(_FID))
         ins = np.asarray(fid.is_null().to_numpy(zero_copy_only=False), dtype=bool)
@@ -868,11 +867,6 @@ def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], operation
             yield routes.assign(b)
 
     return tagged.mapInArrow(assign, _with_columns(tagged.schema, _ROUTE_COLUMNS))
-
-
-def _sql_text(value: str) -> str:
-    """``value`` as a Spark SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 #: what a write task reports per file it wrote (and, on a group's first row, the group's

@@ -454,22 +454,17 @@ def test_windowed_reads_return_the_ranges_asked(size: int, window: int,
     """The fingerprint merge's reads through two cached windows give exactly the bytes a
     direct ranged read gives, and the same error past the end."""
     from morlog.logformat.errors import LengthError
+    from morlog.readers.cache import CachedSource
     from morlog.readers.storage import BytesSource
-    from morlog.writers import distributed as dw
 
     data = bytes((i * 7 + 3) % 251 for i in range(size))
-    old = dw.FP_WINDOW
-    dw.FP_WINDOW = window
-    try:
-        direct, windows = BytesSource(data), dw._Windows(BytesSource(data).read, size)
-        for offset, length in ranges:
-            if offset + length <= size:
-                assert windows.read(offset, length) == direct.read(offset, length)
-            else:
-                with pytest.raises(LengthError):
-                    windows.read(offset, length)
-    finally:
-        dw.FP_WINDOW = old
+    direct, windows = BytesSource(data), CachedSource(BytesSource(data), window=window)
+    for offset, length in ranges:
+        if offset + length <= size:
+            assert windows.read(offset, length) == direct.read(offset, length)
+        else:
+            with pytest.raises(LengthError):
+                windows.read(offset, length)
 
 
 def test_the_fingerprint_merge_reads_each_file_in_few_requests(

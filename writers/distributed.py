@@ -52,7 +52,7 @@ import json
 import struct
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +84,7 @@ from morlog.logformat.xxh64 import xxh64_batch
 from morlog.readers.base_files import BaseFileReader, table_base_format
 from morlog.readers.base_keys import SUFFIX as BASE_KEYS_SUFFIX
 from morlog.readers.base_keys import base_keys_dir
+from morlog.readers.cache import CachedSource
 from morlog.readers.logfile import LogFileReader
 from morlog.readers.mdt.record_index import global_record_index
 from morlog.readers.record_index import enabled
@@ -685,32 +686,10 @@ def _key_file(mt: MorTable, plan: WritePlan, name: str) -> ipc.RecordBatchFileRe
     return open_keys(mt.store.storage.read(path), path)
 
 
-class _Windows:
-    """Ranged reads of one file served from the last two windows of :data:`FP_WINDOW` bytes
-    read. The merge of fingerprint files asks each file for two small ranges per bucket (its
-    hashes and its rows: 2,048 ranges a file at the default bucket bits); on an object
-    store each was one GET (a 25k-row, 4-task write made 8,200 of them: 22-28 s on a moto
-    S3 server against 1 s on local disk). Memory: two windows a file; a range larger than a
-    window is read as asked."""
-
-    def __init__(self, read: Callable[[int, int], bytes], size: int) -> None:
-        self._read = read
-        self._size = size
-        self._windows: list[tuple[int, bytes]] = []
-
-    def read(self, offset: int, length: int) -> bytes:
-        for start, data in self._windows:
-            if start <= offset and offset + length <= start + len(data):
-                return data[offset - start:offset - start + length]
-        span = min(FP_WINDOW, self._size - offset)
-        if length >= FP_WINDOW or span < length:
-            return self._read(offset, length)  # large, or past the end: as asked
-        data = self._read(offset, span)
-        self._windows = [(offset, data), *self._windows[:1]]
-        return data[:length]
-
-
-#: bytes of each window :class:`_Windows` reads
+#: bytes of each window the commit reads a task's fingerprint file in (two kept a file): the
+#: merge asks each file for two small ranges per bucket (its hashes and its rows: 2,048 at
+#: the default bucket bits), on an object store one GET each (a 25k-row, 4-task write made
+#: 8,200 of them: 22-28 s on a moto S3 server against 1 s on local disk)
 FP_WINDOW = 256 * 1024
 
 
@@ -731,7 +710,8 @@ def _remove_duplicate_inserts(mt: MorTable, plan: WritePlan, reports: list[TaskR
         if not st.exists(path):
             continue
         src = st.storage.source(path)
-        files.append(FingerprintFile(path, src.size, _Windows(src.read, src.size).read))
+        files.append(FingerprintFile(path, src.size,
+                                     CachedSource(src, window=FP_WINDOW).read))
         chunk_of.append(n)
     if len(files) < 1:
         return _NO_PAIRS

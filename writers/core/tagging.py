@@ -79,11 +79,9 @@ def global_tags(table: Table, keys: pa.Array, parts: pa.Array) -> GlobalTags | N
     1.1 partitioned one; spec/rli.md §4a); else None. The index answers when it covers the
     table and reads; otherwise (stale, damaged: a warning) the file probes of every
     partition do, so the answer is global either way."""
-    from morlog.readers.mdt.record_index import global_record_index
-
-    morlog_index = enabled(table)
-    if not morlog_index and not global_record_index(table):
+    if not global_index(table):
         return None
+    morlog_index = enabled(table)
     which = "morlog's record index" if morlog_index else "the metadata table's record_index"
     try:
         tags = KeyTagger(table).tag(keys, None)
