@@ -55,6 +55,23 @@ def test_the_conformance_vector() -> None:
     assert data.hex() == v["file_hex"]
 
 
+def test_the_identity_vector() -> None:
+    """What a distributed write hashes per inserted record: the key, or the key, a NUL byte
+    and the partition path without a global index (spec/table.md §7.5)."""
+    import pyarrow as pa
+
+    from morlog.logformat.keybatch import KeyBatch
+    from morlog.logformat.xxh64 import xxh64_batch
+    from morlog.writers.distributed import _ident
+
+    v = json.loads((VECTORS / "identities.json").read_text(encoding="utf-8"))
+    for c in v["cases"]:
+        ident = _ident(pa.array([c["key"]]), pa.array([c["partition"]]),
+                       not c["global_index"])
+        assert ident[0].as_py().encode() == bytes.fromhex(c["hashed_hex"]), c
+        assert f"{int(xxh64_batch(KeyBatch.of(ident))[0]):016x}" == c["fingerprint"], c
+
+
 @settings(max_examples=60, deadline=None)
 @given(tasks=st.lists(st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1),
                                       max_size=40), min_size=1, max_size=5),
