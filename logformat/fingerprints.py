@@ -53,14 +53,17 @@ class FingerprintHeader:
     def file_size(self) -> int:
         return self.size + self.count * 12 + 4
 
-    def hash_range(self, bucket: int) -> tuple[int, int]:
-        """(offset, length) in the file of bucket ``bucket``'s hashes."""
-        lo, hi = int(self.offsets[bucket]), int(self.offsets[bucket + 1])
+    def hash_range(self, first: int, last: int | None = None) -> tuple[int, int]:
+        """(offset, length) in the file of the hashes of buckets ``first`` to ``last``
+        (inclusive; default ``first``): consecutive buckets are contiguous."""
+        lo, hi = int(self.offsets[first]), int(self.offsets[(first if last is None
+                                                             else last) + 1])
         return self.size + lo * 8, (hi - lo) * 8
 
-    def row_range(self, bucket: int) -> tuple[int, int]:
-        """(offset, length) in the file of bucket ``bucket``'s rows."""
-        lo, hi = int(self.offsets[bucket]), int(self.offsets[bucket + 1])
+    def row_range(self, first: int, last: int | None = None) -> tuple[int, int]:
+        """(offset, length) in the file of the rows of buckets ``first`` to ``last``."""
+        lo, hi = int(self.offsets[first]), int(self.offsets[(first if last is None
+                                                             else last) + 1])
         return self.size + self.count * 8 + lo * 4, (hi - lo) * 4
 
 
@@ -134,18 +137,26 @@ def check_file(data: bytes, path: str | None = None) -> FingerprintHeader:
 
 
 def bucket_entries(header: FingerprintHeader, bucket: int, hashes: bytes, rows: bytes,
-                   path: str | None = None
+                   path: str | None = None, last: int | None = None
                    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-    """The hashes and rows of one bucket from the bytes of its two ranges, checked to belong
-    to the bucket and to ascend strictly."""
+    """The hashes and rows of bucket ``bucket`` (to bucket ``last``, inclusive, when given)
+    from the bytes of their two ranges, checked to belong each to its bucket (by the
+    header's offsets) and to ascend strictly."""
+    last = bucket if last is None else last
     h = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)
     r = np.frombuffer(rows, dtype="<u4").astype(np.uint32)
     if h.size != r.size:
         raise ContentError("fingerprint bucket lengths differ", path=path)
     if h.size:
-        top = (h >> np.uint64(64 - header.bits)) if header.bits else np.zeros(
-            h.size, dtype=np.uint64)
-        if bool(np.any(top != np.uint64(bucket))) or bool(np.any(h[1:] <= h[:-1])):
+        if header.bits:
+            sizes = np.diff(header.offsets[bucket:last + 2].astype(np.int64)).astype(np.int64)
+            if int(sizes.sum()) != h.size:
+                raise ContentError("fingerprint bucket lengths differ", path=path)
+            want = np.repeat(np.arange(bucket, last + 1, dtype=np.uint64), sizes)
+            wrong = bool(np.any((h >> np.uint64(64 - header.bits)) != want))
+        else:
+            wrong = False
+        if wrong or bool(np.any(h[1:] <= h[:-1])):
             raise ContentError("fingerprint bucket is not sorted or holds other buckets' "
                                "hashes", path=path, actual=bucket)
     return h, r
@@ -196,9 +207,30 @@ def open_file(f: FingerprintFile) -> FingerprintHeader:
     return header
 
 
+#: the merge reads runs of consecutive buckets of about this many entries in all files
+#: (at least one bucket): 768 KiB of hashes and rows, and one pass of numpy per run rather
+#: than per bucket (1,024 buckets of a few entries each cost more in Python than in I/O)
+RUN_ENTRIES = 1 << 16
+
+
+def _runs(headers: Sequence[FingerprintHeader], buckets: int) -> list[tuple[int, int]]:
+    """(first, last) bucket of each run: consecutive buckets, cut where the entries of all
+    files together pass another ``RUN_ENTRIES``."""
+    total = np.zeros(buckets + 1, dtype=np.int64)
+    for h in headers:
+        total += h.offsets.astype(np.int64)
+    marks = np.arange(RUN_ENTRIES, int(total[-1]), RUN_ENTRIES, dtype=np.int64)
+    # the bucket holding each mark ends a run
+    ends = np.unique(np.searchsorted(total[1:], marks, side="left"))
+    starts = np.concatenate([[0], ends + 1])
+    lasts = np.concatenate([ends, [buckets - 1]])
+    return [(int(a), int(b)) for a, b in zip(starts, lasts, strict=True) if a <= b]
+
+
 def find_shared(files: Sequence[FingerprintFile]) -> SharedKeys:
-    """The entries whose hash more than one of ``files`` holds, merged one bucket at a time
-    (memory: one bucket of every file). The files' bucket bits must agree."""
+    """The entries whose hash more than one of ``files`` holds, merged a run of buckets at
+    a time (memory: about ``RUN_ENTRIES`` entries, or one bucket of every file when a bucket
+    holds more). The files' bucket bits must agree."""
     headers = [open_file(f) for f in files]
     bits = {h.bits for h in headers}
     if len(bits) > 1:
@@ -207,14 +239,16 @@ def find_shared(files: Sequence[FingerprintFile]) -> SharedKeys:
     out_h: list[npt.NDArray[np.uint64]] = []
     out_f: list[npt.NDArray[np.int64]] = []
     out_r: list[npt.NDArray[np.uint32]] = []
-    for bucket in range(1 << (bits.pop() if bits else 0)):
+    if len(files) < 2:
+        return _shared(out_h, out_f, out_r)
+    for first, last in _runs(headers, 1 << bits.pop()):
         parts_h, parts_f, parts_r = [], [], []
         for i, (f, h) in enumerate(zip(files, headers, strict=True)):
-            ho, hn = h.hash_range(bucket)
+            ho, hn = h.hash_range(first, last)
             if not hn:
                 continue
-            ro, rn = h.row_range(bucket)
-            bh, br = bucket_entries(h, bucket, f.read(ho, hn), f.read(ro, rn), f.name)
+            ro, rn = h.row_range(first, last)
+            bh, br = bucket_entries(h, first, f.read(ho, hn), f.read(ro, rn), f.name, last)
             parts_h.append(bh)
             parts_r.append(br)
             parts_f.append(np.full(bh.size, i, dtype=np.int64))
@@ -233,11 +267,16 @@ def find_shared(files: Sequence[FingerprintFile]) -> SharedKeys:
             out_h.append(hh[keep])
             out_f.append(ff[keep])
             out_r.append(rr[keep])
+    return _shared(out_h, out_f, out_r)
+
+
+def _shared(out_h: list[npt.NDArray[np.uint64]], out_f: list[npt.NDArray[np.int64]],
+            out_r: list[npt.NDArray[np.uint32]]) -> SharedKeys:
     if not out_h:
         return SharedKeys(np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint32))
     return SharedKeys(np.concatenate(out_h), np.concatenate(out_f), np.concatenate(out_r))
 
 
-__all__ = ["DEFAULT_BUCKET_BITS", "MAGIC", "MAX_BUCKET_BITS", "FingerprintFile",
+__all__ = ["DEFAULT_BUCKET_BITS", "MAGIC", "MAX_BUCKET_BITS", "RUN_ENTRIES", "FingerprintFile",
            "FingerprintHeader", "ReadRange", "SharedKeys", "bucket_entries", "check_file",
            "decode_header", "encode_fingerprints", "find_shared", "header_size", "open_file"]

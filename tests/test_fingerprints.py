@@ -8,12 +8,14 @@ import json
 import struct
 import zlib
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from morlog.logformat import fingerprints
 from morlog.logformat.errors import ChecksumError, ContentError, UsageError
 from morlog.logformat.fingerprints import (
     MAGIC,
@@ -72,12 +74,15 @@ def test_the_identity_vector() -> None:
         assert f"{int(xxh64_batch(KeyBatch.of(ident))[0]):016x}" == c["fingerprint"], c
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(tasks=st.lists(st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1),
                                       max_size=40), min_size=1, max_size=5),
-       bits=st.integers(0, 6), shared=st.integers(0, 2**64 - 1))
+       bits=st.integers(0, 6), shared=st.integers(0, 2**64 - 1),
+       run=st.sampled_from([1, 2, 5, 17, fingerprints.RUN_ENTRIES]))
 def test_the_merge_finds_exactly_the_hashes_several_files_hold(
-        tasks: list[dict[int, int]], bits: int, shared: int) -> None:
+        tasks: list[dict[int, int]], bits: int, shared: int, run: int) -> None:
+    """``run``: the entries of a run of buckets the merge reads at once (small ones make
+    runs of one bucket, of several, and buckets larger than a run)."""
     if len(tasks) > 1:  # make sure some hash is shared
         tasks[0][shared] = 1
         tasks[-1][shared] = 2
@@ -85,7 +90,8 @@ def test_the_merge_finds_exactly_the_hashes_several_files_hold(
                                                 np.array(list(t.values()), dtype=np.int64),
                                                 bits=bits))
              for i, t in enumerate(tasks)]
-    got = find_shared(files)
+    with mock.patch.object(fingerprints, "RUN_ENTRIES", run):
+        got = find_shared(files)
     want = sorted((h, i, row) for i, t in enumerate(tasks) for h, row in t.items()
                   if sum(h in u for u in tasks) > 1)
     assert list(zip(got.hashes.tolist(), got.files.tolist(), got.rows.tolist(),
@@ -114,6 +120,24 @@ def test_every_damaged_byte_is_a_typed_error() -> None:
     for cut in (0, 7, 20, len(data) - 1):
         with pytest.raises(ContentError):
             find_shared([_file("cut", data[:cut]), other])
+
+
+def test_a_hash_in_another_bucket_is_refused_even_with_a_true_checksum() -> None:
+    """A file whose CRC is right but one hash sits under another bucket's offsets (a
+    writer's bug, not damage): the merge refuses it whether it reads that bucket alone or in
+    a run with its neighbours."""
+    hashes = np.array([1, 2, 3, 2**62 + 1, 2**62 + 2, 2**63 + 5], dtype=np.uint64)
+    data = bytearray(encode_fingerprints(hashes, np.arange(6), bits=2))
+    head = header_size(2)
+    # the third hash (bucket 0) rewritten into bucket 1's range of values; still ascending
+    struct.pack_into("<Q", data, head + 2 * 8, 2**62)
+    struct.pack_into("<I", data, len(data) - 4, zlib.crc32(bytes(data[:-4])))
+    other = _file("ok", encode_fingerprints(np.array([2], dtype=np.uint64), np.array([0]),
+                                            bits=2))
+    for run in (1, fingerprints.RUN_ENTRIES):
+        with mock.patch.object(fingerprints, "RUN_ENTRIES", run), pytest.raises(
+                ContentError, match="other buckets"):
+            find_shared([_file("forged", bytes(data)), other])
 
 
 def test_files_with_other_bucket_bits_are_refused() -> None:

@@ -687,9 +687,10 @@ def _key_file(mt: MorTable, plan: WritePlan, name: str) -> ipc.RecordBatchFileRe
 
 
 #: bytes of each window the commit reads a task's fingerprint file in (two kept a file): the
-#: merge asks each file for two small ranges per bucket (its hashes and its rows: 2,048 at
-#: the default bucket bits), on an object store one GET each (a 25k-row, 4-task write made
-#: 8,200 of them: 22-28 s on a moto S3 server against 1 s on local disk)
+#: merge asks each file for two ranges per run of buckets (its hashes and its rows), small
+#: ones when many files share a run; on an object store one GET each (a 25k-row, 4-task
+#: write read bucket by bucket made 8,200 of them: 22-28 s on a moto S3 server against 1 s
+#: on local disk)
 FP_WINDOW = 256 * 1024
 
 
