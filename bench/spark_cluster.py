@@ -248,9 +248,12 @@ def cluster_session(app: str, extra: dict[str, str] | None = None) -> Any:
 def start(argv: list[str]) -> tuple[Any, dict[str, Any], Path, float]:
     """In the half's process (``python -m morlog.bench.spark PARAMS OUT``): the cluster's
     session, the params, where the results go, the seconds the cluster took to start."""
+    from morlog.bench.spark_events import event_log_confs
+
     params = json.loads(Path(argv[0]).read_text())
     t0 = time.perf_counter()
-    spark = cluster_session("morlog-bench-spark-cluster")
+    spark = cluster_session("morlog-bench-spark-cluster",
+                            event_log_confs(params["events"]) if params.get("events") else None)
     return spark, params, Path(argv[1]), time.perf_counter() - t0
 
 

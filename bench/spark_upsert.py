@@ -206,13 +206,14 @@ class Session:
     start_seconds: float
 
 
-def start_spark() -> Session:
-    """The active Spark session (kept running) or a new ``local[2]`` one (stopped after)."""
+def start_spark(confs: dict[str, str] | None = None) -> Session:
+    """The active Spark session (kept running) or a new ``local[2]`` one (stopped after;
+    ``confs``: more Spark settings for it)."""
     require_spark()
     from morlog.spark.write import session
 
     t0 = time.perf_counter()
-    spark, created = session(MASTER, "morlog-bench-upsert")
+    spark, created = session(MASTER, "morlog-bench-upsert", confs)
     return Session(spark, created, time.perf_counter() - t0)
 
 

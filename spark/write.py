@@ -1307,10 +1307,11 @@ def default_parallelism(spark: Any) -> int:
     return found
 
 
-def session(master: str, app: str) -> tuple[Any, bool]:
+def session(master: str, app: str, confs: dict[str, str] | None = None) -> tuple[Any, bool]:
     """The active Spark session, or a new one on ``master`` (UI and console progress off,
-    workers on this interpreter) with ``format("morlog")`` registered. With ``SPARK_REMOTE``
-    set (a Spark Connect server's ``sc://`` URL, PySpark's own setting) the new session is
+    workers on this interpreter, ``confs`` set) with ``format("morlog")`` registered. With
+    ``SPARK_REMOTE`` set (a Spark Connect server's ``sc://`` URL, PySpark's own setting) the
+    new session is
     that server's and ``master`` is ignored: the server's configuration holds. Returns the
     session and whether it was created here (then the caller stops it)."""
     import sys
@@ -1326,10 +1327,13 @@ def session(master: str, app: str) -> tuple[Any, bool]:
         spark = SparkSession.builder.appName(app).getOrCreate()
         spark.conf.set("spark.sql.shuffle.partitions", "4")
     else:
-        spark = (SparkSession.builder.master(master).appName(app)
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+        builder = (SparkSession.builder.master(master).appName(app)
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4"))
+        for k, v in (confs or {}).items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
     if not is_connect(spark):
         spark.sparkContext.setLogLevel("ERROR")  # a Connect server keeps its own log level
     register(spark)
