@@ -68,7 +68,7 @@ from morlog.logformat.xxh64 import U64, xxh64_batch
 from morlog.readers.cache import CachedSource
 from morlog.readers.index import block_index, find_tail_index, has_keyed_block
 from morlog.readers.logfile import LogBlock, LogFileReader
-from morlog.readers.slice_index import checkpoint_location, read_slice_index
+from morlog.readers.slice_index import SliceIndex, checkpoint_location, read_slice_index
 from morlog.readers.storage import LocalStorage, RangedSource, Storage
 from morlog.writers.core.logwriter import LogFileWriter, Mode, WriteResult
 from morlog.writers.core.store import WriteStore
@@ -647,9 +647,16 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
         # compaction replaced theirs, spec/index.md §6.5)
         quiet = [f for d in index.directories for f in d.files
                  if f not in known and f in names]
-        for name in names:  # log files the directory does not know must hold no data block
-            if name not in known and name not in quiet and has_keyed_block(source(name)):
+        checkpoint_at = index.checkpoint_at
+        # log files the directory does not know must hold no data block, unless they are
+        # siblings of the tail's file (written side by side from the same earlier blocks)
+        unknown = [n for n in names if n not in known and n not in quiet
+                   and has_keyed_block(source(n))]
+        if unknown:
+            side = _siblings(names, source, index, unknown, scope)
+            if side is None:
                 return None
+            refs, checkpoint_at, cp_ref = side
     except MorlogError:
         return None
     finally:
@@ -660,9 +667,76 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
     state.known_files = list(dict.fromkeys(quiet))
     for f, ref in refs:
         state.add(_SliceBlock(ref, f, None))
-    state.entries[index.checkpoint_at].checkpoint = cp_ref
-    state.checkpoint_at = index.checkpoint_at
+    state.entries[checkpoint_at].checkpoint = cp_ref
+    state.checkpoint_at = checkpoint_at
     return state
+
+
+def _ref_id(f: str, r: BlockRef) -> tuple[Any, ...]:
+    """A directory entry as a comparable value (its file by name, not by ordinal)."""
+    return (f, int(r.carrier), r.block_offset, r.block_size, r.region_offset, r.filter_length,
+            r.filter_crc32, r.keys_length, r.keys_crc32, r.key_count, r.instant, r.min_key,
+            r.max_key)
+
+
+def _siblings(names: list[str], source: Callable[[str], RangedSource], tail: SliceIndex,
+              unknown: list[str], scope: str
+              ) -> tuple[list[tuple[str, BlockRef]], int, CheckpointRef] | None:
+    """The blocks and checkpoint of a slice whose newest data blocks were written by
+    *siblings*: writers side by side (the tasks of one distributed write, spec/table.md
+    §7.6), each indexing its own blocks (in one log file or several) from the same earlier
+    blocks without knowing the others'. Each sibling's chain (the stored index of its newest
+    block) lists the same earlier blocks first, then its own; the earlier blocks' files
+    precede the siblings' in log order. The slice's blocks are then the earlier ones and
+    every sibling's own, in log order, and the checkpoint to continue from is the newest one
+    of a chain whose directory is exactly the blocks up to it in that order (spec/index.md
+    §6.7). None when the shape does not hold (the caller scans)."""
+    chains: list[tuple[list[tuple[str, BlockRef]], SliceIndex]] = [(tail.block_refs(), tail)]
+    for u in unknown:
+        idx = read_slice_index(names[: names.index(u) + 1], source)
+        if (idx is None or idx.tail_file != u or idx.cumulative.scope != scope
+                or idx.checkpoint_ref() is None):
+            return None
+        refs_u = idx.block_refs()
+        if len(refs_u) != idx.cumulative.blocks or refs_u[-1][0] != u or (
+                refs_u[-1][1].block_offset != idx.tail.offset) or not (
+                {f for f, _ in refs_u} <= set(names)):
+            return None
+        chains.append((refs_u, idx))
+    ids = [[_ref_id(f, r) for f, r in refs] for refs, _ in chains]
+    # a writer's chain at an earlier file of its own is a prefix of its newest: keep the
+    # longest chain of each writer
+    keep = [i for i, a in enumerate(ids)
+            if not any(j != i and len(b) > len(a) and b[:len(a)] == a
+                       for j, b in enumerate(ids))]
+    keep = [i for n, i in enumerate(keep) if ids[i] not in [ids[k] for k in keep[:n]]]
+    if len(keep) < 2:
+        return None
+    common = 0
+    while all(len(ids[i]) > common for i in keep) and len({ids[i][common] for i in keep}) == 1:
+        common += 1
+    first = chains[keep[0]][0][:common]
+    own = [chains[i][0][common:] for i in keep]
+    own_files = [{f for f, _ in o} for o in own]
+    if any(not o for o in own) or sum(len(f) for f in own_files) != len(set().union(*own_files)):
+        return None  # a writer knew another's blocks, or two wrote into one file
+    if first and max(names.index(f) for f, _ in first) > min(
+            names.index(f) for fs in own_files for f in fs):
+        return None  # an earlier block's file sorts after a sibling's: not in log order
+    combined = first + sorted((e for o in own for e in o),
+                              key=lambda e: (names.index(e[0]), e[1].block_offset))
+    every = [_ref_id(f, r) for f, r in combined]
+    best: tuple[int, CheckpointRef] | None = None
+    for i in keep:
+        idx = chains[i][1]
+        at, ref = idx.checkpoint_at, idx.checkpoint_ref()
+        if ref is None or ids[i][: at + 1] != every[: at + 1]:
+            continue  # its checkpoint does not list exactly the blocks before it
+        if best is None or at > best[0]:
+            best = (at, ref)
+    if best is None:
+        return None
+    return combined, best[0], best[1]
 
 
 def _adopt_newest_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
@@ -673,18 +747,75 @@ def _adopt_newest_checkpoint(state: SliceIndexState, storage: Storage, directory
     # the file of the newest data block: newer files hold command or delete blocks only
     last = state.entries[-1]
     src = storage.source(storage.join(directory, last.file_name))
+    points_at: str | None = None
     try:
         tail = find_tail_index(src)
         # may read more of the file (a large index): before the source is closed
         cum = (tail.index.cumulative() if tail is not None
                and tail.offset == last.ref.block_offset else None)
+        if tail is not None and cum is not None and cum.kind == CumulativeKind.DELTA:
+            # the file of the checkpoint the tail continues from (named in its directory)
+            files = tail.index.directory()
+            cp = cum.checkpoint
+            if files is not None and cp is not None and 0 <= cp.file < len(files.files):
+                points_at = files.files[cp.file]
     except MorlogError:
         cum = None
     finally:
         src.close()
-    if cum is None or cum.scope != state.scope or cum.blocks != len(state.entries):
+    if cum is not None and cum.scope == state.scope and cum.blocks != len(state.entries):
+        _adopt_siblings_checkpoint(state, storage, directory, log_files)
+        return
+    if cum is None or cum.scope != state.scope:
         return  # blocks without an index came after it, or another scope: start afresh
+    # the checkpoint the tail's own chain continues from (a full tail: itself), as the state
+    # from the tail takes it; not merely the newest full section found, which sibling files
+    # (spec/table.md §7.6) may hold without listing each other's blocks
+    if cum.kind != CumulativeKind.DELTA:
+        if last.checkpoint is not None:
+            state.checkpoint_at = len(state.entries) - 1
+        return
+    cp = cum.checkpoint
     for i in range(len(state.entries) - 1, -1, -1):
-        if state.entries[i].checkpoint is not None:
+        e = state.entries[i]
+        if (cp is not None and e.checkpoint is not None and e.file_name == points_at
+                and (e.checkpoint.carrier, e.checkpoint.region_offset,
+                     e.checkpoint.region_length) == (cp.carrier, cp.region_offset,
+                                                     cp.region_length)):
             state.checkpoint_at = i
             return
+
+
+def _adopt_siblings_checkpoint(state: SliceIndexState, storage: Storage, directory: str,
+                               log_files: Sequence[LogFileName]) -> None:
+    """The scan's counterpart of :func:`_siblings`: when the blocks scanned are exactly the
+    earlier blocks and the sibling files' own, in that order, adopt the first sibling's
+    checkpoint, as the state from the tails does (both ways give the same state)."""
+    names = [str(n) for n in log_files]
+    sources: dict[str, RangedSource] = {}
+
+    def source(name: str) -> RangedSource:
+        if name not in sources:
+            sources[name] = CachedSource(storage.source(storage.join(directory, name)))
+        return sources[name]
+
+    try:
+        index = read_slice_index(names, source)
+        if index is None:
+            return
+        known = index.files
+        unknown = [n for n in names if n not in known and has_keyed_block(source(n))]
+        side = _siblings(names, source, index, unknown, state.scope) if unknown else None
+    except MorlogError:
+        return
+    finally:
+        for src in sources.values():
+            src.close()
+    if side is None:
+        return
+    refs, at, _ = side
+    if [(f, r.block_offset) for f, r in refs] != [(e.file_name, e.ref.block_offset)
+                                                   for e in state.entries]:
+        return
+    if state.entries[at].checkpoint is not None:
+        state.checkpoint_at = at
