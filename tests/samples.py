@@ -75,3 +75,39 @@ def sample_file() -> tuple[bytes, list[tuple[int, int, int]]]:
         layout.append((pos, len(p), f.block_type))
         pos += len(p)
     return b"".join(parts), layout
+
+
+
+def next_block_both_ways(d: Any, make: Any, write: Any) -> Any:
+    """The next block of the slice in directory ``d`` (a ``Path``), written by the writer
+    ``make(directory)`` returns with ``write(writer)``: once on a copy where the writer
+    takes its state from the stored tails, once on a copy where it must scan every block.
+    Both hold the same blocks, continue from the same checkpoint (a ref's file index is its
+    directory's; writers re-index by name) and leave byte-identical files. Returns the
+    writer from the tails."""
+    import dataclasses
+    import os
+    import shutil
+
+    import pytest
+
+    import morlog.writers.core.indexed as indexed_mod
+
+    fast_dir, scan_dir = d.parent / f"{d.name}-fast", d.parent / f"{d.name}-scan"
+    shutil.copytree(d, fast_dir)
+    shutil.copytree(d, scan_dir)
+    fast = make(fast_dir)
+    write(fast)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(indexed_mod, "_state_from_tail", lambda *a, **k: None)
+        scan = make(scan_dir)
+        write(scan)
+        assert [(e.file_name, dataclasses.replace(e.ref, file=0))
+                for e in fast.state.entries] == [
+            (e.file_name, dataclasses.replace(e.ref, file=0)) for e in scan.state.entries]
+        assert fast.state.checkpoint_at == scan.state.checkpoint_at
+    names = sorted(os.listdir(fast_dir))
+    assert names == sorted(os.listdir(scan_dir))
+    for n in names:
+        assert (fast_dir / n).read_bytes() == (scan_dir / n).read_bytes(), n
+    return fast

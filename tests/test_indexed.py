@@ -25,7 +25,7 @@ from morlog.writers import LogFileWriter
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import list_log_files
 
-from .samples import SCHEMA, arrow_schema, record
+from .samples import SCHEMA, arrow_schema, next_block_both_ways, record
 
 BASE = "20250101000000000"
 #: random histories for the invariant test: more in CI, many more with HYPOTHESIS_PROFILE=slow
@@ -481,10 +481,7 @@ def test_state_from_the_tail_writes_the_same_bytes_as_a_full_scan(
         history: list[tuple[Any, ...]], mode: str, every: int, carrier: str) -> None:
     """A writer that rebuilds its state from the newest block's stored index (two reads)
     writes byte for byte the block a writer that scanned every block would write."""
-    import dataclasses
-    import shutil
 
-    import morlog.writers.core.indexed as indexed_mod
 
     d = tmp_path_factory.mktemp("slice")
     kw: dict[str, Any] = dict(write_token="0-1-1", mode=mode, checkpoint_every=every,
@@ -498,26 +495,9 @@ def test_state_from_the_tail_writes_the_same_bytes_as_a_full_scan(
             w.append_delete([DeleteRecord(f"key-{n:03d}", "p") for n in op[1]], inst)
         elif op[0] in ("restart", "tear"):
             w = IndexedLogWriter(d, "fg-0", BASE, **kw)
-    fast_dir, scan_dir = d.parent / f"{d.name}-fast", d.parent / f"{d.name}-scan"
-    shutil.copytree(d, fast_dir)
-    shutil.copytree(d, scan_dir)
     keys = ["key-001", "key-500", "new-key"]
-    fast = IndexedLogWriter(fast_dir, "fg-0", BASE, **kw)
-    _write(fast, keys, _inst(99), carrier)
-    with monkeypatch.context() as m:
-        m.setattr(indexed_mod, "_state_from_tail", lambda *a, **k: None)
-        scan = IndexedLogWriter(scan_dir, "fg-0", BASE, **kw)
-        _write(scan, keys, _inst(99), carrier)
-        # the same blocks (a ref's file index is its directory's; writers re-index by name)
-        assert [(e.file_name, dataclasses.replace(e.ref, file=0))
-                for e in fast.state.entries] == [(e.file_name, dataclasses.replace(e.ref,
-                                                                                  file=0))
-                                                 for e in scan.state.entries]
-        assert fast.state.checkpoint_at == scan.state.checkpoint_at
-    names = sorted(os.listdir(fast_dir))
-    assert names == sorted(os.listdir(scan_dir))
-    for n in names:
-        assert (fast_dir / n).read_bytes() == (scan_dir / n).read_bytes(), n
+    next_block_both_ways(d, lambda at: IndexedLogWriter(at, "fg-0", BASE, **kw),
+                         lambda w: _write(w, keys, _inst(99), carrier))
 
 
 def test_object_store_probes_coalesce_the_index_parts_they_read(tmp_path: Path) -> None:

@@ -8,9 +8,7 @@ stays findable through the stored index."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +19,11 @@ from hypothesis import strategies as st
 
 import morlog.writers.core.indexed as indexed_mod
 from morlog.readers.probe import SliceProbe
+from morlog.readers.storage import LocalStorage
 from morlog.writers.core.indexed import IndexedLogWriter
 from morlog.writers.core.logwriter import list_log_files
 
-from .samples import SCHEMA, arrow_schema, record
+from .samples import SCHEMA, arrow_schema, next_block_both_ways, record
 
 BASE = "20250101000000000"
 EXAMPLES = {"ci": 60, "slow": 1500}.get(
@@ -101,54 +100,21 @@ def test_siblings_index_every_key_and_the_next_writer_reads_their_tails(
             assert got <= bloom <= {(b.file, b.offset) for b in res.hits[k].range}
     # the next writer: from the tails, and from a scan of every block; the same state and
     # the same bytes
-    fast_dir, scan_dir = d.parent / f"{d.name}-fast", d.parent / f"{d.name}-scan"
-    shutil.copytree(d, fast_dir)
-    shutil.copytree(d, scan_dir)
-    keys = ["key-001", "key-500", "new-key"]
-    nkw = dict(kw, write_token="9-99-0")
-    fast = IndexedLogWriter(fast_dir, "fg-0", BASE, **nkw)
     if not any(late for writers in history for _, late in writers):
         # side by side only: the tails stand for the slice (no scan)
         assert indexed_mod._state_from_tail(
-            fast.log.store.storage, str(fast_dir), list_log_files(str(fast_dir), "fg-0", BASE),
-            BASE, lambda e: e.hashes) is not None
-    _write(fast, keys, _inst(99), carrier)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(indexed_mod, "_state_from_tail", lambda *a, **k: None)
-        scan = IndexedLogWriter(scan_dir, "fg-0", BASE, **nkw)
-        _write(scan, keys, _inst(99), carrier)
-        assert [(e.file_name, dataclasses.replace(e.ref, file=0)) for e in fast.state.entries
-                ] == [(e.file_name, dataclasses.replace(e.ref, file=0))
-                      for e in scan.state.entries]
-        assert fast.state.checkpoint_at == scan.state.checkpoint_at
-    names = sorted(os.listdir(fast_dir))
-    assert names == sorted(os.listdir(scan_dir))
-    for n in names:
-        assert (fast_dir / n).read_bytes() == (scan_dir / n).read_bytes(), n
+            LocalStorage(), str(d), list_log_files(str(d), "fg-0", BASE), BASE,
+            lambda e: e.hashes) is not None
+    nkw = dict(kw, write_token="9-99-0")
+    next_block_both_ways(d, lambda at: IndexedLogWriter(at, "fg-0", BASE, **nkw),
+                         lambda w: _write(w, ["key-001", "key-500", "new-key"], _inst(99),
+                                          carrier))
+    fast_dir = d.parent / f"{d.name}-fast"
     # and every key is found through the last writer's index
     with SliceProbe(str(fast_dir), _files(fast_dir)) as probe:
         res = probe.probe([*written, "new-key"])
     for k, blocks in written.items():
         assert {(b.file, b.offset) for b in res.hits[k].confirmed} >= blocks, k
-
-
-def _same_next_block(d: Path, kw: dict[str, Any]) -> IndexedLogWriter:
-    """The next writer of ``d``'s slice from the tails and from a scan: the same state and
-    bytes (the writer from the tails is returned)."""
-    fast_dir, scan_dir = d.parent / f"{d.name}-fast", d.parent / f"{d.name}-scan"
-    shutil.copytree(d, fast_dir)
-    shutil.copytree(d, scan_dir)
-    nkw = dict(kw, write_token="9-99-0")
-    fast = IndexedLogWriter(fast_dir, "fg-0", BASE, **nkw)
-    _write(fast, ["key-001", "next"], _inst(99), "avro")
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(indexed_mod, "_state_from_tail", lambda *a, **k: None)
-        scan = IndexedLogWriter(scan_dir, "fg-0", BASE, **nkw)
-        _write(scan, ["key-001", "next"], _inst(99), "avro")
-        assert fast.state.checkpoint_at == scan.state.checkpoint_at
-    for n in sorted(os.listdir(fast_dir)):
-        assert (fast_dir / n).read_bytes() == (scan_dir / n).read_bytes(), n
-    return fast
 
 
 @pytest.mark.parametrize("every", [1, 2, 8])
@@ -183,7 +149,9 @@ def test_two_tasks_then_the_next_writer(tmp_path: Path, every: int, late: bool,
         assert indexed_mod._state_from_tail(
             a.log.store.storage, str(d), list_log_files(str(d), "fg-0", BASE), BASE,
             lambda e: e.hashes) is not None
-    fast = _same_next_block(d, kw)
+    nkw = dict(kw, write_token="9-99-0")
+    fast = next_block_both_ways(d, lambda at: IndexedLogWriter(at, "fg-0", BASE, **nkw),
+                                lambda w: _write(w, ["key-001", "next"], _inst(99), "avro"))
     # the checkpoint continued from lists exactly the blocks before it, in log order
     assert fast.state.checkpoint_at is not None
     with SliceProbe(str(d.parent / f"{d.name}-fast"), _files(d.parent / f"{d.name}-fast")

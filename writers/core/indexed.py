@@ -616,19 +616,32 @@ def _hash_loader(storage: Storage, directory: str, key_field: KeyField, fpp: flo
     return load
 
 
+class _Sources:
+    """Opens the slice's log files by name, each once, with prefetched ranges cached."""
+
+    def __init__(self, storage: Storage, directory: str) -> None:
+        self.storage = storage
+        self.directory = directory
+        self.opened: dict[str, RangedSource] = {}
+
+    def __call__(self, name: str) -> RangedSource:
+        if name not in self.opened:
+            self.opened[name] = CachedSource(self.storage.source(
+                self.storage.join(self.directory, name)))
+        return self.opened[name]
+
+    def close(self) -> None:
+        for src in self.opened.values():
+            src.close()
+
+
 def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFileName],
                      scope: str, loader: HashLoader) -> SliceIndexState | None:
     """The state from the slice's stored cumulative index (the newest data block's, and its
     checkpoint: ``morlog.readers.slice_index``), without reading the other blocks; None when
     that index cannot stand for the whole slice."""
     names = [str(n) for n in log_files]
-    sources: dict[str, RangedSource] = {}
-
-    def source(name: str) -> RangedSource:
-        if name not in sources:
-            sources[name] = CachedSource(storage.source(storage.join(directory, name)))
-        return sources[name]
-
+    source = _Sources(storage, directory)
     try:
         index = read_slice_index(names, source)
         if index is None or index.cumulative.scope != scope:
@@ -660,8 +673,7 @@ def _state_from_tail(storage: Storage, directory: str, log_files: Sequence[LogFi
     except MorlogError:
         return None
     finally:
-        for src in sources.values():
-            src.close()
+        source.close()
     state = SliceIndexState(scope, loader=loader, cache_key=f"{type(storage).__name__}|"
                             f"{directory}")
     state.known_files = list(dict.fromkeys(quiet))
@@ -792,13 +804,7 @@ def _adopt_siblings_checkpoint(state: SliceIndexState, storage: Storage, directo
     earlier blocks and the sibling files' own, in that order, adopt the first sibling's
     checkpoint, as the state from the tails does (both ways give the same state)."""
     names = [str(n) for n in log_files]
-    sources: dict[str, RangedSource] = {}
-
-    def source(name: str) -> RangedSource:
-        if name not in sources:
-            sources[name] = CachedSource(storage.source(storage.join(directory, name)))
-        return sources[name]
-
+    source = _Sources(storage, directory)
     try:
         index = read_slice_index(names, source)
         if index is None:
@@ -809,8 +815,7 @@ def _adopt_siblings_checkpoint(state: SliceIndexState, storage: Storage, directo
     except MorlogError:
         return
     finally:
-        for src in sources.values():
-            src.close()
+        source.close()
     if side is None:
         return
     refs, at, _ = side
