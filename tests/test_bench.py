@@ -11,11 +11,12 @@ command line (``bench probe --json``, ``bench incremental --rows``, ``bench scal
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import json
 import operator
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,11 +110,17 @@ class QuickAll:
 
 @pytest.fixture(scope="module")
 def quick_all(tmp_path_factory: pytest.TempPathFactory) -> QuickAll:
+    """One ``bench all --quick`` run in a process of its own, as a user runs it: its Spark
+    scenarios start their own session (one this test worker shares with other test files
+    would keep no event log, and the Spark batches could not be split)."""
     out_dir = tmp_path_factory.mktemp("bench-all")
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["bench", "all", "--quick", "--json", "--out", str(out_dir)])
-    return QuickAll(rc, json.loads(out.getvalue()), err.getvalue(), out_dir)
+    code = ("import sys\nfrom morlog.cli import main\n"
+            "sys.exit(main(['bench', 'all', '--quick', '--json', '--out', sys.argv[1]]))")
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    r = subprocess.run([sys.executable, "-c", code, str(out_dir)], capture_output=True,
+                       text=True, env=env, timeout=1800, check=False)
+    return QuickAll(r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr,
+                    out_dir)
 
 
 @pytest.mark.parametrize("scenario", ["probe", "lookup", "append", "tag", "rli"])
@@ -241,6 +248,22 @@ def test_bench_spark_compares_spark_writes_with_the_client(quick_all: QuickAll) 
         assert r[m]["driver_python_mb"] > 0 and r[m]["driver_jvm_mb"] > 0
         assert r[m]["python_worker_mb"] > 0
         assert r[m]["driver_side_mb"] >= r[m]["driver_jvm_mb"] + r[m]["driver_python_mb"]
+    # Spark's own account of each Spark batch (the bench's session logs its events): the
+    # data source is one job of one stage, one task per input file; the wall time splits
+    # into time inside jobs and the driver's own time outside them
+    for m in ("data_source", "spark_upsert", "noop_data_source"):
+        assert len(r[m]["spark_split"]) == p["batches"]
+        for split, wall in zip(r[m]["spark_split"], r[m]["batch_seconds"], strict=True):
+            assert split["jobs"] >= 1 and split["tasks"] >= 1
+            assert split["in_jobs_seconds"] + split["outside_jobs_seconds"] == pytest.approx(
+                wall, abs=0.05)
+    assert all(x["jobs"] == 1 for x in r["data_source"]["spark_split"])
+    assert all(x["jobs"] > 1 for x in r["spark_upsert"]["spark_split"])
+    # the least a data-source write could take: the no-op floor plus the client's CPU
+    # split over the cores
+    assert r["python_client"]["cpu_seconds"] > 0
+    assert report["ratios"]["data_source_bound_vs_client"] >= report["ratios"][
+        "noop_data_source_vs_client"]
     # Spark's own floor: a Python data source that writes nothing, no table to read back
     assert "files" not in r["noop_data_source"]
     assert report["ratios"]["noop_data_source_vs_client"] > 0
