@@ -11,6 +11,8 @@ otherwise).
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ from morlog.bench.common import (
     progress,
     write_outputs,
 )
+from morlog.bench.spark_events import event_log_confs
 from morlog.logformat.errors import UsageError
 
 Runner = Callable[..., dict[str, Any]]
@@ -52,6 +55,22 @@ RUNNERS: dict[str, tuple[Runner, Plotter]] = {
     "spark": (spark_bench.run, spark_bench.plot),
     "incremental": (incremental.run, incremental.plot),
 }
+
+
+#: the scenarios that run Spark on this process's session (``bench all`` starts one for them
+#: all, and stops it after the last: one start-up instead of one each)
+SPARK_SCENARIOS = ("upsert", "prune", "spark")
+
+
+def _shared_spark(stack: contextlib.ExitStack) -> bool:
+    """Start the session the Spark scenarios of ``bench all`` share (with an event log, so
+    that ``bench spark`` can split its batches), unless one is active already; it stops when
+    ``stack`` closes."""
+    logs = stack.enter_context(tempfile.TemporaryDirectory(prefix="morlog-bench-events-"))
+    session = upsert.start_spark(event_log_confs(logs))
+    if session.owned:
+        stack.callback(session.spark.stop)
+    return True
 
 
 def combine(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -96,17 +115,24 @@ def run_bench(scenario: str, *, out: str = DEFAULT_OUT, quick: bool = False,
     names = ALL_SCENARIOS if scenario == "all" else (scenario,)
     reports: dict[str, dict[str, Any]] = {}
     written: list[str] = []
-    for name in names:
-        if name in ("upsert", "spark") and scenario == "all" and not upsert.available():
-            progress(f"warning: pyspark is not installed; skipping the {name} scenario")
-            continue
-        run, plot = RUNNERS[name]
-        n = repeats if repeats is not None else (1 if quick else DEFAULT_REPEATS.get(name, 3))
-        extra: dict[str, Any] = {"rows": sizes, "timeout": timeout} if name == "scale" else {}
-        if name in ("compaction", "incremental") and sizes is not None:
-            extra = {"rows": max(sizes)}  # one table: one size, the largest
-        reports[name] = run(quick=quick, repeats=n, **extra)
-        written += write_outputs(reports[name], out, plot)
+    shared = False
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            if name in ("upsert", "spark") and scenario == "all" and not upsert.available():
+                progress(f"warning: pyspark is not installed; skipping the {name} scenario")
+                continue
+            if (name in SPARK_SCENARIOS and scenario == "all" and upsert.available()
+                    and not shared):
+                shared = _shared_spark(stack)
+            run, plot = RUNNERS[name]
+            n = repeats if repeats is not None else (1 if quick else
+                                                     DEFAULT_REPEATS.get(name, 3))
+            extra: dict[str, Any] = ({"rows": sizes, "timeout": timeout} if name == "scale"
+                                     else {})
+            if name in ("compaction", "incremental") and sizes is not None:
+                extra = {"rows": max(sizes)}  # one table: one size, the largest
+            reports[name] = run(quick=quick, repeats=n, **extra)
+            written += write_outputs(reports[name], out, plot)
     if scenario != "all":
         return reports[scenario], written
     report = combine(reports)
