@@ -703,16 +703,17 @@ def _siblings(names: list[str], source: Callable[[str], RangedSource], tail: Sli
     every sibling's own, in log order, and the checkpoint to continue from is the newest one
     of a chain whose directory is exactly the blocks up to it in that order (spec/index.md
     §6.7). None when the shape does not hold (the caller scans)."""
+    at_name = {n: i for i, n in enumerate(names)}  # log order
     chains: list[tuple[list[tuple[str, BlockRef]], SliceIndex]] = [(tail.block_refs(), tail)]
     for u in unknown:
-        idx = read_slice_index(names[: names.index(u) + 1], source)
+        idx = read_slice_index(names[: at_name[u] + 1], source)
         if (idx is None or idx.tail_file != u or idx.cumulative.scope != scope
                 or idx.checkpoint_ref() is None):
             return None
         refs_u = idx.block_refs()
         if len(refs_u) != idx.cumulative.blocks or refs_u[-1][0] != u or (
                 refs_u[-1][1].block_offset != idx.tail.offset) or not (
-                {f for f, _ in refs_u} <= set(names)):
+                {f for f, _ in refs_u} <= at_name.keys()):
             return None
         chains.append((refs_u, idx))
     ids = [[_ref_id(f, r) for f, r in refs] for refs, _ in chains]
@@ -732,11 +733,11 @@ def _siblings(names: list[str], source: Callable[[str], RangedSource], tail: Sli
     own_files = [{f for f, _ in o} for o in own]
     if any(not o for o in own) or sum(len(f) for f in own_files) != len(set().union(*own_files)):
         return None  # a writer knew another's blocks, or two wrote into one file
-    if first and max(names.index(f) for f, _ in first) > min(
-            names.index(f) for fs in own_files for f in fs):
+    if first and max(at_name[f] for f in {f for f, _ in first}) > min(
+            at_name[f] for fs in own_files for f in fs):
         return None  # an earlier block's file sorts after a sibling's: not in log order
     combined = first + sorted((e for o in own for e in o),
-                              key=lambda e: (names.index(e[0]), e[1].block_offset))
+                              key=lambda e: (at_name[e[0]], e[1].block_offset))
     every = [_ref_id(f, r) for f, r in combined]
     best: tuple[int, CheckpointRef] | None = None
     for i in keep:
