@@ -25,9 +25,16 @@ from morlog.readers.logfile import LogBlock
 from .samples import sample_file
 
 DATA, LAYOUT = sample_file()
-#: byte-flip and garbage cases per test: thousands in CI, fewer on a laptop, many with --slow
-FUZZ_EXAMPLES = {"ci": 3000, "slow": 50_000}.get(
-    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"), 300)
+#: random byte-flip and garbage cases per test: a thousand in CI (every block region is
+#: also flipped deterministically by ``test_byte_flips_in_every_block_region``), fewer on a
+#: laptop, many with HYPOTHESIS_PROFILE=slow (MORLOG_FUZZ_EXAMPLES sets the count outright,
+#: e.g. 3000 for the former CI count)
+FUZZ_EXAMPLES = int(os.environ.get("MORLOG_FUZZ_EXAMPLES") or {"ci": 1000, "slow": 50_000}.get(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"), 300))
+#: the framing fields at a block's start (magic, size, version, type, header count and the
+#: first header entry) are flipped byte by byte; the rest of the block at this many points
+BLOCK_HEAD_BYTES = 48
+BODY_POINTS = 24
 
 
 def _summary(blocks: list[LogBlock]) -> list[tuple[int, int, int]]:
@@ -87,6 +94,38 @@ def test_truncation_at_every_offset_gives_prefix_plus_at_most_one_corrupt() -> N
     )
 )
 def test_random_byte_flips_raise_only_library_errors(flips: list[tuple[int, int]]) -> None:
+    _check_flipped(flips)
+
+
+def _region_flips() -> list[int]:
+    """Offsets that touch every block of the sample file: each byte of its framing head and
+    evenly spaced points through the rest (its header, content and footer)."""
+    offsets: set[int] = set()
+    for off, size, _ in LAYOUT:
+        offsets.update(range(off, off + min(size, BLOCK_HEAD_BYTES)))
+        body = size - BLOCK_HEAD_BYTES
+        if body > 0:
+            offsets.update(off + BLOCK_HEAD_BYTES + body * i // BODY_POINTS
+                           for i in range(BODY_POINTS))
+        offsets.update(range(max(off, off + size - 8), off + size))  # trailing size field
+    return sorted(offsets)
+
+
+def test_byte_flips_in_every_block_region() -> None:
+    """The deterministic part of the flip fuzz: every block's framing bytes and points through
+    each block's body, flipped one at a time (all bits, and the low bit), must give only library
+    errors or a tiling of the file. It makes sure each region is hit whatever the random
+    examples above draw."""
+    offsets = _region_flips()
+    for off, size, _ in LAYOUT:  # every block is touched at its start, inside and at its end
+        assert off in offsets and off + size - 1 in offsets
+        assert sum(off < o < off + size - 1 for o in offsets) >= min(size - 2, BLOCK_HEAD_BYTES)
+    for pos in offsets:
+        for x in (0xFF, 0x01):
+            _check_flipped([(pos, x)])
+
+
+def _check_flipped(flips: list[tuple[int, int]]) -> None:
     data = bytearray(DATA)
     for pos, x in flips:
         data[pos] ^= x
