@@ -84,7 +84,6 @@ from morlog.logformat.errors import MorlogError, UsageError, WriteError
 from morlog.logformat.keybatch import KeyBatch
 from morlog.logformat.keygen import KeyGenSpec
 from morlog.logformat.xxh64 import xxh64_batch
-from morlog.readers.base_files import table_base_format
 from morlog.readers.properties import has_properties
 from morlog.readers.storage import TableLocation
 from morlog.readers.table import Table
@@ -95,20 +94,27 @@ from morlog.spark.source import (
     SlicePartition,
 )
 from morlog.writers.client import MorTable
-from morlog.writers.core.commit import RecordChanges
 from morlog.writers.core.store import WriteStore, store_at
-from morlog.writers.core.tagging import global_index, update_partition_path
-from morlog.writers.core.timeline import base_file_name
+from morlog.writers.core.tagging import update_partition_path
 from morlog.writers.distributed import (
+    ROUTE_DEL,
+    ROUTE_FID,
+    ROUTE_INS,
+    ROUTE_KEY,
+    ROUTE_NEW,
+    ROUTE_PART,
     TaskReport,
     WritePlan,
     abort_write,
     commit_write,
+    insert_bins,
+    insert_counts,
     new_token,
     plan_write,
+    publish_insert_counts,
+    write_routed_task,
     write_task,
 )
-from morlog.writers.mdt.plan import apply_drops
 from morlog.writers.options import WriteConfig, WriteOptions, parse_write_options
 from morlog.writers.services.overwrite import partitions_of
 
@@ -162,10 +168,7 @@ class MorlogWriter(DataSourceArrowWriter):
         schema = to_arrow_schema(self.schema, timezone="UTC")
         batches = _conformed(iterator, schema)
         if self.plan is not None:
-            # Hudi's write token: partition id, stage id, attempt number (distinct per attempt)
-            token = (f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.attemptNumber()}"
-                     if ctx is not None else new_token())
-            return TaskWritten(write_task(self.plan, batches, token))
+            return TaskWritten(write_task(self.plan, batches, _task_token()))
         attempt = (f"{ctx.partitionId()}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"
                    if ctx is not None else uuid.uuid4().hex)
         store = self._store()
@@ -358,56 +361,65 @@ def save(df: Any, path: str, mode: str = "errorifexists",
 
 # --- the distributed upsert ---------------------------------------------------------------
 
-_FID, _PART, _NEW, _BASE, _DEL, _ORDER = ("__morlog_fid", "__morlog_part", "__morlog_new",
-                                          "__morlog_base", "__morlog_delete", "__morlog_order")
-#: the record key (as the table's key generator renders it) and whether the row is an insert
-_KEY, _INS = "__morlog_key", "__morlog_insert"
-#: a row's position in the batch (the later row wins a tie), whether a key's rows go to
-#: several partitions
-_SEQ, _CROSS = "__morlog_seq", "__morlog_cross"
+#: a routed row's partition path, file group (null: a new key), record key (as the table's
+#: key generator renders it), new-group, insert and delete flags
+#: (``morlog.writers.distributed``, spec/table.md §7.9)
+_FID, _PART, _KEY = ROUTE_FID, ROUTE_PART, ROUTE_KEY
+_NEW, _INS, _DEL = ROUTE_NEW, ROUTE_INS, ROUTE_DEL
+#: a row's position in the batch (the later row wins a tie)
+_SEQ = "__morlog_seq"
 #: a record moving to another partition (morlog's record index,
 #: hoodie.record.index.update.partition.path=true): the partition and file group it leaves
 _OLDPART, _OLDFID = "__morlog_oldpart", "__morlog_oldfid"
+#: the Hudi options of the shuffles' task counts (0, Hudi's default: Spark's default
+#: parallelism)
+SHUFFLE_PARALLELISM = {"upsert": "hoodie.upsert.shuffle.parallelism",
+                       "insert": "hoodie.insert.shuffle.parallelism",
+                       "delete": "hoodie.delete.shuffle.parallelism"}
 
 
 def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = None,
            ordering: str | None = None, table_name: str | None = None,
            config: WriteConfig | None = None, operation: str = "upsert",
            task_hook: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Upsert (or insert, or delete) a DataFrame, distributed: executors tag keys and write
-    the blocks of their file groups; the driver plans insert routing from the slices' sizes
-    and commits the instant once.
+    """Upsert (or insert, or delete) a DataFrame, distributed: one Spark job in which the
+    executors tag the keys, combine duplicates, route the inserts and write each file
+    group's rows in one task; the driver plans and commits (spec/table.md §7.9).
 
     ``key`` and ``partition``: the table's record key and partition fields (comma-separated
     when there are several; the table's key generator makes the keys and paths).
 
-    Steps: lock and roll back dead writers' instants (driver) -> the counting job: the
-    columns keys, partition paths and ordering values need (not the rows) are tagged
-    with record key, partition path and file group (executors, the table's key generator
-    and ``KeyTagger``), combined to one row per key and counted per file group -> plan the
-    inserts' bins at the table's record size estimate (driver, ``MorTable.record_size``,
-    as the write client) -> write requested and inflight (driver) -> the write job: every
-    row tagged (its one pass through Python before the write), each insert assigned to a
-    bin by its key's hash (one projection), rows repartitioned by file group and sorted by
-    file group, key and ordering value; each task combines a key's copies (the first
-    wins) and writes its groups' rows, in order, in blocks of at most ``chunk_rows`` rows
-    (executors) -> complete the instant with the tasks' write stats (driver). A key whose
-    copies go to several partitions (a non-global index) is combined before the write by
-    a window over the batch instead, as before. A retried task first discards what an
-    earlier attempt wrote for this instant, so retries never duplicate records;
-    speculative execution must stay off (two live attempts would share a file group).
+    Steps: plan (driver: the instant requested with a heartbeat, the small file groups and
+    the record size, ``morlog.writers.distributed.plan_write``) -> stage 1, tagging: each
+    row with its record key, partition path and file group (null: a new key; executors,
+    the table's key generator and ``KeyTagger``), each task publishing its count of new
+    keys per partition -> shuffle by record key -> stage 2, routing: copies of a record
+    combined by Hudi's rules (the greatest ordering value, the later row on ties; by key
+    alone with a global index, else by key and partition path), the inserts' bins planned
+    from every tagging task's counts exactly as the write client plans them (small file
+    groups first, then new groups of ``hoodie.parquet.max.file.size``; the shuffle waits
+    for every tagging task, so every routing task plans the same bins) and each insert
+    assigned to a bin by its key's hash -> shuffle by file group -> stage 3, writing: each
+    task writes its file groups' rows in chunks of at most ``chunk_rows`` rows, into log
+    files of its own (Hudi's write token) and new file groups, every file marked -> commit
+    (driver, ``commit_write``: markers reconciled, so failed and retried attempts leave
+    nothing; conflicts checked; the indexes and the metadata table updated). One pass over
+    the rows: each is read and tagged once, shuffled twice (nothing cached). Before, a
+    counting job tagged the batch's keys first (three jobs) and the write job tagged
+    every row again. A failed job removes every file it marked: the table is as before.
+    Speculative execution must stay off (two live attempts would write one file group).
 
-    Memory: nothing is cached; the counting job tags only key, partition and ordering
-    columns, the write job the rows. A tagging task holds at most ``TAG_CHUNK_BYTES`` of
-    its rows (one lookup per chunk); a write task holds one block's rows
-    (``hoodie.logfile.data.block.max.size`` at the estimated record size; default 256 MiB)
-    or, for a new file group with a base file, that group's rows (at most one
-    ``hoodie.parquet.max.file.size`` file's worth, by routing); the driver holds the
-    per-file-group counts and write stats, never rows (the record index's key changes
-    aside, collected only when that index is kept).
+    Task counts: ``hoodie.upsert.shuffle.parallelism`` (``insert``, ``delete``), else
+    Spark's default parallelism.
 
-    ``task_hook`` (for fault-injection tests) runs in each write task after each file group
-    is written, with the group's file id.
+    Memory: nothing is cached; a tagging task holds at most ``TAG_CHUNK_BYTES`` of its rows
+    (one lookup per chunk), a routing task one Arrow batch, a write task one chunk
+    (``hoodie.logfile.data.block.max.size`` at the record size; default 256 MiB) or one
+    new file group's rows (at most one ``hoodie.parquet.max.file.size`` file, by its bin);
+    the driver holds the tasks' reports (write stats, file names), never rows.
+
+    ``task_hook`` (for fault-injection tests) runs in each write task after each chunk, with
+    each file id the chunk wrote.
     """
     try:
         return _upsert(spark, df, path, key=key, partition=partition, ordering=ordering,
@@ -417,7 +429,7 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
         raise
     except Exception as exc:
         # Spark reports a task's MorlogError (a refused batch) as its own exception: the
-        # commit, if it had begun, was rolled back already (see Commit)
+        # write's files were removed already (abort_write)
         text = str(exc)
         # a task's own typed error, where the Python worker's traceback holds one
         typed = re.search(r"morlog\.logformat\.errors\.(\w+): (.*)", text)
@@ -430,9 +442,6 @@ def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = 
 def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
             ordering: str | None, table_name: str | None, config: WriteConfig | None,
             operation: str, task_hook: Callable[[str], None] | None) -> dict[str, Any]:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
         raise UsageError("morlog's distributed upsert needs spark.speculation=false")
     cfg = config or WriteConfig()
@@ -453,155 +462,151 @@ def _upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None,
                          path=location.uri, expected=(keys_of_table, parts_of_table),
                          actual=(key, partition))
     table.validate(arrow_schema.empty_table(), operation)  # schema check, nothing written
-    with table.commit(operation) as commit:
-        view = commit.table()
-        instant = commit.instant
-        tag_columns = [(_PART, "string"), (_FID, "string"), (_BASE, "string"),
-                       (_KEY, "string"), (_OLDPART, "string"), (_OLDFID, "string")]
-        check = _BatchRules(table.keygen,
-                            table.ordering_field if operation != "delete" else None,
-                            tuple(table.ordering_fields) if operation != "delete" else (),
-                            moves=update_partition_path(cfg.hoodie_options),
-                            delete=operation == "delete")
-        combine = operation != "delete"
-        # several ordering fields compare as a tuple (spec/table.md §14.2)
-        orders = list(table.ordering_fields) if combine else []
-        source = df.withColumn(_SEQ, F.monotonically_increasing_id()) if combine else df
-        # job 1, the counting pass: only the columns keys, partition paths and the
-        # combining need are tagged (every row gets its record key from the table's key
-        # generator: composite keys, timestamp partitions...), then combined to one row
-        # per key as the write combines them, and counted per (partition, file group);
-        # no file group: the partition's inserts. Not cached (a batch larger than the
-        # executors' memory must not be held): the write job tags the rows again.
-        narrow_cols = list(dict.fromkeys([*table.keygen.required_columns, *orders,
-                                          *([_SEQ] if combine else [])]))
-        narrow_df = source.select(*narrow_cols)
-        narrow = narrow_df.mapInArrow(
-            _tagger(location, check), _with_columns(narrow_df.schema, tag_columns))
-        where = [_PART, _FID, _OLDPART, _OLDFID]
+    plan = plan_write(location, cfg, operation, chunk_rows(cfg, table.record_size()))
+    try:
+        reports = _write_job(spark, df, table, plan, task_hook)
+        # the bins the routing tasks planned (the same in every task)
+        bins = {p: insert_bins(plan, p, n) for p, n in sorted(insert_counts(plan).items())}
+    except BaseException:
+        abort_write(plan)  # every marked file, the stage, the requested instant
+        raise
+    result = commit_write(plan, reports)
+    written = sum(int(s.get("numWrites", 0)) for r in reports for stats in r.stats.values()
+                  for s in stats)
+    return {"instant": plan.instant, "rolled_back": result.rolled_back, **result.summary(),
+            conf.STAT_ROWS_WRITTEN: str(written), "insert_bins": bins}
+
+
+def _write_job(spark: Any, df: Any, table: MorTable, plan: WritePlan,
+               hook: Callable[[str], None] | None) -> list[TaskReport]:
+    """The write's one Spark job (see :func:`upsert`): the successful write tasks' reports."""
+    from pyspark.sql import functions as F
+
+    from morlog.writers.services.base import option_int
+
+    operation, cfg, location = plan.operation, plan.config, plan.location
+    combine = operation != "delete"
+    check = _BatchRules(table.keygen, table.ordering_field if combine else None,
+                        tuple(table.ordering_fields) if combine else (),
+                        moves=update_partition_path(cfg.hoodie_options), delete=not combine)
+    n = option_int(cfg.hoodie_options, SHUFFLE_PARALLELISM[operation], 0, minimum=0)
+    n = n or max(1, default_parallelism(spark))
+    tag_columns = [(_PART, "string"), (_FID, "string"), (_KEY, "string"),
+                   (_OLDPART, "string"), (_OLDFID, "string")]
+    if combine:
+        source = df.withColumn(_SEQ, F.monotonically_increasing_id())
+        tagged = source.mapInArrow(_tagger(location, check, plan),
+                                   _with_columns(source.schema, tag_columns))
         # what identifies a record among the batch's copies: its key with a global index,
-        # else its key and partition path (Hudi's HoodieWriteHelper.deduplicateRecords,
-        # the client's combine), and the file group it is tagged to (a key the table holds
-        # in several groups has a row for each: each is updated)
-        is_global = global_index(view)
-        ident = [_KEY] if is_global else [_KEY, _PART, _FID]
-        if combine:
-            # the row a record keeps: the greatest ordering value (several: the greatest
-            # tuple), the later row on ties; a key whose rows are headed for several
-            # partitions (a global index) is counted once, where its winner goes
-            per_key = narrow.groupBy(*ident).agg(
-                F.max_by(F.struct(*where), F.struct(*orders, _SEQ)).alias("w"),
-                (F.min(_PART) != F.max(_PART)).cast("long").alias(_CROSS))
-            per_group = (per_key.select(*(F.col(f"w.{c}").alias(c) for c in where), _CROSS)
-                         .groupBy(*where).agg(F.count(F.lit(1)).alias("count"),
-                                              F.sum(_CROSS).alias(_CROSS))
-                         .collect())
-        else:
-            per_group = narrow.groupBy(*where).count().collect()
-        # with a global index, a key whose rows go to several partitions (new in the
-        # table, or moving) is combined by its key alone, as the write client combines it,
-        # before the write with a window over the batch; otherwise every copy of a record
-        # goes to the same file group, and the write task combines them (its rows come
-        # sorted by file group, key, ordering value)
-        crossing = combine and is_global and any(int(r[_CROSS] or 0) for r in per_group)
-        # routing: inserts per partition -> bins (driver)
-        pending = view.timeline.pending_services()
-        slices = {(s.partition, s.file_id): s for s in view.file_slices()
-                  if (s.partition, s.file_id) not in pending.compaction
-                  and (s.partition, s.file_id) not in pending.clustering}
-        bins: dict[str, list[tuple[str, int, bool]]] = {}
-        # Hudi's estimate from the table's past commits, the write client's too
-        record_size = table.record_size(view)
-        touched_set = {(r[_PART], r[_FID]) for r in per_group if r[_FID] is not None}
-        # the groups moving records leave: a delete there
-        touched_set |= {(r[_OLDPART], r[_OLDFID]) for r in per_group
-                        if r[_OLDFID] is not None}
-        if operation != "delete":
-            new_rows: dict[str, int] = {}
-            for row in per_group:
-                if row[_FID] is None:
-                    new_rows[row[_PART]] = new_rows.get(row[_PART], 0) + int(row["count"])
-            for part, count in new_rows.items():
-                bins[part] = table.insert_bins(part, count, record_size, slices)
-            touched_set |= {(p, fid) for p, b in bins.items() for fid, n, _ in b if n > 0}
-        if bins and not crossing:
-            # the tagging tasks route the inserts too (one Python pass over the rows)
-            tagged = groups = df.mapInArrow(
-                _tagger(location, check, _InsertRoutes.of(bins)),
-                _with_columns(df.schema, tag_columns + _ROUTE_COLUMNS))
-        else:
-            tagged = df.mapInArrow(_tagger(location, check),
-                                   _with_columns(df.schema, tag_columns))
-            if crossing:
-                tagged = _combine_duplicates(tagged, _KEY, orders, F, Window)
-            groups = _assign(tagged, bins, operation, F)
-        if combine and not crossing:
-            tagged = tagged.withColumn(_SEQ, F.monotonically_increasing_id())
-            groups = groups.withColumn(_SEQ, F.monotonically_increasing_id())
-        if operation != "delete" and check.moves:
-            # a moving record: also a (natural) delete where its key lives (only with
-            # hoodie.record.index.update.partition.path: another pass over the rows)
-            leaving = (tagged.filter(F.col(_OLDFID).isNotNull())
-                       .withColumn(_PART, F.col(_OLDPART)).withColumn(_FID, F.col(_OLDFID))
-                       .withColumn(_NEW, F.lit(False)).withColumn(_INS, F.lit(False))
-                       .withColumn(_DEL, F.lit(True)))
-            groups = groups.unionByName(leaving)
-        touched = sorted(touched_set)
-        apply_drops(table.store, location, view, table.metadata_plan,
-                    fsync=cfg.fsync)
-        commit.start(sorted(touched))
-        n_tasks = max(1, min(len(touched), default_parallelism(spark) * 4))
-        stats_schema = ("partition string, file_id string, path string, num_writes long, "
-                        "created boolean, size long, inserts long, new boolean")
-        # each task gets its file groups' rows one group after the other (sorted: Spark
-        # spills what does not fit) and writes them in blocks as they fill
-        writer = _group_writer(location, cfg, instant, operation, task_hook,
-                               chunk_rows(cfg, record_size), combine and not crossing)
-        order = [F.col(_FID)]
-        if combine and not crossing:
-            # a key's copies side by side, the one it keeps first
-            order += ([F.col(_KEY)] + [F.col(f).desc_nulls_last() for f in orders]
-                      + [F.col(_SEQ).desc()])
-        stats_rows = (groups.repartition(n_tasks, _FID).sortWithinPartitions(*order)
-                      .mapInArrow(writer, stats_schema).collect())
-        stats: dict[str, list[dict[str, Any]]] = {}
-        for r in stats_rows:
-            stat: dict[str, Any] = {"fileId": r["file_id"], "path": r["path"],
-                                    "numWrites": r["num_writes"],
-                                    "partitionPath": r["partition"]}
-            if r["size"]:
-                stat["totalWriteBytes"] = stat["fileSizeInBytes"] = r["size"]
-            stats.setdefault(r["partition"], []).append(stat)
-        inserts = sum(r["inserts"] for r in stats_rows)
-        # rows tagged to a file group: updates (deletes for a delete)
-        tagged_rows = sum(int(r["count"]) for r in per_group if r[_FID] is not None)
-        routed = sum(r["inserts"] for r in stats_rows if not r["new"])
-        summary = {conf.STAT_INSERTS: str(inserts),
-                   (conf.STAT_DELETES if operation == "delete" else conf.STAT_UPDATES):
-                       str(tagged_rows),
-                   conf.STAT_INSERTS_ROUTED: str(routed),
-                   conf.STAT_GROUPS_TOUCHED: str(len(touched)),
-                   conf.STAT_GROUPS_NEW: str(len({r["file_id"] for r in stats_rows
-                                                      if r["new"]})),
-                   conf.STAT_FILES_CREATED: str(sum(1 for r in stats_rows if r["created"])),
-                   conf.STAT_ROWS_WRITTEN: str(sum(r["num_writes"] for r in stats_rows))}
+        # else its key and partition path (Hudi's HoodieWriteHelper.deduplicateRecords),
+        # and the file group it is tagged to (a key the table holds in several groups has
+        # a row for each: each is updated); the row it keeps first
+        ident = [_KEY] if plan.global_index else [_KEY, _PART, _FID]
+        order = [*ident, *(F.col(f).desc_nulls_last() for f in table.ordering_fields),
+                 F.col(_SEQ).desc()]
+        routed = (tagged.repartition(n, _KEY).sortWithinPartitions(*order)
+                  .mapInArrow(_router(plan, ident, check.moves),
+                              _with_columns(tagged.schema, _ROUTE_COLUMNS))
+                  .drop(_SEQ, _OLDPART, _OLDFID))
+    else:
+        tagged = df.mapInArrow(_tagger(location, check),
+                               _with_columns(df.schema, tag_columns))
+        routed = (tagged.filter(F.col(_FID).isNotNull()).drop(_OLDPART, _OLDFID)
+                  .withColumns({_NEW: F.lit(False), _INS: F.lit(False), _DEL: F.lit(True)}))
+    rows = (routed.repartition(n, _FID).sortWithinPartitions(_FID)
+            .mapInArrow(_routed_writer(plan, hook), "report binary").collect())
+    return [pickle.loads(r["report"]) for r in rows]
 
-        def changes() -> RecordChanges:
-            # inserts (routed ones too) and tagged deletes, collected only when the record
-            # index is kept
-            t = (groups.filter(F.col(_INS) | F.col(_DEL))
-                 .select(F.col(_KEY).alias("key"), F.col(_PART).alias("partition"),
-                         F.col(_FID).alias("file_id"), F.col(_DEL).alias("deleted"))
-                 .toArrow())
-            gone = t.column("deleted").fill_null(False)
-            return RecordChanges.of_arrays(t.filter(pa.compute.invert(gone)), t.filter(gone))
 
-        commit.complete(stats, summary, changes=changes)
-        # the planned bins: (file id, inserts planned, new group?) per partition
-        done = {"instant": instant, "rolled_back": commit.rolled_back, **summary,
-                "insert_bins": bins}
-    table.table_services()  # inline services, on the driver
-    return done
+#: the columns :meth:`_InsertRoutes.assign` adds
+_ROUTE_COLUMNS = [(_NEW, "boolean"), (_INS, "boolean"), (_DEL, "boolean")]
+
+
+def _router(plan: WritePlan, ident: list[str], moves: bool) -> Any:
+    """The routing tasks' function: rows sorted by ``ident`` and the row a record keeps
+    first; each record's first row kept, its insert routed to its bin
+    (:class:`_InsertRoutes`, bins from every tagging task's counts), and, for a record
+    moving to another partition, a delete row for the file group it leaves."""
+    def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        routes: _InsertRoutes | None = None
+        last: tuple[Any, ...] | None = None
+        for b in batches:
+            if not b.num_rows:
+                continue
+            b, last = _first_of_each(b, ident, last)
+            if routes is None:  # every tagging task is done: their counts are all there
+                routes = _InsertRoutes.of({p: insert_bins(plan, p, c)
+                                           for p, c in insert_counts(plan).items()})
+            out = routes.assign(b)
+            if out.column(_FID).null_count:
+                raise WriteError("an insert's partition has no planned bin (a tagging "
+                                 "task's insert counts are missing)", path=plan.location.uri)
+            yield out
+            if moves:
+                leaving = _leaving(out)
+                if leaving is not None:
+                    yield leaving
+    return route
+
+
+def _leaving(b: pa.RecordBatch) -> pa.RecordBatch | None:
+    """For the records of ``b`` moving to another partition: a delete row each, in the
+    partition and file group it leaves (a natural delete: no ordering value counts)."""
+    gone = b.column(_OLDFID).is_valid()
+    if not pc.any(gone).as_py():
+        return None
+    rows = b.filter(gone)
+    names = rows.schema.names
+    cols = list(rows.columns)
+    cols[names.index(_PART)] = rows.column(_OLDPART)
+    cols[names.index(_FID)] = rows.column(_OLDFID)
+    for name, flag in ((_NEW, False), (_INS, False), (_DEL, True)):
+        cols[names.index(name)] = pa.repeat(pa.scalar(flag), rows.num_rows)
+    return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _first_of_each(batch: pa.RecordBatch, cols: list[str], last: tuple[Any, ...] | None
+                   ) -> tuple[pa.RecordBatch, tuple[Any, ...]]:
+    """The rows of ``batch`` (sorted by ``cols``) whose values of ``cols`` differ from the
+    row before (``last``: the previous batch's last row; nulls equal nulls), and this
+    batch's last."""
+    n = batch.num_rows
+    arrays = [batch.column(c) for c in cols]
+    same = np.zeros(n, dtype=bool)
+    if n > 1:
+        eq = pa.repeat(pa.scalar(True), n - 1)
+        for a in arrays:
+            x, y = a.slice(1), a.slice(0, n - 1)
+            e = pc.or_kleene(pc.equal(x, y), pc.and_(x.is_null(), y.is_null())).fill_null(False)
+            eq = pc.and_(eq, e)
+        same[1:] = np.asarray(eq.to_numpy(zero_copy_only=False), dtype=np.bool_)
+    if last is not None:
+        same[0] = tuple(a[0].as_py() for a in arrays) == last
+    end = tuple(a[n - 1].as_py() for a in arrays)
+    return (batch.filter(pa.array(~same)) if same.any() else batch), end
+
+
+def _task_token() -> str:
+    """Hudi's write token of the running Spark task attempt (partition id, stage id, task
+    attempt id, as Hudi's ``SparkTaskContextSupplier``: distinct per attempt, stage retries
+    too); a random one outside Spark."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return new_token()
+    return f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.taskAttemptId()}"
+
+
+def _routed_writer(plan: WritePlan, hook: Callable[[str], None] | None) -> Any:
+    """The write tasks' function: their routed rows, sorted by file group, written
+    (:func:`~morlog.writers.distributed.write_routed_task`); one row out, the pickled
+    :class:`TaskReport` (write stats and file names, no rows)."""
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        report = write_routed_task(plan, batches, _task_token(), hook)
+        yield pa.RecordBatch.from_pydict({"report": [pickle.dumps(report)]},
+                                         schema=pa.schema([("report", pa.binary())]))
+    return write
 
 
 def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructType:
@@ -611,19 +616,6 @@ def _with_columns(schema: StructType, extra: list[tuple[str, str]]) -> StructTyp
     for name, typ in extra:
         out = out.add(name, typ)
     return out
-
-
-def _combine_duplicates(df: Any, key: str, ordering: str | list[str] | None, F: Any,
-                        Window: Any) -> Any:
-    """One row per key: the greatest ordering value (several fields: the greatest tuple),
-    the later row on ties."""
-    seq = "__morlog_seq"
-    df = df.withColumn(seq, F.monotonically_increasing_id())
-    fields = [ordering] if isinstance(ordering, str) else list(ordering or [])
-    order = [F.col(f).desc_nulls_last() for f in fields] + [F.col(seq).desc()]
-    w = Window.partitionBy(key).orderBy(*order)
-    return (df.withColumn("__morlog_rank", F.row_number().over(w))
-            .filter(F.col("__morlog_rank") == 1).drop("__morlog_rank", seq))
 
 
 @dataclass(frozen=True)
@@ -657,11 +649,12 @@ class _BatchRules:
 TAG_CHUNK_BYTES = 128 << 20
 
 
-def _tagger(location: TableLocation, rules: _BatchRules,
-            routes: _InsertRoutes | None = None) -> Any:
+def _tagger(location: TableLocation, rules: _BatchRules, counts: WritePlan | None = None
+            ) -> Any:
     """The tagging tasks' function: each row with its partition path, file group (null: a
-    new key), slice base instant, record key and, for a moving record, the group it leaves;
-    with ``routes``, inserts routed to their file groups too (:meth:`_InsertRoutes.assign`)."""
+    new key), record key and, for a moving record, the partition and group it leaves. With
+    ``counts`` (the write's plan) the task publishes its new keys' count per partition when
+    it is done (:func:`~morlog.writers.distributed.publish_insert_counts`)."""
     chunk_bytes = TAG_CHUNK_BYTES  # read on the driver, shipped with the function
 
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -671,6 +664,7 @@ def _tagger(location: TableLocation, rules: _BatchRules,
         index: KeyTagger | None = None
         rows: list[pa.RecordBatch] = []
         size = 0
+        new_keys: dict[str, int] = {}
 
         def tag_chunk(rows: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             nonlocal index
@@ -684,31 +678,30 @@ def _tagger(location: TableLocation, rules: _BatchRules,
                     index = KeyTagger(table)
                 tags = index.tag(keys, parts)
                 locs = tags.locations
-                slices = {(s.partition, s.file_id): s.base_instant for s in index.slices}
                 if tags.also:
                     # a key the table holds in several file groups (Hudi's insert allows
                     # it): a copy of its row for each other group, which the write task
                     # updates (or deletes from) too, as the client does every copy
-                    extra = _copies_for(data, keys, tags.also, slices)
+                    extra = _copies_for(data, keys, tags.also)
             else:
                 locs, parts, old_parts, old_fids = found
-                slices = {(s.partition, s.file_id): s.base_instant
-                          for s in table.file_slices()}
             fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
-            bases = pa.array([None if loc is None else slices.get(loc) for loc in locs],
-                             pa.string())
+            parts = parts.cast(pa.string())
+            if counts is not None and fids.null_count:
+                for item in pc.value_counts(parts.filter(fids.is_null())).to_pylist():
+                    part = item["values"]
+                    new_keys[part] = new_keys.get(part, 0) + int(item["counts"])
             start = 0
             for b in rows:
                 n = b.num_rows
-                out = pa.RecordBatch.from_arrays(
+                yield pa.RecordBatch.from_arrays(
                     [*b.columns, parts.slice(start, n), fids.slice(start, n),
-                     bases.slice(start, n), keys.slice(start, n).cast(pa.string()),
-                     old_parts.slice(start, n), old_fids.slice(start, n)],
-                    names=[*b.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
-                yield out if routes is None else routes.assign(out)
+                     keys.slice(start, n).cast(pa.string()), old_parts.slice(start, n),
+                     old_fids.slice(start, n)],
+                    names=[*b.schema.names, _PART, _FID, _KEY, _OLDPART, _OLDFID])
                 start += n
             if extra is not None:
-                yield extra if routes is None else routes.assign(extra)
+                yield extra
 
         # the task's rows in chunks of at most chunk_bytes (a task holds one chunk), each
         # tagged with one lookup
@@ -722,11 +715,24 @@ def _tagger(location: TableLocation, rules: _BatchRules,
                 rows, size = [], 0
         if rows:
             yield from tag_chunk(rows)
+        if counts is not None and new_keys:
+            # after its last row: the routing tasks read the counts once every tagging
+            # task is done (they start after the shuffle's map stage)
+            publish_insert_counts(counts, _task_id(), new_keys)
     return tag
 
 
-def _copies_for(data: pa.Table, keys: pa.Array, also: dict[int, list[tuple[str, str]]],
-                slices: dict[tuple[str, str], str]) -> pa.RecordBatch:
+def _task_id() -> str:
+    """The running Spark task's partition id (the same for every attempt); a random name
+    outside Spark."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return str(ctx.partitionId()) if ctx is not None else uuid.uuid4().hex
+
+
+def _copies_for(data: pa.Table, keys: pa.Array, also: dict[int, list[tuple[str, str]]]
+                ) -> pa.RecordBatch:
     """The rows of ``data`` whose keys live in more file groups than the one tagged, once
     for each other group (``TagResult.also``), with the tagging columns (a batch built as
     the tagged ones are)."""
@@ -738,9 +744,8 @@ def _copies_for(data: pa.Table, keys: pa.Array, also: dict[int, list[tuple[str, 
     return pa.RecordBatch.from_arrays(
         [*cols, pa.array([g[0] for _, g in rows], pa.string()),
          pa.array([g[1] for _, g in rows], pa.string()),
-         pa.array([slices.get(g) for _, g in rows], pa.string()),
          key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key, none, none],
-        names=[*data.schema.names, _PART, _FID, _BASE, _KEY, _OLDPART, _OLDFID])
+        names=[*data.schema.names, _PART, _FID, _KEY, _OLDPART, _OLDFID])
 
 
 def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,
@@ -845,38 +850,6 @@ class _InsertRoutes:
             names=[*names, _NEW, _INS, _DEL])
 
 
-#: the columns :meth:`_InsertRoutes.assign` adds
-_ROUTE_COLUMNS = [(_NEW, "boolean"), (_INS, "boolean"), (_DEL, "boolean")]
-
-
-def _assign(tagged: Any, bins: dict[str, list[tuple[str, int, bool]]], operation: str,
-            F: Any) -> Any:
-    """Every row with its file group: tagged rows keep theirs; an insert goes to the bin
-    its key routes to (:class:`_InsertRoutes`, in the tasks). Deletes and batches without
-    inserts: the tagged rows alone."""
-    if operation == "delete":
-        return (tagged.filter(F.col(_FID).isNotNull()).withColumn(_NEW, F.lit(False))
-                .withColumn(_INS, F.lit(False)).withColumn(_DEL, F.lit(True)))
-    if not bins:
-        return (tagged.filter(F.col(_FID).isNotNull())
-                .withColumns({_NEW: F.lit(False), _INS: F.lit(False), _DEL: F.lit(False)}))
-    routes = _InsertRoutes.of(bins)
-
-    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            yield routes.assign(b)
-
-    return tagged.mapInArrow(assign, _with_columns(tagged.schema, _ROUTE_COLUMNS))
-
-
-#: what a write task reports per file it wrote (and, on a group's first row, the group's
-#: inserts and whether they were routed into an existing group)
-_STATS_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()),
-                           ("path", pa.string()), ("num_writes", pa.int64()),
-                           ("created", pa.bool_()), ("size", pa.int64()),
-                           ("inserts", pa.int64()), ("new", pa.bool_())])
-
-
 def chunk_rows(cfg: WriteConfig, record_size: int) -> int:
     """How many rows a write task holds of a file group before it writes them as a block:
     ``hoodie.logfile.data.block.max.size`` (Hudi's ``HoodieAppendHandle`` cuts its data
@@ -891,134 +864,6 @@ def chunk_rows(cfg: WriteConfig, record_size: int) -> int:
                        minimum=1)
     return max(1, block // max(1, record_size))
 
-
-def _group_writer(location: TableLocation, cfg: WriteConfig, instant: str, operation: str,
-                  hook: Callable[[str], None] | None, max_rows: int,
-                  dedup: bool = False) -> Any:
-    """The write task: its rows arrive sorted by file group; each group's rows are written
-    in blocks of at most ``max_rows`` rows as they come (a new file group with a base file
-    is one file: its rows, at most one file's worth by routing, are held until it ends).
-    ``dedup``: the rows come sorted by file group and key too, the row a key keeps first
-    (``_upsert``): the others are dropped (duplicate keys combined by Hudi's rules)."""
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from morlog.writers.core.logwriter import discard_uncommitted
-
-        table = MorTable(location, cfg)
-        st = table.store
-        base_ext = table_base_format(table.props).ext
-        latest: dict[tuple[str, str], Any] | None = None
-        out: dict[str, list[Any]] = {f.name: [] for f in _STATS_SCHEMA}
-
-        def write_chunk(fid: str, parts: list[pa.RecordBatch], first: bool) -> None:
-            nonlocal latest
-            g = pa.Table.from_batches(parts)
-            partition = g.column(_PART)[0].as_py()
-            new = bool(g.column(_NEW)[0].as_py())
-            base = None
-            slice_logs: list[str] = []
-            if not new:
-                if latest is None:
-                    # the latest slice of every existing group (inserts routed into a group
-                    # carry no base instant of their own); the new instant is not completed,
-                    # so this is stable
-                    latest = {(s.partition, s.file_id): s for s in table.table().file_slices()}
-                s = latest.get((partition, fid))
-                if s is None:
-                    raise UsageError("file group vanished during the upsert",
-                                     path=location.uri, actual=(partition, fid))
-                base, slice_logs = s.base_instant, s.log_files
-            directory = table.partition_path(partition)
-            if first:
-                # a retried task: drop what an earlier attempt wrote for this instant (its
-                # own log files in table version 8+, named after the instant)
-                discard_uncommitted(directory, fid, instant if base is None
-                                    or table.version >= 8 else base, instant, st)
-                st.delete(st.join(directory, base_file_name(fid, instant, base_ext)))
-            data_cols = [c for c in g.column_names if not c.startswith("__morlog_")]
-            rows = g.select(data_cols)
-            if operation == "delete":
-                writes = table.write_group(instant, partition, fid, base, None, rows,
-                                           slice_logs=slice_logs)
-            else:
-                gone = g.column(_DEL).fill_null(False)
-                # the deletes of records moving away (natural: no ordering value)
-                leaving = rows.filter(gone).select(list(table.keygen.required_columns))
-                rows = table.validate(rows.filter(pc.invert(gone)), operation)
-                writes = table.write_group(instant, partition, fid, base,
-                                           rows if rows.num_rows else None,
-                                           leaving if leaving.num_rows else None,
-                                           slice_logs=slice_logs)
-            inserted = int(pc.sum(g.column(_INS).cast(pa.int64())).as_py() or 0)
-            for i, w in enumerate(writes):
-                for name, value in (("partition", w.partition), ("file_id", w.file_id),
-                                    ("path", st.relpath(w.path, location.path)),
-                                    ("num_writes", w.num_writes), ("created", w.created),
-                                    ("size", w.size), ("inserts", inserted if i == 0 else 0),
-                                    ("new", new)):
-                    out[name].append(value)
-
-        current: str | None = None
-        held: list[pa.RecordBatch] = []
-        count = 0
-        first = True
-        whole = False  # a new group with a base file: written once, at its end
-        last: tuple[Any, Any] | None = None  # the (file group, key) of the row before
-
-        def finish() -> None:
-            if current is not None and held:
-                write_chunk(current, held, first)
-            if current is not None and hook is not None:
-                hook(current)
-
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            fids = batch.column(_FID)
-            if fids.null_count:
-                raise WriteError("a row reached a write task without a file group",
-                                 path=location.uri)
-            if dedup:
-                batch, last = _first_of_each_key(batch, last)
-                fids = batch.column(_FID)
-            codes = fids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
-            cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), batch.num_rows]
-            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-                run = batch.slice(a, b - a)
-                fid = fids[a].as_py()
-                if fid != current:
-                    finish()
-                    current, held, count, first = fid, [], 0, True
-                    whole = (operation != "delete" and cfg.new_groups == "base"
-                             and bool(run.column(_NEW)[0].as_py()))
-                while run.num_rows:
-                    take = run.num_rows if whole else min(run.num_rows, max_rows - count)
-                    held.append(run.slice(0, take))
-                    run = run.slice(take)
-                    count += take
-                    if not whole and count >= max_rows:
-                        write_chunk(fid, held, first)
-                        held, count, first = [], 0, False
-        finish()
-        if out["path"]:
-            yield pa.RecordBatch.from_pydict(out, schema=_STATS_SCHEMA)
-    return write
-
-
-def _first_of_each_key(batch: pa.RecordBatch, last: tuple[Any, Any] | None
-                       ) -> tuple[pa.RecordBatch, tuple[Any, Any]]:
-    """The rows of ``batch`` (sorted by file group and key) whose (file group, key) differs
-    from the row before (``last``: the previous batch's last row), and this batch's last."""
-    n = batch.num_rows
-    fids, keys = batch.column(_FID), batch.column(_KEY)
-    same = np.zeros(n, dtype=bool)
-    if n > 1:
-        eq = pc.and_(pc.equal(fids.slice(1), fids.slice(0, n - 1)),
-                     pc.equal(keys.slice(1), keys.slice(0, n - 1)))
-        same[1:] = eq.fill_null(False).to_numpy(zero_copy_only=False)
-    if last is not None:
-        same[0] = (fids[0].as_py(), keys[0].as_py()) == last
-    end = (fids[n - 1].as_py(), keys[n - 1].as_py())
-    return (batch.filter(pa.array(~same)) if same.any() else batch), end
 
 
 def compact(spark: Any, path: str, options: dict[str, str] | None = None, *,

@@ -1232,6 +1232,48 @@ def test_spark_writes_with_keys_in_other_partitions(spark: Any, tmp_path: Path) 
     assert main(["rli", "verify", path]) == 0
 
 
+@pytest.mark.parametrize("move", [False, True])
+def test_spark_upsert_combines_a_keys_copies_bound_for_several_partitions(
+        spark: Any, tmp_path: Path, move: bool) -> None:
+    """With a global index, copies of one key headed for several partitions are one record
+    (Hudi's ``HoodieWriteHelper.deduplicateRecords`` combines by key alone then): the
+    distributed upsert keeps the copy with the greatest ordering value, whichever input
+    partition it came from, and writes it where the write client writes it (moved or not).
+    The client on a copy of the table is the oracle; no key reads twice."""
+    from morlog.spark.write import upsert
+
+    from .test_spark import _df
+
+    path = tmp_path / "s"
+    cfg = WriteConfig(fsync=False, hoodie_options={MOVE: str(move).lower()})
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts", config=cfg)
+    upsert(spark, _df(spark, range(20), 1), str(path), **kw)  # k0001 in eu, k0002 in us
+    build(MorTable(str(path), cfg), 2)
+    shutil.copytree(path, tmp_path / "client")
+    rows = [("k0001", "us", 3, 1.0), ("k0001", "eu", 2, 9.0),  # lives in eu: us wins
+            ("k0002", "eu", 1, 2.0), ("k0002", "us", 4, 8.0),  # lives in us: us wins
+            ("k0003", "us", 5, 3.0), ("k0003", "eu", 5, 7.0),  # a tie: the later row
+            ("k0050", "eu", 1, 5.0), ("k0050", "us", 2, 6.0)]  # new: us wins
+    schema = "id string, region string, ts long, amount double"
+    upsert(spark, spark.createDataFrame(rows, schema), str(path), **kw)
+    MorTable(str(tmp_path / "client"), cfg).upsert(
+        pa.Table.from_pylist([dict(zip(("id", "region", "ts", "amount"), r, strict=True))
+                              for r in rows]))
+
+    def where(root: Path) -> dict[str, tuple[str, str, int, float]]:
+        got = Table(str(root)).read().to_pylist()
+        assert len(got) == len({r["id"] for r in got}), "a key reads twice"
+        return {r["id"]: (r["_hoodie_partition_path"], r["region"], r["ts"], r["amount"])
+                for r in got}
+
+    spark_rows, client_rows = where(path), where(tmp_path / "client")
+    assert spark_rows == client_rows
+    assert spark_rows["k0050"] == ("us", "us", 2, 6.0)
+    assert spark_rows["k0001"] == (("us", "us", 3, 1.0) if move else ("eu", "us", 3, 1.0))
+    assert spark_rows["k0003"][3] == 7.0
+    assert main(["rli", "verify", str(path)]) == 0
+
+
 def test_an_entry_naming_no_file_group_of_the_table_is_not_trusted(tmp_path: Path) -> None:
     """A damaged entry that decodes (a flipped byte in a file id, even a NUL: an untyped
     ValueError from the file system before) names a file group the table does not have:

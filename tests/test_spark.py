@@ -279,11 +279,10 @@ def test_distributed_upsert_resolves_the_path_once_on_the_driver_and_never_in_ta
     path, kw = _small_groups_table(spark, tmp_path / "c")
     counts = tmp_path / "counts"
     counts.mkdir()
-    real_tagger, real_writer = spark_mod._tagger, spark_mod._group_writer
-    monkeypatch.setattr(spark_mod, "_tagger", lambda *a: _counting_task(
-        real_tagger(*a), str(counts)))
-    monkeypatch.setattr(spark_mod, "_group_writer", lambda *a: _counting_task(
-        real_writer(*a), str(counts)))
+    for name in ("_tagger", "_router", "_routed_writer"):
+        real_task = getattr(spark_mod, name)
+        monkeypatch.setattr(spark_mod, name, lambda *a, f=real_task: _counting_task(
+            f(*a), str(counts)))
     real = TableLocation.resolve.__func__  # type: ignore[attr-defined]
     driver: list[str] = []
 
@@ -327,10 +326,10 @@ def _recording_tagger(inner: Any, out_dir: str) -> Any:
 
 def test_distributed_upsert_passes_the_rows_through_python_once(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The counting job tags only the columns keys, partitions and the combining need; the
-    rows themselves go through the Python tagging once, in the write job. Before, the
-    counting job and the write job each tagged every row with all its columns (and each
-    combined duplicates with a window over the batch): a batch's data passed twice."""
+    """Every row goes through the Python tagging once, with all its columns, in the write's
+    one job: no counting job tags the keys first. Before, a counting job tagged the keys,
+    partitions and ordering values, and the write job tagged every row again (and, earlier
+    still, each combined duplicates with a window over the batch)."""
     import json
 
     import morlog.spark.write as spark_mod
@@ -347,9 +346,7 @@ def test_distributed_upsert_passes_the_rows_through_python_once(
     wide = sum(t["rows"] for t in tasks if "amount" in t["columns"])
     narrow = [t for t in tasks if t["rows"] and "amount" not in t["columns"]]
     assert wide == 100, tasks  # every row once
-    assert sum(t["rows"] for t in narrow) == 100
-    assert {c for t in narrow for c in t["columns"]} == {"id", "region", "ts",
-                                                         "__morlog_seq"}
+    assert not narrow, tasks  # and no tagging of the keys alone
     rows = {x["id"]: x["ts"] for x in Table(path).read().to_pylist()}
     assert len(rows) == 150 and rows["k0060"] == 2 and rows["k0010"] == 1
 
@@ -791,15 +788,19 @@ def test_a_tagging_task_holds_one_chunk_of_its_rows(
     assert got.column("amount").to_pylist() == data.column("amount").to_pylist()
 
 
-def test_a_write_task_keeps_the_first_row_of_each_key() -> None:
-    from morlog.spark.write import _first_of_each_key
+def test_a_routing_task_keeps_the_first_row_of_each_record() -> None:
+    """Rows sorted by what identifies a record (here file group and key; a new key's file
+    group is null, and nulls are equal) keep their first row, across batches."""
+    from morlog.spark.write import _first_of_each
 
-    b1 = pa.RecordBatch.from_pydict({"__morlog_fid": ["a", "a", "a", "b"],
-                                     "__morlog_key": ["k1", "k1", "k2", "k2"],
-                                     "v": [1, 2, 3, 4]})
-    b2 = pa.RecordBatch.from_pydict({"__morlog_fid": ["b", "b", "c"],
-                                     "__morlog_key": ["k2", "k3", "k3"], "v": [5, 6, 7]})
-    kept, last = _first_of_each_key(b1, None)
-    assert kept.column("v").to_pylist() == [1, 3, 4] and last == ("b", "k2")
-    kept, last = _first_of_each_key(b2, last)
-    assert kept.column("v").to_pylist() == [6, 7] and last == ("c", "k3")
+    cols = ["__morlog_fid", "__morlog_key"]
+    b1 = pa.RecordBatch.from_pydict({"__morlog_fid": [None, None, "a", "a", "a", "b"],
+                                     "__morlog_key": ["k0", "k0", "k1", "k1", "k2", "k2"],
+                                     "v": [-1, -2, 1, 2, 3, 4]})
+    b2 = pa.RecordBatch.from_pydict({"__morlog_fid": ["b", "b", "c", None],
+                                     "__morlog_key": ["k2", "k3", "k3", "k3"],
+                                     "v": [5, 6, 7, 8]})
+    kept, last = _first_of_each(b1, cols, None)
+    assert kept.column("v").to_pylist() == [-1, 1, 3, 4] and last == ("b", "k2")
+    kept, last = _first_of_each(b2, cols, last)
+    assert kept.column("v").to_pylist() == [6, 7, 8] and last == (None, "k3")

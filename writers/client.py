@@ -591,14 +591,7 @@ class MorTable:
             for code, local in _rows_by_code(enc.indices.to_numpy(zero_copy_only=False)):
                 inserts_by_part[enc.dictionary[code].as_py()] = new_rows[local].tolist()
         # checked on the tagged file groups (routed inserts never go to these groups)
-        busy = {g for g in [*plan.updates, *plan.deletes] if g in pending.clustering}
-        if busy:
-            p, f = sorted(busy)[0]
-            raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
-                             f"{pending.clustering[(p, f)]}: Hudi rejects updates and deletes "
-                             "to it until the clustering completes (its default "
-                             "hoodie.clustering.updates.strategy)", path=self.path,
-                             actual=len(busy))
+        self._refuse_clustered(plan, pending.clustering)
         plan.batch = batch
         if inserts_by_part:
             size = self.record_size(table_view)
@@ -606,6 +599,71 @@ class MorTable:
                 result.inserts += len(rows)
                 self.route(part, rows, size, slices, plan, result)
         return plan
+
+    def plan_routed(self, table_view: Table, batch: pa.Table, keys: pa.Array,
+                    parts: pa.Array, fids: pa.Array, new: pa.Array, inserted: pa.Array,
+                    deleted: pa.Array, operation: str, result: CommitResult) -> _Plan:
+        """The plan of a batch whose rows were tagged and routed before (Spark's
+        distributed upsert, spec/table.md §7.6): row ``i`` goes to file group ``fids[i]``
+        of partition ``parts[i]``, a new group when ``new[i]``; ``inserted[i]``: an insert
+        (routed into an existing group, or in a new one); ``deleted[i]``: a delete there
+        (every row of a delete; an upsert's record moving away: a natural delete of the key
+        and partition fields). ``keys``: the record keys. The pending-service rules are
+        :meth:`plan_batch`'s."""
+        plan = _Plan(batch=batch, keys=keys.combine_chunks()
+                     if isinstance(keys, pa.ChunkedArray) else keys)
+        n = batch.num_rows
+        is_new = np.asarray(new.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        is_ins = np.asarray(inserted.fill_null(False).to_numpy(zero_copy_only=False),
+                            dtype=bool)
+        is_del = np.asarray(deleted.fill_null(False).to_numpy(zero_copy_only=False),
+                            dtype=bool)
+        if operation != "delete" and is_del.any():
+            plan.delete_columns = list(self.keygen.required_columns)
+        ids = pc.binary_join_element_wise(parts.cast(pa.string()), fids.cast(pa.string()),
+                                          "\x00")
+        enc = ids.dictionary_encode()
+        codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False),
+                           dtype=np.int64)
+        groups = [tuple(str(v).split("\x00", 1)) for v in enc.dictionary.to_pylist()]
+        for code, held in _rows_by_code(codes):
+            g = (groups[code][0], groups[code][1])
+            rows = held.tolist()
+            first = int(held[0])
+            if is_new[first]:
+                plan.new_groups.append((g[0], g[1], rows))
+                result.new_groups.append(g)
+                result.inserts += len(rows)
+                continue
+            dels = held[is_del[held]] if operation != "delete" else held
+            ups = held[~is_del[held]] if operation != "delete" else held[:0]
+            if dels.size:
+                plan.deletes.setdefault(g, []).extend(dels.tolist())
+            if ups.size:
+                plan.updates.setdefault(g, []).extend(ups.tolist())
+                routed = ups[is_ins[ups]]
+                if routed.size:
+                    plan.routed.setdefault(g, []).extend(routed.tolist())
+                    result.inserts += int(routed.size)
+                    result.inserts_routed_to_existing += int(routed.size)
+        if operation == "delete":
+            result.deletes += n
+        else:
+            result.updates += int(np.count_nonzero(~is_ins & ~is_del))
+        pending = table_view.timeline.pending_services()
+        plan.pending_compaction = pending.compaction
+        self._refuse_clustered(plan, pending.clustering)
+        return plan
+
+    def _refuse_clustered(self, plan: _Plan, clustering: dict[tuple[str, str], str]) -> None:
+        busy = {g for g in [*plan.updates, *plan.deletes] if g in clustering}
+        if busy:
+            p, f = sorted(busy)[0]
+            raise UsageError(f"file group {f} of partition {p!r} is under pending clustering "
+                             f"{clustering[(p, f)]}: Hudi rejects updates and deletes "
+                             "to it until the clustering completes (its default "
+                             "hoodie.clustering.updates.strategy)", path=self.path,
+                             actual=len(busy))
 
     def _global_tags(self, table_view: Table, keys: pa.Array, parts: pa.Array,
                      operation: str, plan: _Plan) -> Any:

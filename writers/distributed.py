@@ -138,6 +138,9 @@ class WritePlan:
     #: copies of a key combine by key alone, else by key and partition path (tasks and
     #: commit decide alike, from the plan's snapshot)
     global_index: bool = False
+    #: bytes per record of the table (Hudi's estimate, ``MorTable.record_size``): the
+    #: planned insert bins' sizes (:func:`insert_bins`)
+    record_size: int = 0
 
     @property
     def stage(self) -> str:
@@ -207,7 +210,7 @@ def plan_write(location: TableLocation, config: WriteConfig, operation: str,
                        fsync=config.fsync, utc=utc).write(instant, "requested", None)
     small = _small_groups(mt, view) if operation != "delete" else {}
     return WritePlan(location, config, operation, instant, seen, max(1, chunk_rows), small,
-                     global_index(view))
+                     global_index(view), mt.record_size(view))
 
 
 def _small_groups(mt: MorTable, view: Table) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -369,8 +372,9 @@ def task_table(plan: WritePlan, token: str) -> MorTable:
 
 def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -> TaskReport:
     """Write one task's rows (any slice of the batch) for ``plan``; ``token``: the attempt's
-    Hudi write token (``partitionId-stageId-attemptNumber``), distinct per attempt."""
+    Hudi write token (``partitionId-stageId-taskAttemptId``), distinct per attempt."""
     mt = _TaskTable(plan, token)
+    _discard_earlier_attempts(mt, plan, token)
     report = TaskReport(token)
     before = mt.avro_schema
     for n, chunk in enumerate(_chunks(batches, plan.chunk_rows)):
@@ -381,6 +385,24 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str) -
     if mt.avro_schema is not before:
         report.schema = json.dumps(mt.avro_schema, separators=(",", ":"))
     return report
+
+
+def _discard_earlier_attempts(mt: MorTable, plan: WritePlan, token: str) -> None:
+    """Delete the data files an earlier, failed attempt of the same task (the same
+    partition and stage in its write token) left: the commit would remove them, but until
+    then a table version 6 slice lists them (its log files are named after the slice), and
+    this attempt's log files must not continue their index chains (spec/index.md §6.7).
+    Attempts of one task never run at once (speculation is off)."""
+    mine = token.split("-")
+    if len(mine) != 3:
+        return
+    for m in list_markers(mt.store, plan.location, plan.instant):
+        name = m.file_name
+        other = (LogFileName.parse(name).write_token if LogFileName.matches(name)
+                 else BaseFileName.parse(name).write_token if BaseFileName.matches(name)
+                 else None)
+        if other and other != token and other.split("-")[:2] == mine[:2]:
+            _delete_data_file(mt, plan.location, m.partition, name)
 
 
 def _adopt_schema(mt: MorTable, reports: list[TaskReport]) -> None:
@@ -418,6 +440,13 @@ def _write_chunk(mt: MorTable, view: Table, plan: WritePlan, chunk: pa.Table,
                                                   by_partition=not plan.global_index)
     result = CommitResult(plan.instant, op)
     p = mt.plan_batch(view, data, keys, parts, op, result)
+    _execute_chunk(mt, plan, p, result, data, keys, report, name)
+
+
+def _execute_chunk(mt: MorTable, plan: WritePlan, p: Any, result: CommitResult,
+                   data: pa.Table, keys: pa.Array, report: TaskReport, name: str) -> None:
+    """Write a chunk's plan ``p`` and add what it wrote to ``report`` (with the chunk's key
+    and fingerprint files, named ``name``, when it inserted or deleted keys)."""
     stats = mt.execute_plan(p, plan.instant, result)
     for part, s in stats.items():
         report.stats.setdefault(part, []).extend(s)
@@ -484,6 +513,156 @@ def _publish(st: WriteStore, path: str, data: bytes) -> None:
     st.delete(path)  # a retried attempt of the same token: never, but harmless
     if not st.create(path, data, sync=False):
         raise UsageError("a task's key file exists already", path=path)
+
+
+# --- tagged and routed rows (Spark's distributed upsert) ------------------------------------
+
+#: the columns of a routed row (spec/table.md §7.9): its partition path, file group, record
+#: key, and whether its group is new, it is an insert, it is a delete
+ROUTE_PART, ROUTE_FID, ROUTE_KEY = "__morlog_part", "__morlog_fid", "__morlog_key"
+ROUTE_NEW, ROUTE_INS, ROUTE_DEL = "__morlog_new", "__morlog_insert", "__morlog_delete"
+#: every helper column of a tagged or routed row starts so (dropped before writing)
+ROUTE_PREFIX = "__morlog_"
+_NEW_GROUP_IDS = uuid.UUID("6d6f726c-6f67-5370-8172-6b2d67726f75")
+
+
+def insert_bins(plan: WritePlan, part: str, count: int) -> list[tuple[str, int, bool]]:
+    """Where ``count`` inserts of partition ``part`` go: (file id, how many, new group?), as
+    ``MorTable.insert_bins`` plans them (the plan's small file groups first, smallest
+    first, each up to its room; then new groups of ``hoodie.parquet.max.file.size`` at the
+    plan's record size). A pure function of the plan: every task that computes it gets the
+    same bins, new groups' ids included (UUID 5 of the instant, partition and bin)."""
+    bins: list[tuple[str, int, bool]] = []
+    left = count
+    for fid, room in plan.small.get(part, ()):
+        if left <= 0:
+            break
+        take = min(left, room)
+        if take > 0:
+            bins.append((fid, take, False))
+            left -= take
+    per_group = max(1, plan.config.max_file_size // max(1, plan.record_size))
+    i = 0
+    while left > 0:
+        n = min(left, per_group)
+        name = uuid.uuid5(_NEW_GROUP_IDS, f"{plan.instant}/{part}/{i}")
+        bins.append((f"{name}-0", n, True))
+        left -= n
+        i += 1
+    return bins
+
+
+def _counts_dir(plan: WritePlan) -> str:
+    return plan.location.join(".hoodie", ".temp", f"spark-{plan.instant}", "counts")
+
+
+def publish_insert_counts(plan: WritePlan, task: str, counts: dict[str, int]) -> None:
+    """A tagging task's count of its new keys per partition (spec/table.md §7.9), named
+    after its task (a retried attempt writes the same counts again)."""
+    mt = MorTable(plan.location, plan.config)
+    st = mt.store
+    where = _counts_dir(plan)
+    st.makedirs(where)
+    path = st.join(where, f"{task}.json")
+    st.delete(path)
+    st.create(path, json.dumps(counts, sort_keys=True).encode(), sync=False)
+
+
+def insert_counts(plan: WritePlan) -> dict[str, int]:
+    """Every tagging task's insert counts, summed per partition (read once every tagging
+    task finished: by the tasks of the next stage, or the driver after the job)."""
+    st = MorTable(plan.location, plan.config).store
+    where = _counts_dir(plan)
+    out: dict[str, int] = {}
+    for name in sorted(st.listdir(where)):  # [] when no task had new keys
+        path = st.join(where, name)
+        try:
+            got = json.loads(st.read(path))
+            items = [(str(p), int(n)) for p, n in got.items()]
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise ContentError(f"a tagging task's insert counts do not read: {exc}",
+                               path=path) from exc
+        for part, n in items:
+            out[part] = out.get(part, 0) + n
+    return out
+
+
+def _routed_chunks(batches: Iterable[pa.RecordBatch], rows: int, whole_new: bool
+                   ) -> Iterator[pa.Table]:
+    """A write task's rows (sorted by file group) in chunks of about ``rows`` rows; with
+    ``whole_new`` a new file group's rows (one base file, at most one file's worth by its
+    bin) are never split."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    whole: str | None = None  # the new group being held whole
+
+    for b in batches:
+        if not b.num_rows:
+            continue
+        fids = b.column(ROUTE_FID)
+        if fids.null_count:
+            raise UsageError("a row reached a write task without a file group")
+        codes = fids.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+        cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), b.num_rows]
+        for a, e in zip(cuts[:-1], cuts[1:], strict=True):
+            run = b.slice(a, e - a)
+            fid = fids[a].as_py()
+            if whole is not None and fid != whole:
+                whole = None
+            if whole_new and run.column(ROUTE_NEW)[0].as_py():
+                if whole is None and count >= rows:
+                    yield pa.Table.from_batches(held)
+                    held, count = [], 0
+                held.append(run)
+                count += run.num_rows
+                whole = fid
+                continue
+            while run.num_rows:
+                if count >= rows:
+                    yield pa.Table.from_batches(held)
+                    held, count = [], 0
+                take = min(run.num_rows, rows - count)
+                held.append(run.slice(0, take))
+                run = run.slice(take)
+                count += take
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+def write_routed_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], token: str,
+                      hook: Any = None) -> TaskReport:
+    """Write one task's routed rows (spec/table.md §7.9: the ``ROUTE_*`` columns, sorted by
+    file group; a file group's rows all in this task, copies of a key combined) for
+    ``plan``, in chunks of at most ``plan.chunk_rows`` rows; ``token``: the attempt's write
+    token. ``hook`` (fault-injection tests) runs after each chunk with each file id it
+    wrote."""
+    mt = _TaskTable(plan, token)
+    _discard_earlier_attempts(mt, plan, token)
+    report = TaskReport(token)
+    before = mt.avro_schema
+    op = plan.operation
+    whole = op != "delete" and plan.config.new_groups == "base"
+    for n, chunk in enumerate(_routed_chunks(batches, plan.chunk_rows, whole)):
+        beat(plan, mt.store)
+        if n:
+            mt.refresh()
+        data = chunk.select([c for c in chunk.column_names
+                             if not c.startswith(ROUTE_PREFIX) and c not in META_FIELDS])
+        data = mt.validate(data, op)
+        keys = chunk.column(ROUTE_KEY).combine_chunks().cast(pa.string())
+        result = CommitResult(plan.instant, op)
+        p = mt.plan_routed(mt.table(), data, keys, chunk.column(ROUTE_PART).combine_chunks(),
+                           chunk.column(ROUTE_FID).combine_chunks(),
+                           chunk.column(ROUTE_NEW).combine_chunks(),
+                           chunk.column(ROUTE_INS).combine_chunks(),
+                           chunk.column(ROUTE_DEL).combine_chunks(), op, result)
+        _execute_chunk(mt, plan, p, result, data, keys, report, f"{token}-{n}")
+        if hook is not None:
+            for _, fid in p.groups():
+                hook(fid)
+    if mt.avro_schema is not before:
+        report.schema = json.dumps(mt.avro_schema, separators=(",", ":"))
+    return report
 
 
 # --- the commit ---------------------------------------------------------------------------
@@ -948,6 +1127,8 @@ def new_token() -> str:
     return f"{uuid.uuid4().int % 1_000_000}-0-0"
 
 
-__all__ = ["KEY_COLUMNS", "OPERATIONS", "TaskReport", "WritePlan", "abort_write",
-           "commit_write", "new_token", "plan_write", "task_table",
+__all__ = ["KEY_COLUMNS", "OPERATIONS", "ROUTE_DEL", "ROUTE_FID", "ROUTE_INS", "ROUTE_KEY",
+           "ROUTE_NEW", "ROUTE_PART", "ROUTE_PREFIX", "TaskReport", "WritePlan",
+           "abort_write", "commit_write", "insert_bins", "insert_counts", "new_token",
+           "plan_write", "publish_insert_counts", "task_table", "write_routed_task",
            "write_task"]
