@@ -74,8 +74,11 @@ def _find_value(content: bytes | memoryview, value: bytes) -> int:
     rng = _footer_range(content)
     if rng is None:
         return -1
-    data = content if isinstance(content, bytes) else bytes(content)
-    return data.find(value, rng[0], rng[1])
+    if isinstance(content, bytes):
+        return content.find(value, rng[0], rng[1])
+    # only the footer is copied out of a view (the whole block was, for every read)
+    at = bytes(content[rng[0]:rng[1]]).find(value)
+    return at if at < 0 else rng[0] + at
 
 
 def parquet_checksum(head: bytes, content: bytes, value: bytes) -> BlockChecksum:
