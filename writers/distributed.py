@@ -558,14 +558,15 @@ def _counts_dir(plan: WritePlan) -> str:
 
 def publish_insert_counts(plan: WritePlan, task: str, counts: dict[str, int]) -> None:
     """A tagging task's count of its new keys per partition (spec/table.md §7.9), named
-    after its task (a retried attempt writes the same counts again)."""
+    after its task and published whole, once: a retried attempt of the task counts the same
+    rows, and a file that exists is kept (never deleted and written again: a routing task
+    of an earlier stage attempt may be reading it)."""
     mt = MorTable(plan.location, plan.config)
     st = mt.store
     where = _counts_dir(plan)
     st.makedirs(where)
-    path = st.join(where, f"{task}.json")
-    st.delete(path)
-    st.create(path, json.dumps(counts, sort_keys=True).encode(), sync=False)
+    st.create(st.join(where, f"{task}.json"), json.dumps(counts, sort_keys=True).encode(),
+              sync=False)
 
 
 def insert_counts(plan: WritePlan) -> dict[str, int]:
