@@ -581,21 +581,22 @@ RECORD_INDEX_UPDATE_PARTITION_PATH = _o("hoodie.record.index.update.partition.pa
                                         "HoodieIndexConfig.RECORD_INDEX_UPDATE_PARTITION_PATH_"
                                         "ENABLE")
 
+# --- Spark's distributed upsert ---------------------------------------------------------------
+_SPU = ("the task count of morlog.spark.upsert's shuffles, operation {} (0 or unset: Spark's "
+        "default parallelism)")
+UPSERT_SHUFFLE_PARALLELISM = _o("hoodie.upsert.shuffle.parallelism", None, "int", W, "write",
+                                _SPU.format("upsert"), "HoodieWriteConfig.UPSERT_PARALLELISM_VALUE")
+INSERT_SHUFFLE_PARALLELISM = _o("hoodie.insert.shuffle.parallelism", None, "int", W, "write",
+                                _SPU.format("insert"), "HoodieWriteConfig.INSERT_PARALLELISM_VALUE")
+DELETE_SHUFFLE_PARALLELISM = _o("hoodie.delete.shuffle.parallelism", None, "int", W, "write",
+                                _SPU.format("delete"), "HoodieWriteConfig.DELETE_PARALLELISM_VALUE")
+
 # --- Hudi engine tuning ----------------------------------------------------------------------
 _IG = "Hudi engine tuning (accepted, ignored)"
 _WC = "HoodieWriteConfig"
-UPSERT_SHUFFLE_PARALLELISM = _o("hoodie.upsert.shuffle.parallelism", None, "int", W, _IG,
-                                "Spark parallelism of Hudi's upsert",
-                                f"{_WC}.UPSERT_PARALLELISM_VALUE")
-INSERT_SHUFFLE_PARALLELISM = _o("hoodie.insert.shuffle.parallelism", None, "int", W, _IG,
-                                "Spark parallelism of Hudi's insert",
-                                f"{_WC}.INSERT_PARALLELISM_VALUE")
 BULKINSERT_SHUFFLE_PARALLELISM = _o("hoodie.bulkinsert.shuffle.parallelism", None, "int", W,
                                     _IG, "Spark parallelism of Hudi's bulk insert",
                                     f"{_WC}.BULKINSERT_PARALLELISM_VALUE")
-DELETE_SHUFFLE_PARALLELISM = _o("hoodie.delete.shuffle.parallelism", None, "int", W, _IG,
-                                "Spark parallelism of Hudi's delete",
-                                f"{_WC}.DELETE_PARALLELISM_VALUE")
 FINALIZE_WRITE_PARALLELISM = _o("hoodie.finalize.write.parallelism", None, "int", W, _IG,
                                 "parallelism of Hudi's write finalization",
                                 f"{_WC}.FINALIZE_WRITE_PARALLELISM_VALUE")

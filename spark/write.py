@@ -373,9 +373,9 @@ _SEQ = "__morlog_seq"
 _OLDPART, _OLDFID = "__morlog_oldpart", "__morlog_oldfid"
 #: the Hudi options of the shuffles' task counts (0, Hudi's default: Spark's default
 #: parallelism)
-SHUFFLE_PARALLELISM = {"upsert": "hoodie.upsert.shuffle.parallelism",
-                       "insert": "hoodie.insert.shuffle.parallelism",
-                       "delete": "hoodie.delete.shuffle.parallelism"}
+SHUFFLE_PARALLELISM = {"upsert": conf.UPSERT_SHUFFLE_PARALLELISM,
+                       "insert": conf.INSERT_SHUFFLE_PARALLELISM,
+                       "delete": conf.DELETE_SHUFFLE_PARALLELISM}
 
 
 def upsert(spark: Any, df: Any, path: str, *, key: str, partition: str | None = None,
