@@ -804,3 +804,34 @@ def test_a_routing_task_keeps_the_first_row_of_each_record() -> None:
     assert kept.column("v").to_pylist() == [-1, 1, 3, 4] and last == ("b", "k2")
     kept, last = _first_of_each(b2, cols, last)
     assert kept.column("v").to_pylist() == [6, 7, 8] and last == (None, "k3")
+
+
+def test_the_shuffle_parallelism_option_sets_the_write_tasks(spark: Any, tmp_path: Path
+                                                             ) -> None:
+    """``hoodie.upsert.shuffle.parallelism`` (Hudi's name) is the number of the distributed
+    upsert's routing and write tasks: with 1, every file the upsert writes into the eight
+    partitions' groups carries the write token of task 0 (Hudi's ``partition-stage-attempt``);
+    Spark's default parallelism here is 2."""
+    from morlog.logformat.naming import BaseFileName, LogFileName
+    from morlog.spark.write import upsert
+    from morlog.writers.options import WriteConfig
+
+    path = tmp_path / "p"
+    rows = [(f"k{i:04d}", f"r{i % 8}", 1, float(i)) for i in range(80)]
+    schema = "id string, region string, ts long, amount double"
+    kw: dict[str, Any] = dict(key="id", partition="region", ordering="ts")
+    upsert(spark, spark.createDataFrame(rows, schema), str(path),
+           config=WriteConfig(fsync=False), **kw)
+    one = WriteConfig(fsync=False, hoodie_options={"hoodie.upsert.shuffle.parallelism": "1"})
+    r = upsert(spark, spark.createDataFrame([(k, p, 2, a) for k, p, _, a in rows], schema),
+               str(path), config=one, **kw)
+    assert r["morlog.updates"] == "80"
+    tokens = []
+    for part in path.iterdir():
+        # table version 9: the upsert's log files are named after its instant
+        for f in part.glob(f"*{r['instant']}*"):
+            tokens.append(LogFileName.parse(f.name).write_token if LogFileName.matches(f.name)
+                          else BaseFileName.parse(f.name).write_token)
+    assert len(tokens) >= 8 and len({str(t).split("-")[0] for t in tokens}) == 1, tokens
+    assert {x["id"]: x["ts"] for x in Table(str(path)).read().to_pylist()} == {
+        k: 2 for k, _, _, _ in rows}
