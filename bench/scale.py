@@ -636,33 +636,29 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
                                    "buckets": buckets}, timeout))
     created_ok = {e: runs["create"][e][-1]["status"] == "ok" for e in STEPS["create"]}
     created_ok["morlog_parquet"] = created_ok["morlog"]
-    # upserts: each repeat on a fresh copy of the created table
-    for rep in range(repeats):
-        for engine in STEPS["upsert"]:
-            if not created_ok[engine]:
-                runs["upsert"][engine].append({"status": "skipped",
-                                               "error": "create did not finish"})
-                continue
-            fresh(tables[engine])
-            shutil.copytree(created[engine], tables[engine])
-            progress(f"scale {n:,}: {UPSERT_BATCHES} upserts, {engine} ({rep + 1}/{repeats})")
-            runs["upsert"][engine].append(run_child(
-                "upsert", engine, {"path": tables[engine], "inputs": data.upserts}, timeout))
+
+    def on_copies(step: str, what: str, source: dict[str, str], copy: dict[str, str],
+                  ready: dict[str, bool], args: dict[str, Any]) -> None:
+        """``step`` of each engine, each repeat on a fresh copy of the engine's ``source``
+        table (the last copy stays)."""
+        for rep in range(repeats):
+            for engine in STEPS[step]:
+                if not ready[engine]:
+                    runs[step][engine].append({"status": "skipped",
+                                               "error": f"{what} did not finish"})
+                    continue
+                fresh(copy[engine])
+                shutil.copytree(source[engine], copy[engine])
+                progress(f"scale {n:,}: {step}, {engine} ({rep + 1}/{repeats})")
+                runs[step][engine].append(run_child(
+                    step, engine, {"path": copy[engine], **args}, timeout))
+
+    # upserts on copies of the created tables; compaction on copies of the upserted ones
+    # (morlog's Avro-log table), the last copies left for read_compacted
+    on_copies("upsert", "create", created, tables, created_ok, {"inputs": data.upserts})
     upserted_ok = {e: runs["upsert"][e][-1]["status"] == "ok" for e in tables}
-    # compaction: each repeat on a fresh copy of the upserted table (morlog's Avro-log one);
-    # the last one stays for read_compacted
     compacted = {e: tables[e] + ".compacted" for e in STEPS["compact"]}
-    for rep in range(repeats):
-        for engine in STEPS["compact"]:
-            if not upserted_ok[engine]:
-                runs["compact"][engine].append({"status": "skipped",
-                                                "error": "the upserts did not finish"})
-                continue
-            fresh(compacted[engine])
-            shutil.copytree(tables[engine], compacted[engine])
-            progress(f"scale {n:,}: compact, {engine} ({rep + 1}/{repeats})")
-            runs["compact"][engine].append(run_child(
-                "compact", engine, {"path": compacted[engine]}, timeout))
+    on_copies("compact", "the upserts", tables, compacted, upserted_ok, {})
     reads = {"read_avro": {"morlog": "morlog", "hudi_rs": "morlog", "pypaimon": "pypaimon",
                            "pypaimon_py": "pypaimon_py"},
              "read_parquet": {"morlog": "morlog_parquet", "hudi_rs": "morlog_parquet",

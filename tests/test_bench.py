@@ -526,6 +526,7 @@ def test_bench_scale_runs_every_engine_on_the_same_data(quick_all: QuickAll) -> 
     assert "numFilesAdded" in r["compact"]["delta_rs"]["metrics"]
     for name in ("compact_vs_delta_rs", "read_compacted_vs_delta_rs"):  # both measured
         assert report["goals"][name]["value"] > 0, name
+    assert report["ratios"]["20000"]["upsert_and_compact_vs_delta_rs"] > 0
     assert checks["tag"]["found"] == {e: checks["tag"]["expected_found"]
                                       for e in SCALE_STEPS["tag"]}
     # morlog tags base files through their base-key indexes, or through its record index
