@@ -1067,13 +1067,13 @@ def plot(plt: Any, report: dict[str, Any]) -> Any:
     for step in ("read_avro", "read_parquet", "read_compacted"):
         for e in STEPS[step]:
             r = res[top][step][e]
-            labels.append(f"{step[5:]}\n{e}")
+            labels.append(f"{step[5:]} {e}")
             vals.append(r["peak_rss_bytes"] / 2**20 if r["status"] == "ok" else 0.0)
             colors.append(COLORS[e])
     ax.bar(labels, vals, color=colors)
     ax.set_title(f"read peak RSS at {int(top):,} rows", fontsize=10)
     ax.set_ylabel("MiB")
-    ax.tick_params(axis="x", labelsize=6)
+    ax.tick_params(axis="x", labelsize=6, labelrotation=90)
     fig.suptitle(f"morlog bench scale: {', '.join(f'{n:,}' for n in sizes)} rows "
                  f"({len(CITIES)} partitions, {len(ARROW_SCHEMA)} columns)", fontsize=11)
     return fig
