@@ -16,12 +16,23 @@ read_avro          ``Table(path).read()``                      hudi-rs ``HudiTab
                                                                the same morlog-written table
 read_parquet       the same, table written with the Parquet    hudi-rs (same table); delta-rs
                    carrier                                     ``to_pyarrow_table`` (no merge)
+compact            ``compact`` (``morlog compact``'s service:   delta-rs ``DeltaTable(path)``
+                   schedule and run compaction of every file   ``.optimize.compact()`` (its
+                   slice with logs) of a copy of the Avro-log  defaults) of a copy of its table
+                   table after the upserts                     after the MERGEs
+read_compacted     ``Table(path).read()`` of the compacted     delta-rs ``to_pyarrow_table`` of
+                   table                                       its compacted table
 tag                ``KeyTagger.tag`` of 100,000 keys, half     ``bench tag``'s Hudi bloom index
                    present, with their partitions (base files  baseline (every log block read,
                    through their base-key index; and, as       base files through their
                    ``morlog_rli``, through morlog's record     footers); pypaimon's read of its
                    index built untimed on a copy)              table filtered by the keys
 =================  ==========================================  ===============================
+
+delta-rs's ``MERGE`` rewrites every file it touches (copy-on-write): after the 10 upserts its
+table may hold one file per partition, which ``optimize.compact()`` leaves as it is. The
+ratio ``upsert_and_compact_vs_delta_rs`` (no goal) compares the whole way to a compacted
+table: morlog's upserts and compaction over delta-rs's MERGEs and compaction.
 
 pypaimon (Apache Paimon's Python package) runs every step but ``read_parquet`` on a table of its
 own: a primary-key table (``city`` + ``uuid``) partitioned by ``city``, ``ts`` its sequence
@@ -36,11 +47,13 @@ Every timed step of every engine runs in a subprocess of its own (``python -c`` 
 loads its input (untimed), runs the step once under ``time.perf_counter`` and reports the time,
 its peak resident set (``VmHWM`` of ``/proc/self/status``: Arrow's and the Rust engines'
 allocations included, which ``tracemalloc`` would miss) and what it produced (row count, sum of
-``ts``, tag answers), which the parent checks across engines. Writes go to fresh directories
-(upserts to a fresh copy of the created table) on local disk; before each read every file of the
-table is read once (warm page cache for all engines). Engines take turns within a repeat; the
-best time of ``--repeats`` is kept. A step that exceeds ``--timeout`` seconds is killed and
-recorded as a timeout (its goals missed); a step that fails is recorded with its error.
+``ts``, tag answers), which the parent checks across engines (the compacted tables' reads also
+against the reads before compaction). Writes go to fresh directories (upserts to a fresh copy
+of the created table, compactions to a fresh copy of the upserted one) on local disk; before
+each read every file of the table is read once (warm page cache for all engines). Engines take
+turns within a repeat; the best time of ``--repeats`` is kept. A step that exceeds
+``--timeout`` seconds is killed and recorded as a timeout (its goals missed); a step that fails
+is recorded with its error.
 
 The goals are judged at the largest size; with two sizes or more, morlog's time per row at the
 largest is also compared with the smallest (``time_per_row_growth_*``).
@@ -109,8 +122,10 @@ DEFAULT_TIMEOUT = 900.0
 STEPS: dict[str, tuple[str, ...]] = {
     "create": ("morlog", "delta_rs", "pypaimon", "pypaimon_py"),
     "upsert": ("morlog", "morlog_parquet", "delta_rs", "pypaimon", "pypaimon_py"),
+    "compact": ("morlog", "delta_rs"),
     "read_avro": ("morlog", "hudi_rs", "pypaimon", "pypaimon_py"),
     "read_parquet": ("morlog", "hudi_rs", "delta_rs"),
+    "read_compacted": ("morlog", "delta_rs"),
     "tag": ("morlog", "morlog_rli", "bloom_index", "pypaimon"),
 }
 #: pypaimon's primary-key table: database and table name inside the engine's warehouse
@@ -411,7 +426,29 @@ def run_step(step: str, engine: str, args: dict[str, Any]) -> dict[str, Any]:
         out["rows_written"] = sum(int(b.num_rows) for b in batches)
         # each batch's time: growth as the table grows (the last batch over the first)
         out["batch_seconds"] = [num(b - a) for a, b in zip(marks, marks[1:], strict=False)]
-    elif step in ("read_avro", "read_parquet"):
+    elif step == "compact":
+        if engine == "morlog":
+            from morlog.readers.table import Table
+            from morlog.writers.client import MorTable
+            from morlog.writers.services.compaction import compact
+            rss0, t0 = _rss_now(), time.perf_counter()
+            report = compact(MorTable(path, _morlog_config("avro")))
+            dt = time.perf_counter() - t0
+            out["file_groups"] = sum(len(r.compacted) for r in report.results)
+            out["rows_written"] = sum(r.records_written for r in report.results)
+            out["bytes_written"] = sum(r.bytes_written for r in report.results)
+            # morlog compact's promise: afterwards no latest slice has log files
+            out["slices_with_logs_after"] = sum(1 for s in Table(path).file_slices()
+                                                if s.log_files)
+        else:
+            from deltalake import DeltaTable
+            rss0, t0 = _rss_now(), time.perf_counter()
+            dtab = DeltaTable(path)
+            metrics = dtab.optimize.compact()
+            dt = time.perf_counter() - t0
+            out["metrics"] = {k: v for k, v in metrics.items() if isinstance(v, int | float)}
+            out["files_after"] = len(DeltaTable(path).file_uris())
+    elif step in ("read_avro", "read_parquet", "read_compacted"):
         if engine == "morlog":
             from morlog.readers.table import Table
             rss0, t0 = _rss_now(), time.perf_counter()
@@ -599,23 +636,34 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
                                    "buckets": buckets}, timeout))
     created_ok = {e: runs["create"][e][-1]["status"] == "ok" for e in STEPS["create"]}
     created_ok["morlog_parquet"] = created_ok["morlog"]
-    # upserts: each repeat on a fresh copy of the created table
-    for rep in range(repeats):
-        for engine in STEPS["upsert"]:
-            if not created_ok[engine]:
-                runs["upsert"][engine].append({"status": "skipped",
-                                               "error": "create did not finish"})
-                continue
-            fresh(tables[engine])
-            shutil.copytree(created[engine], tables[engine])
-            progress(f"scale {n:,}: {UPSERT_BATCHES} upserts, {engine} ({rep + 1}/{repeats})")
-            runs["upsert"][engine].append(run_child(
-                "upsert", engine, {"path": tables[engine], "inputs": data.upserts}, timeout))
+
+    def on_copies(step: str, what: str, source: dict[str, str], copy: dict[str, str],
+                  ready: dict[str, bool], args: dict[str, Any]) -> None:
+        """``step`` of each engine, each repeat on a fresh copy of the engine's ``source``
+        table (the last copy stays)."""
+        for rep in range(repeats):
+            for engine in STEPS[step]:
+                if not ready[engine]:
+                    runs[step][engine].append({"status": "skipped",
+                                               "error": f"{what} did not finish"})
+                    continue
+                fresh(copy[engine])
+                shutil.copytree(source[engine], copy[engine])
+                progress(f"scale {n:,}: {step}, {engine} ({rep + 1}/{repeats})")
+                runs[step][engine].append(run_child(
+                    step, engine, {"path": copy[engine], **args}, timeout))
+
+    # upserts on copies of the created tables; compaction on copies of the upserted ones
+    # (morlog's Avro-log table), the last copies left for read_compacted
+    on_copies("upsert", "create", created, tables, created_ok, {"inputs": data.upserts})
     upserted_ok = {e: runs["upsert"][e][-1]["status"] == "ok" for e in tables}
+    compacted = {e: tables[e] + ".compacted" for e in STEPS["compact"]}
+    on_copies("compact", "the upserts", tables, compacted, upserted_ok, {})
     reads = {"read_avro": {"morlog": "morlog", "hudi_rs": "morlog", "pypaimon": "pypaimon",
                            "pypaimon_py": "pypaimon_py"},
              "read_parquet": {"morlog": "morlog_parquet", "hudi_rs": "morlog_parquet",
                               "delta_rs": "delta_rs"},
+             "read_compacted": {"morlog": "morlog_compacted", "delta_rs": "delta_rs_compacted"},
              "tag": {"morlog": "morlog", "morlog_rli": "morlog_rli",
                      "bloom_index": "morlog", "pypaimon": "pypaimon"}}
     # morlog's record index (spec/rli.md) built, untimed, on a copy of the upserted table
@@ -626,16 +674,21 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
         from morlog.writers.client import MorTable
         from morlog.writers.services.record_index import build
         build(MorTable(tables["morlog"] + ".rli"))
-    tables_rli = {"morlog_rli": tables["morlog"] + ".rli"}
-    upserted_ok["morlog_rli"] = upserted_ok["morlog"]
+    # the tables the reads and tagging take: name -> (path, why it is missing, or None)
+    made: dict[str, tuple[str, str | None]] = {
+        e: (p, None if upserted_ok[e] else f"the {e} upserts did not finish")
+        for e, p in tables.items()}
+    made["morlog_rli"] = (tables["morlog"] + ".rli", made["morlog"][1])
+    for e, p in compacted.items():
+        made[f"{e}_compacted"] = (p, None if runs["compact"][e][-1]["status"] == "ok"
+                                  else f"the {e} compaction did not finish")
     for rep in range(repeats):
         for step, engines in reads.items():
             for engine, table in engines.items():
-                if not upserted_ok[table]:
-                    runs[step][engine].append({"status": "skipped",
-                                               "error": f"the {table} upserts did not finish"})
+                where, missing = made[table]
+                if missing is not None:
+                    runs[step][engine].append({"status": "skipped", "error": missing})
                     continue
-                where = tables_rli.get(table) or tables[table]
                 warm(where)
                 progress(f"scale {n:,}: {step}, {engine} ({rep + 1}/{repeats})")
                 args = {"path": where, "input": data.tag}
@@ -643,7 +696,7 @@ def run_size(data: DataSet, work: str, repeats: int, timeout: float) -> dict[str
     out: dict[str, Any] = {step: {e: _best(rs) for e, rs in by.items()}
                            for step, by in runs.items()}
     out["tables"] = {name: dict(zip(("files", "bytes"), dir_bytes(p), strict=True))
-                     for name, p in tables.items() if os.path.isdir(p)}
+                     for name, (p, _) in made.items() if os.path.isdir(p)}
     out["checks"] = checks(out, data)
     out["pypaimon_buckets_per_partition"] = buckets
     return out
@@ -658,6 +711,27 @@ def checks(res: dict[str, Any], data: DataSet) -> dict[str, Any]:
             if r["status"] == "ok":
                 got = {"rows": r["rows"], "ts_sum": r["ts_sum"]}
                 out[f"{step}.{engine}"] = {"ok": got == want, **got}
+    # the compacted tables read as the tables before compaction did, each engine's its own
+    # (morlog: the Avro-log table; delta-rs: its table) and both the same
+    before = {"morlog": "read_avro", "delta_rs": "read_parquet"}
+    compacted: dict[str, dict[str, int]] = {}
+    for engine, r in res["read_compacted"].items():
+        if r["status"] == "ok":
+            got = compacted[engine] = {"rows": r["rows"], "ts_sum": r["ts_sum"]}
+            b = res[before[engine]][engine]
+            was = {"rows": b["rows"], "ts_sum": b["ts_sum"]} if b["status"] == "ok" else None
+            out[f"read_compacted.{engine}"] = {"ok": got == want and was in (None, got),
+                                               **got, "before_compaction": was}
+    if len(compacted) == len(STEPS["read_compacted"]):
+        out["read_compacted"] = {"ok": len({tuple(c.values()) for c in compacted.values()})
+                                 == 1}
+    # morlog compact's promise: afterwards no latest slice has log files (delta-rs's compact
+    # may rightly find nothing to do: its metrics are in its result)
+    m = res["compact"]["morlog"]
+    if m["status"] == "ok":
+        out["compact.morlog"] = {"ok": m["slices_with_logs_after"] == 0 and m["file_groups"] > 0,
+                                 "slices_with_logs_after": m["slices_with_logs_after"],
+                                 "file_groups": m["file_groups"]}
     for engine, r in res["upsert"].items():
         if r["status"] == "ok" and "inserts" in r:
             ok = (r["inserts"], r["updates"]) == (data.upsert_inserts, data.upsert_updates)
@@ -739,6 +813,10 @@ def make_goals(res: dict[str, Any], data: DataSet, per_row: dict[str, float] | N
                                                   bad=bad)
     goals["read_parquet_vs_delta_rs"] = ratio_goal(res, "read_parquet", "morlog", "delta_rs",
                                                    2.0, bad=bad)
+    # compaction of the upserted tables, then a snapshot read of the compacted ones
+    goals["compact_vs_delta_rs"] = ratio_goal(res, "compact", "morlog", "delta_rs", 1.0, bad=bad)
+    goals["read_compacted_vs_delta_rs"] = ratio_goal(res, "read_compacted", "morlog",
+                                                     "delta_rs", 1.2, bad=bad)
     # file probes (base files through their base-key indexes), then morlog's record index
     # (built on a copy of the table, untimed)
     for engine, name in (("morlog", "tag_100k"), ("morlog_rli", "tag_100k_record_index")):
@@ -783,6 +861,25 @@ def paimon_ratios(res: dict[str, Any]) -> dict[str, float]:
     m, b = res["tag"]["morlog"], res["tag"]["pypaimon"]
     out["tag_100k_speedup_vs_pypaimon_lookup"] = (
         ratio(b["seconds"], m["seconds"]) if m["status"] == b["status"] == "ok" else 0.0)
+    return out
+
+
+def compact_ratios(res: dict[str, Any]) -> dict[str, float]:
+    """Ratios without a goal (0: not measured): morlog's peak memory over delta-rs's when
+    compacting and reading the compacted tables; and morlog's upserts and compaction over
+    delta-rs's MERGEs and compaction: the whole way from the created table to a compacted one
+    (delta-rs's MERGE rewrites the files it touches, so its compact may find little to do)."""
+    out: dict[str, float] = {}
+    for step in ("compact", "read_compacted"):
+        m, b = res[step]["morlog"], res[step]["delta_rs"]
+        out[f"{step}_peak_rss_vs_delta_rs"] = (
+            ratio(m["peak_rss_bytes"], b["peak_rss_bytes"])
+            if m["status"] == b["status"] == "ok" else 0.0)
+    steps = [res[s][e] for s in ("upsert", "compact") for e in ("morlog", "delta_rs")]
+    out["upsert_and_compact_vs_delta_rs"] = (
+        ratio(steps[0]["seconds"] + steps[2]["seconds"],
+              steps[1]["seconds"] + steps[3]["seconds"])
+        if all(r["status"] == "ok" for r in steps) else 0.0)
     return out
 
 
@@ -873,6 +970,7 @@ def run(*, quick: bool = False, repeats: int = 1, rows: Sequence[int] | None = N
         ratios[str(n)] = {name: g["value"] for name, g in make_goals(
             r, datasets[n], None).items()}
         ratios[str(n)].update(paimon_ratios(r))
+        ratios[str(n)].update(compact_ratios(r))
     if growth is not None:
         ratios["time_per_row_growth"] = growth
     params: dict[str, Any] = {
@@ -887,10 +985,16 @@ def run(*, quick: bool = False, repeats: int = 1, rows: Sequence[int] | None = N
         "timeout_seconds": timeout,
         "quick": quick,
         "morlog": "MorTable.create + insert, MorTable.upsert x10 (WriteConfig(carrier=avro|"
-                  "parquet, fsync=False)), Table(path).read(), KeyTagger(Table(path)).tag",
+                  "parquet, fsync=False)), Table(path).read(), KeyTagger(Table(path)).tag; "
+                  "compact: writers.services.compaction.compact(MorTable(path, WriteConfig("
+                  "carrier=avro, fsync=False))) of a copy of the Avro-log table after the "
+                  "upserts (morlog compact's service: pending compactions, then one planned "
+                  "over every latest slice with logs), then Table(path).read()",
         "delta_rs": "write_deltalake(partition_by=city); DeltaTable.merge(predicate on city "
                     "and uuid).when_matched_update_all().when_not_matched_insert_all() x10; "
-                    "DeltaTable.to_pyarrow_table()",
+                    "DeltaTable.to_pyarrow_table(); compact: DeltaTable(path).optimize"
+                    ".compact() (defaults) of a copy of the table after the MERGEs, then "
+                    "DeltaTable(path).to_pyarrow_table()",
         "hudi_rs": "HudiTableBuilder.from_base_uri(path).build().read() of the morlog table",
         "bloom_index": "bench tag's bloom_index_baseline on the morlog (Avro) table",
         "pypaimon": "pypaimon primary-key table (key city+uuid, partitioned by city, "
@@ -917,7 +1021,10 @@ def run(*, quick: bool = False, repeats: int = 1, rows: Sequence[int] | None = N
 
 # --- the plot -------------------------------------------------------------------------------
 
-PLOT_STEPS = ("create", "upsert", "read_avro", "read_parquet", "tag")
+PLOT_STEPS = ("create", "upsert", "compact", "read_avro", "read_parquet", "read_compacted",
+              "tag")
+#: the plot's panels: one per step and the reads' peak memory, in two rows
+PLOT_COLUMNS = -(-(len(PLOT_STEPS) + 1) // 2)
 COLORS = {"morlog": "#4878a8", "morlog_parquet": "#80a8d0", "delta_rs": "#e0a040",
           "hudi_rs": "#6aa86a", "bloom_index": "#b05050", "morlog_rli": "#304870",
           "pypaimon": "#8a60b0", "pypaimon_py": "#c0a8d8"}
@@ -926,7 +1033,10 @@ COLORS = {"morlog": "#4878a8", "morlog_parquet": "#80a8d0", "delta_rs": "#e0a040
 def plot(plt: Any, report: dict[str, Any]) -> Any:
     sizes = [int(n) for n in report["params"]["rows"]]
     res = report["results"]
-    fig, axes = plt.subplots(1, len(PLOT_STEPS) + 1, figsize=(4 * (len(PLOT_STEPS) + 1), 4))
+    fig, grid = plt.subplots(2, PLOT_COLUMNS, figsize=(4 * PLOT_COLUMNS, 8))
+    axes = list(grid.ravel())
+    for ax in axes[len(PLOT_STEPS) + 1:]:
+        ax.set_visible(False)
     for ax, step in zip(axes, PLOT_STEPS, strict=False):
         engines = list(STEPS[step])
         if len(sizes) > 1:
@@ -951,19 +1061,19 @@ def plot(plt: Any, report: dict[str, Any]) -> Any:
             ax.tick_params(axis="x", labelsize=7)
         ax.set_title(step, fontsize=10)
         ax.set_ylabel("seconds")
-    ax = axes[-1]
+    ax = axes[len(PLOT_STEPS)]
     top = str(max(sizes))
     labels, vals, colors = [], [], []
-    for step in ("read_avro", "read_parquet"):
+    for step in ("read_avro", "read_parquet", "read_compacted"):
         for e in STEPS[step]:
             r = res[top][step][e]
-            labels.append(f"{step[5:]}\n{e}")
+            labels.append(f"{step[5:]} {e}")
             vals.append(r["peak_rss_bytes"] / 2**20 if r["status"] == "ok" else 0.0)
             colors.append(COLORS[e])
     ax.bar(labels, vals, color=colors)
     ax.set_title(f"read peak RSS at {int(top):,} rows", fontsize=10)
     ax.set_ylabel("MiB")
-    ax.tick_params(axis="x", labelsize=6)
+    ax.tick_params(axis="x", labelsize=6, labelrotation=90)
     fig.suptitle(f"morlog bench scale: {', '.join(f'{n:,}' for n in sizes)} rows "
                  f"({len(CITIES)} partitions, {len(ARROW_SCHEMA)} columns)", fontsize=11)
     return fig

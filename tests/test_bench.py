@@ -44,7 +44,8 @@ GOALS = {
               "tag_100k_record_index_vs_bloom_index_speedup",
               "tag_100k_record_index_keys_per_s", "create_vs_pypaimon",
               "create_peak_rss_vs_pypaimon", "upsert_vs_pypaimon", "upsert_peak_rss_vs_pypaimon",
-              "read_avro_vs_pypaimon", "read_avro_peak_rss_vs_pypaimon"},
+              "read_avro_vs_pypaimon", "read_avro_peak_rss_vs_pypaimon",
+              "compact_vs_delta_rs", "read_compacted_vs_delta_rs"},
     "compaction": {"read_speedup_after_log_compaction", "log_compaction_bytes_vs_compaction",
                    "compaction_time_vs_base_file_write", "cumulative_fpp_after_vs_configured",
                    "table_read_speedup_after_log_compaction",
@@ -483,8 +484,10 @@ def test_bench_rejects_bad_repeats(tmp_path: Path, capsys: pytest.CaptureFixture
 
 SCALE_STEPS = {"create": {"morlog", "delta_rs", "pypaimon", "pypaimon_py"},
                "upsert": {"morlog", "morlog_parquet", "delta_rs", "pypaimon", "pypaimon_py"},
+               "compact": {"morlog", "delta_rs"},
                "read_avro": {"morlog", "hudi_rs", "pypaimon", "pypaimon_py"},
                "read_parquet": {"morlog", "hudi_rs", "delta_rs"},
+               "read_compacted": {"morlog", "delta_rs"},
                "tag": {"morlog", "morlog_rli", "bloom_index", "pypaimon"}}
 
 
@@ -510,8 +513,20 @@ def test_bench_scale_runs_every_engine_on_the_same_data(quick_all: QuickAll) -> 
     # every engine read the same snapshot, and both taggers gave the same answers
     checks = r["checks"]
     assert all(c["ok"] for k, c in checks.items() if k != "expected"), checks
+    reads = ("read_avro", "read_parquet", "read_compacted")
     assert {k for k in checks if k.startswith("read_")} == {
-        f"{s}.{e}" for s in ("read_avro", "read_parquet") for e in SCALE_STEPS[s]}
+        f"{s}.{e}" for s in reads for e in SCALE_STEPS[s]} | {"read_compacted"}
+    # each compacted table reads as it did before compaction; morlog's has no log left
+    for engine in SCALE_STEPS["read_compacted"]:
+        c = checks[f"read_compacted.{engine}"]
+        assert c["before_compaction"] == {"rows": c["rows"], "ts_sum": c["ts_sum"]}, engine
+    compacted = r["compact"]["morlog"]
+    assert checks["compact.morlog"]["ok"] and compacted["slices_with_logs_after"] == 0
+    assert compacted["file_groups"] > 0 and compacted["rows_written"] > 0
+    assert "numFilesAdded" in r["compact"]["delta_rs"]["metrics"]
+    for name in ("compact_vs_delta_rs", "read_compacted_vs_delta_rs"):  # both measured
+        assert report["goals"][name]["value"] > 0, name
+    assert report["ratios"]["20000"]["upsert_and_compact_vs_delta_rs"] > 0
     assert checks["tag"]["found"] == {e: checks["tag"]["expected_found"]
                                       for e in SCALE_STEPS["tag"]}
     # morlog tags base files through their base-key indexes, or through its record index
