@@ -415,8 +415,10 @@ def run_step(step: str, engine: str, args: dict[str, Any]) -> dict[str, Any]:
                     f"t.{KEY_FIELD} = s.{KEY_FIELD}")
             rss0, t0 = _rss_now(), time.perf_counter()
             marks = [t0]
+            # one DeltaTable across the MERGEs, as a user keeps it (each MERGE moves it to
+            # the version it committed)
+            dtab = DeltaTable(path)
             for b in batches:
-                dtab = DeltaTable(path)
                 res = (dtab.merge(b, pred, source_alias="s", target_alias="t")
                        .when_matched_update_all().when_not_matched_insert_all().execute())
                 marks.append(time.perf_counter())
@@ -788,7 +790,7 @@ def make_goals(res: dict[str, Any], data: DataSet, per_row: dict[str, float] | N
     }
     up = res["upsert"]["morlog"]
     s = _seconds(up)
-    g = goal(rate(_upsert_rows(data), s) if s else 0.0, 200_000, ">=")
+    g = goal(rate(_upsert_rows(data), s) if s else 0.0, 250_000, ">=")
     if s is None:
         g.update(met=False, status=up["status"])
     goals["upsert_rows_per_s"] = g

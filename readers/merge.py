@@ -124,7 +124,11 @@ def _frames(blocks: list[LogBlock], spec: MergeSpec, base_seq: int, schema_ref: 
 
 def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: MergeSpec
                 ) -> pa.Table:
-    """The merged records of a slice (base records first, then the blocks in order)."""
+    """The merged records of a slice (base records first, then the blocks in order). A
+    slice without a block to apply reads as its base file, as Hudi's and hudi-rs's readers
+    read a file slice without log files: its rows as they are (no key grouping, no copy;
+    a base file's keys are distinct when morlog wrote it, and Hudi returns a bulk insert's
+    repeated keys as they are)."""
     schemas: list[pa.Schema] = []
     parts: list[pa.Table] = []
     if base_table is not None:
@@ -132,6 +136,8 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
         if missing:
             raise ContentError(f"base file has no key field {missing[0]!r}",
                                actual=base_table.column_names[:20])
+        if not blocks:
+            return base_table
         keyed = base_table.append_column(KEY, key_array(base_table, spec.key_field))
         parts.append(keyed.append_column(
             SEQ, pa.array(np.arange(base_table.num_rows, dtype=np.int64))))
