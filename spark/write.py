@@ -27,7 +27,7 @@ Upserts, inserts and deletes are written by the Spark tasks themselves
 (``morlog.writers.distributed``, spec/table.md §7.6): ``writer()`` plans on the driver (the
 instant, the snapshot the conflict check compares with; the table is created first when
 there is none), each task keys, tags, combines and writes its own rows into log files of
-its own (Hudi's write token ``partition-stage-attempt``) and new file groups of its own,
+its own (Hudi's write token ``partition-stage-taskAttemptId``) and new file groups of its own,
 marking every file, and the commit (on the driver, without Spark) receives only write stats
 and file names: it checks conflicts, reconciles the markers (failed and speculative attempts
 leave nothing), removes keys two tasks both inserted, updates the indexes and completes the

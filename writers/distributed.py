@@ -16,7 +16,7 @@ So the write is *optimistic*, as Hudi's optimistic concurrency control is:
   most ``chunk_rows`` rows; each chunk is checked, keyed, combined and tagged as the write
   client does (``MorTable._plan``) against the table as the task finds it, and written by
   the client's own group writer: updates and deletes appended to **log files of the task's
-  own** in the existing file groups (Hudi's write token ``partition-stage-attempt`` in their
+  own** in the existing file groups (Hudi's write token ``partition-stage-taskAttemptId`` in their
   names, new log versions: never a file another task writes), new keys into **new file
   groups of the task's own**. Every data file is marked before it is created (Hudi's direct
   markers, spec §7.4). For the keys it inserted the task writes a key fingerprint file
