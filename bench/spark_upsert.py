@@ -376,12 +376,13 @@ def _one_run(session: Session, dfs: list[Any], tables: list[pa.Table], root: str
     return runs
 
 
-def _warm_up(session: Session, dfs: list[Any], root: str) -> float:
-    """The first two batches written untimed into a scratch table with the morlog defaults
-    (Python workers started, JVM and both commit paths warm at the real batch size)."""
+def _warm_up(session: Session, dfs: list[Any], root: str, batches: int = 2) -> float:
+    """The first ``batches`` batches written untimed into a scratch table with the morlog
+    defaults (Python workers started, JVM and both commit paths warm at the real batch size;
+    the second batch's upsert is the first that routes into existing file groups)."""
     path = os.path.join(root, "warm-up")
     t0 = time.perf_counter()
-    for df in dfs[:2]:
+    for df in dfs[:batches]:
         save(df, path, BASE_OPTIONS)
     secs = time.perf_counter() - t0
     shutil.rmtree(path, ignore_errors=True)
@@ -400,8 +401,11 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory(prefix="morlog-bench-upsert-") as tmp:
             dfs = [session.spark.createDataFrame(t) for t in data.tables]
-            progress("upsert: warming up (the first two batches into a scratch table)")
-            warm_s = _warm_up(session, dfs, tmp)
+            # --quick (a smoke run): one warm-up batch, not two (about 10 s less on a
+            # loaded 2-core machine; the first batch starts the workers and both commit paths)
+            warm = 1 if quick else 2
+            progress(f"upsert: warming up (the first {warm} batch(es) into a scratch table)")
+            warm_s = _warm_up(session, dfs, tmp, warm)
             spark_parts = dfs[0].rdd.getNumPartitions()
             best: dict[str, MethodRun] = {}
             for r in range(max(1, repeats)):
@@ -482,8 +486,8 @@ def run(*, quick: bool = False, repeats: int = 1) -> dict[str, Any]:
                     CLIENT: "MorTable.upsert of the same Arrow batches on the driver"},
         "timing": "wall time of each morlog.spark.upsert (tagging and writing in the "
                   "tasks, the driver's commit); methods take turns per batch, the first "
-                  "rotating; warm-up first: the first two batches, untimed, into a scratch "
-                  "table",
+                  "rotating; warm-up first: the first two batches (--quick: the first one), "
+                  "untimed, into a scratch table",
         "files": "data files listed at the end: base Parquet files and log files in the "
                  "partition directories",
         "read_back": "spark.read.format('morlog'): count and sum(ts) in one job; must equal "

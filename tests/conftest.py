@@ -75,7 +75,7 @@ def s3() -> Iterator[str]:
 # that the two xdist workers finish together instead of one running a Spark file alone at
 # the end; pyproject.toml's --no-loadscope-reorder keeps this order (xdist would otherwise
 # sort files by their number of tests, which put these last). Measured with --durations.
-SLOW_FIRST = ("test_spark_cluster.py", "test_spark_cluster_memory.py", "test_spark.py",
+SLOW_FIRST = ("test_spark_cluster.py", "test_spark.py",
               "test_bench.py", "test_packaging.py", "test_spark_stream.py",
               "test_spark_connect.py", "test_schema_evolution.py", "test_docs.py",
               "test_record_index.py", "test_fuzz_table_files.py")
