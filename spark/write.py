@@ -677,7 +677,10 @@ def _tagger(location: TableLocation, rules: _BatchRules, counts: WritePlan | Non
                 if index is None:  # one tagger for the task's chunks (it keeps what it read)
                     index = KeyTagger(table)
                 tags = index.tag(keys, parts)
-                locs = tags.locations
+                # each key's file id from its group code, one take (no per-key Python)
+                fid_of = pa.array([g[1] for g in tags.groups] + [None], pa.string())
+                codes = np.asarray(tags.codes, dtype=np.int64)
+                fids = fid_of.take(pa.array(np.where(codes >= 0, codes, len(tags.groups))))
                 if tags.also:
                     # a key the table holds in several file groups (Hudi's insert allows
                     # it): a copy of its row for each other group, which the write task
@@ -685,7 +688,7 @@ def _tagger(location: TableLocation, rules: _BatchRules, counts: WritePlan | Non
                     extra = _copies_for(data, keys, tags.also)
             else:
                 locs, parts, old_parts, old_fids = found
-            fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
+                fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
             parts = parts.cast(pa.string())
             if counts is not None and fids.null_count:
                 for item in pc.value_counts(parts.filter(fids.is_null())).to_pylist():
