@@ -101,6 +101,12 @@ class TagResult:
         table[-1] = None
         return list(table[self.codes].tolist())
 
+    def file_ids(self) -> pa.Array:
+        """Per key its file id, null for a new key (one Arrow take over the codes)."""
+        fid_of = pa.array([g[1] for g in self.groups] + [None], pa.string())
+        codes = np.asarray(self.codes, dtype=np.int64)
+        return fid_of.take(pa.array(np.where(codes >= 0, codes, len(self.groups))))
+
     def as_dict(self) -> dict[str, dict[str, str] | None]:
         return {k: None if loc is None else {"partition": loc[0], "file_id": loc[1]}
                 for k, loc in zip(self.keys, self.locations, strict=True)}

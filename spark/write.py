@@ -677,18 +677,14 @@ def _tagger(location: TableLocation, rules: _BatchRules, counts: WritePlan | Non
                 if index is None:  # one tagger for the task's chunks (it keeps what it read)
                     index = KeyTagger(table)
                 tags = index.tag(keys, parts)
-                # each key's file id from its group code, one take (no per-key Python)
-                fid_of = pa.array([g[1] for g in tags.groups] + [None], pa.string())
-                codes = np.asarray(tags.codes, dtype=np.int64)
-                fids = fid_of.take(pa.array(np.where(codes >= 0, codes, len(tags.groups))))
+                fids = tags.file_ids()  # one take over the group codes, no per-key Python
                 if tags.also:
                     # a key the table holds in several file groups (Hudi's insert allows
                     # it): a copy of its row for each other group, which the write task
                     # updates (or deletes from) too, as the client does every copy
                     extra = _copies_for(data, keys, tags.also)
             else:
-                locs, parts, old_parts, old_fids = found
-                fids = pa.array([None if loc is None else loc[1] for loc in locs], pa.string())
+                fids, parts, old_parts, old_fids = found
             parts = parts.cast(pa.string())
             if counts is not None and fids.null_count:
                 for item in pc.value_counts(parts.filter(fids.is_null())).to_pylist():
@@ -753,10 +749,10 @@ def _copies_for(data: pa.Table, keys: pa.Array, also: dict[int, list[tuple[str, 
 
 def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRules,
                  location: TableLocation, data: pa.Table
-                 ) -> tuple[list[tuple[str, str] | None], pa.Array, pa.Array, pa.Array] | None:
+                 ) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array] | None:
     """With a global record index (morlog's or Hudi's ``record_index``:
-    ``morlog.writers.core.tagging.global_tags``, spec/rli.md §4a): the location of every
-    key and the partition each row is written to, as
+    ``morlog.writers.core.tagging.global_tags``, spec/rli.md §4a): the file id of every
+    key (null: an insert) and the partition each row is written to, as
     ``MorTable`` does: a key living in another partition is written (or deleted) where it
     lives, or, with ``hoodie.record.index.update.partition.path`` true, moves: the row
     becomes an insert in its own partition and the partition and file group it leaves
@@ -768,10 +764,10 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
     if found is None:
         return None
     tags = found.tags
-    locs = tags.locations
+    fids = tags.file_ids()
     none = pa.nulls(len(keys), pa.string())
     if not found.moved.any():
-        return locs, parts, none, none
+        return fids, parts, none, none
     where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
     fid_of = pa.array([g[1] for g in tags.groups] or [""], pa.string())
     at = pa.array(np.where(tags.codes >= 0, tags.codes, 0))
@@ -781,10 +777,10 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
         moves = found.moved & ~stored_wins(table, found, data, keys)
     stay = pa.array(found.moved & ~moves)
     parts = pc.if_else(stay, old_part, parts.cast(pa.string()))
-    if moves.any():
-        locs = [None if m else loc for loc, m in zip(locs, moves.tolist(), strict=True)]
     mv = pa.array(moves)
-    return (locs, parts, pc.if_else(mv, old_part, none), pc.if_else(mv, old_fid, none))
+    if moves.any():
+        fids = pc.if_else(mv, none, fids)
+    return (fids, parts, pc.if_else(mv, old_part, none), pc.if_else(mv, old_fid, none))
 
 
 @dataclass(frozen=True)
