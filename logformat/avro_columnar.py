@@ -12,8 +12,9 @@ dicts; this module does the same work one *field* at a time over all records wit
 
 Supported Avro types: null unions of two branches (either order), boolean, int, long, float,
 double, string, bytes, fixed, enum, records (nested, nullable or not) and the logical types
-date, time-millis, time-micros, timestamp-* and local-timestamp-*. Anything else (arrays, maps,
-decimals, uuid, other unions) raises :class:`Unsupported`; so does input the fast path cannot
+date, time-millis, time-micros, timestamp-*, local-timestamp-* and decimal (on bytes or fixed,
+precision at most 38: Arrow ``decimal128``). Anything else (arrays, maps, uuid, other unions,
+wider decimals) raises :class:`Unsupported`; so does input the fast path cannot
 prove it reads exactly like fastavro (non-canonical varints, out-of-range values, bad framing).
 The callers in :mod:`.blocks` then take the fastavro path, which gives the same result or the
 same typed error as before. Pure: bytes in, values out.
@@ -59,6 +60,7 @@ class _Node:
     fields: tuple[tuple[str, _Node], ...] = ()  # record
     inner: _Node | None = None  # nullable
     null_index: int = 0  # nullable: branch index of "null"
+    precision: int = 0  # decimal (its scale is the Arrow type's; size 0: on bytes)
 
 
 _INT_LOGICAL = {"date": pa.date32(), "time-millis": pa.time32("ms")}
@@ -108,6 +110,8 @@ def _plan(t: Any, named: dict[str, _Node], ns: str | None) -> _Node:
         return _Node("int", _INT_LOGICAL[lt])
     if kind == "long" and lt in _LONG_LOGICAL:
         return _Node("long", _LONG_LOGICAL[lt])
+    if lt == "decimal" and kind in ("bytes", "fixed"):
+        return _decimal_node(t, named, ns)
     if lt in ("decimal", "uuid"):
         raise Unsupported(f"logical type {lt}")
     if kind == "record":
@@ -130,6 +134,50 @@ def _plan(t: Any, named: dict[str, _Node], ns: str | None) -> _Node:
     if isinstance(kind, (str, list)) and kind not in ("array", "map"):
         return _plan(kind, named, ns)
     raise Unsupported(f"type {kind!r}")
+
+
+def _decimal_node(t: dict[str, Any], named: dict[str, _Node], ns: str | None) -> _Node:
+    """A decimal on ``bytes`` (``size`` 0) or on ``fixed``: Arrow ``decimal128`` (precision at
+    most 38; wider ones are ``decimal256`` on the fastavro path)."""
+    precision, scale = t.get("precision"), t.get("scale", 0)
+    if not (isinstance(precision, int) and isinstance(scale, int)
+            and 0 < precision <= 38 and 0 <= scale <= precision):
+        raise Unsupported("decimal precision or scale")
+    size = 0
+    if t["type"] == "fixed":
+        size = int(t["size"])
+        if not 0 < size <= 16:
+            raise Unsupported("decimal fixed size")
+    node = _Node("decimal", pa.decimal128(precision, scale), size=size,
+                 precision=precision)
+    if size:
+        full, _ = _full_name(t, ns)
+        named[full] = node
+    return node
+
+
+#: 10**p as (high, low) unsigned 64-bit halves, p = 0..38: a decimal's bound
+_POW10 = [(10**p >> 64, 10**p & (2**64 - 1)) for p in range(39)]
+
+
+def _magnitude(le: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(negative?, high, low): the sign and the absolute value (two unsigned 64-bit halves) of
+    the 128-bit two's complement integers of ``le`` (``n x 16`` little-endian bytes)."""
+    halves = np.ascontiguousarray(le).view("<u8").reshape(-1, 2)
+    lo, hi = halves[:, 0], halves[:, 1]
+    neg = (hi >> np.uint64(63)) == 1
+    nlo = ~lo + np.uint64(1)
+    nhi = ~hi + (nlo == 0).astype(np.uint64)
+    return neg, np.where(neg, nhi, hi), np.where(neg, nlo, lo)
+
+
+def _within_precision(le: np.ndarray, precision: int) -> bool:
+    """Whether every value's magnitude is below ``10**precision`` (fastavro rounds a value with
+    more digits to the schema's precision: only its path reads those)."""
+    _, hi, lo = _magnitude(le)
+    bh, bl = _POW10[precision]
+    over = (hi > np.uint64(bh)) | ((hi == np.uint64(bh)) & (lo >= np.uint64(bl)))
+    return not bool(over.any())
 
 
 @lru_cache(maxsize=256)
@@ -192,6 +240,34 @@ class _Reader:
         out = self.buf[pos[:, None] + np.arange(width)]
         pos += width
         return np.ascontiguousarray(out)
+
+    def decimal(self, node: _Node, pos: np.ndarray, rows: np.ndarray) -> pa.Array:
+        """Big-endian two's complement unscaled values (``size`` bytes, or a length and that
+        many bytes) as ``decimal128``: sign-extended into 16 little-endian bytes."""
+        n = pos.size
+        if node.size:
+            lengths = np.full(n, node.size, dtype=_I64)
+        else:
+            lengths = self.varint(pos, rows)
+            if bool(np.any((lengths < 1) | (lengths > 16))):
+                raise Unsupported("decimal bytes length")
+        self.check(pos, rows, lengths)
+        le = np.zeros((n, 16), dtype=_U8)
+        total = int(lengths.sum())
+        if total:
+            starts = np.zeros(n, dtype=_I64)
+            np.cumsum(lengths[:-1], out=starts[1:])
+            j = np.arange(total, dtype=_I64) - np.repeat(starts, lengths)  # byte j of its value
+            row = np.repeat(np.arange(n, dtype=_I64), lengths)
+            src = np.repeat(pos, lengths) + j
+            le.reshape(-1)[row * 16 + np.repeat(lengths, lengths) - 1 - j] = self.buf[src]
+            neg = self.buf[pos] >= 0x80
+            fill = np.arange(16)[None, :] >= lengths[:, None]
+            le[fill & neg[:, None]] = 0xFF
+        pos += lengths
+        if not _within_precision(le, node.precision):
+            raise Unsupported("decimal beyond its precision")
+        return pa.Array.from_buffers(node.arrow, n, [None, pa.py_buffer(le.reshape(-1))])
 
     def read(self, node: _Node, pos: np.ndarray, rows: np.ndarray) -> pa.Array:
         k = node.kind
@@ -269,6 +345,8 @@ class _Reader:
         elif k == "fixed":
             raw = self.fixed_bytes(pos, rows, node.size)
             arr = pa.Array.from_buffers(node.arrow, n, [None, pa.py_buffer(raw.reshape(-1))])
+        elif k == "decimal":
+            arr = self.decimal(node, pos, rows)
         elif k == "enum":
             idx = self.varint(pos, rows)
             if bool(np.any((idx < 0) | (idx >= len(node.symbols)))):
@@ -399,6 +477,7 @@ class _Enc:
     def __init__(self, node: _Node, arr: pa.Array) -> None:
         self.node = node
         k = node.kind
+        self.kind = k  # a decimal encodes as the bytes or fixed it stands on
         n = len(arr)
         self.children: list[_Enc] = []
         if k != "nullable" and arr.null_count:
@@ -414,6 +493,9 @@ class _Enc:
             self.sizes[self.sel] += self.inner.sizes
             return
         t = node.arrow
+        if k == "decimal":
+            self._decimal(arr)
+            return
         if k == "record":
             assert isinstance(t, pa.StructType)
             if not pa.types.is_struct(arr.type):
@@ -465,8 +547,52 @@ class _Enc:
         else:  # pragma: no cover
             raise Unsupported(k)
 
+    def _decimal(self, arr: pa.Array) -> None:
+        """A ``decimal128`` column of the schema's scale as fastavro writes it: the unscaled
+        value in big-endian two's complement, on ``fixed`` sign-extended to its size, on
+        ``bytes`` in ``|v|.bit_length() // 8 + 1`` bytes (fastavro's length: one more than
+        Java's ``BigInteger.toByteArray`` for some negative values; both read back alike)."""
+        node, n = self.node, len(arr)
+        at = arr.type
+        if not (pa.types.is_decimal128(at) and at.scale == node.arrow.scale):
+            raise Unsupported(f"Arrow {at} for Avro decimal")
+        buf = arr.buffers()[1]
+        le = (np.frombuffer(buf, dtype=_U8)[arr.offset * 16: (arr.offset + n) * 16]
+              if n else np.zeros(0, dtype=_U8)).reshape(n, 16)
+        if not _within_precision(le, node.precision):
+            raise Unsupported("decimal beyond the schema's precision")
+        be = le[:, ::-1]
+        if node.size:
+            w = node.size
+            neg = be[:, 0] >= 0x80
+            head_ok = (be[:, : 16 - w] == np.where(neg, 0xFF, 0).astype(_U8)[:, None]).all(axis=1)
+            if not bool((head_ok & ((be[:, 16 - w] >= 0x80) == neg)).all()):
+                raise Unsupported("decimal wider than its fixed size")
+            self.kind = "fixed"
+            self.raw = np.ascontiguousarray(be[:, 16 - w:])
+            self.sizes = np.full(n, w, dtype=_I64)
+            return
+        _, hi, lo = _magnitude(le)
+        mag = np.stack([lo, hi], axis=1).view(_U8).reshape(n, 16)
+        nz = mag != 0
+        top = 15 - np.argmax(nz[:, ::-1], axis=1)  # the highest non-zero byte
+        some = nz.any(axis=1)
+        top_byte = mag[np.arange(n), top]
+        lengths = np.where(some, top + 1 + (top_byte >= 0x80), 1).astype(_I64)
+        data = np.ascontiguousarray(be[np.arange(16)[None, :] >= (16 - lengths)[:, None]])
+        self.kind = "bytes"
+        self.offs = np.zeros(n + 1, dtype=_I64)
+        np.cumsum(lengths, out=self.offs[1:])
+        self.lengths = lengths
+        self.data = data
+        self.arr = pa.Array.from_buffers(pa.binary(), n, [
+            None, pa.py_buffer(self.offs.astype(np.int32)), pa.py_buffer(data)])
+        self.u = _zigzag(lengths)
+        self.lsizes = _varint_sizes(self.u)
+        self.sizes = self.lsizes + lengths
+
     def write(self, out: np.ndarray, pos: np.ndarray) -> None:
-        k = self.node.kind
+        k = self.kind
         if k == "nullable":
             node = self.node
             value_branch = 1 - node.null_index
@@ -500,7 +626,7 @@ class _Enc:
         ``large_binary`` arrays (a null: nothing). Adjacent matrices are stacked into one,
         and Arrow's element-wise join then lays the records out in one pass
         (:func:`encode_arrow_to_records`), instead of a per-byte index scatter."""
-        k = self.node.kind
+        k = self.kind
         n = self.sizes.size
         if k == "nullable":
             node = self.node

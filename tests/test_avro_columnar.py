@@ -35,7 +35,7 @@ from morlog.logformat.blocks import (
     decode_data_table,
     records_to_arrow,
 )
-from morlog.logformat.errors import ContentError, FormatError
+from morlog.logformat.errors import ContentError, FormatError, UsageError
 from morlog.logformat.framing import decode_blocks
 
 from . import hudi_fixtures as hf
@@ -87,20 +87,55 @@ PRIMITIVES: list[tuple[Any, st.SearchStrategy[Any]]] = [
     ({"type": "long", "logicalType": "local-timestamp-millis"}, st.datetimes().map(_ms)),
     ({"type": "long", "logicalType": "local-timestamp-micros"}, st.datetimes()),
 ]
+
+
+def _unscaled(precision: int) -> st.SearchStrategy[int]:
+    """Unscaled decimal values of at most ``precision`` digits, often at the byte-length
+    boundaries of two's complement (+-2**k, +-2**k - 1) and at the precision's ends."""
+    top = 10**precision - 1
+    edges = st.integers(0, min(126, top.bit_length())).flatmap(
+        lambda k: st.sampled_from([2**k, 2**k - 1, -(2**k), -(2**k) + 1])).filter(
+        lambda v: -top <= v <= top)
+    return st.one_of(st.integers(-top, top), edges, st.sampled_from([0, top, -top]))
+
+
+def _decimals(precision: int, scale: int) -> st.SearchStrategy[decimal.Decimal]:
+    exact = decimal.Context(prec=60)  # the default (28 digits) would round 29-38 digits
+    return _unscaled(precision).map(lambda v: decimal.Decimal(v).scaleb(-scale, exact))
+
+
+@st.composite
+def decimal_types(draw: st.DrawFn, names: _Names) -> tuple[Any, st.SearchStrategy[Any]]:
+    """A decimal on bytes, or on fixed of the size Hudi gives its precision (the fewest bytes
+    holding 10**p - 1 signed) or larger."""
+    precision = draw(st.integers(1, 38))
+    scale = draw(st.integers(0, precision))
+    if draw(st.booleans()):
+        t: dict[str, Any] = {"type": "bytes"}
+    else:
+        size = ((10**precision - 1).bit_length() + 1 + 7) // 8
+        t = {"type": "fixed", "name": names("D"),
+             "size": draw(st.integers(size, min(16, size + 2)))}
+    t.update(logicalType="decimal", precision=precision, scale=scale)
+    return t, _decimals(precision, scale)
+
+
 #: types the fast path hands to fastavro
 UNSUPPORTED: list[tuple[Any, st.SearchStrategy[Any]]] = [
     ({"type": "array", "items": "long"}, st.lists(st.integers(-5, 5), max_size=3)),
     ({"type": "map", "values": ["null", "string"]},
      st.dictionaries(st.text(max_size=3), st.none() | st.text(max_size=3), max_size=3)),
-    ({"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-     st.decimals(min_value=-10**6, max_value=10**6, places=2).map(decimal.Decimal)),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2},
+     st.integers(-10**39, 10**39).map(
+         lambda v: decimal.Decimal(v).scaleb(-2, decimal.Context(prec=60)))),
 ]
 
 
 @st.composite
 def avro_types(draw: st.DrawFn, names: _Names, depth: int, unsupported: bool
                ) -> tuple[Any, st.SearchStrategy[Any]]:
-    kinds = ["prim", "prim", "enum", "fixed", "nullable"] + (["record"] if depth < 2 else [])
+    kinds = ["prim", "prim", "enum", "fixed", "decimal", "nullable"] + (
+        ["record"] if depth < 2 else [])
     if unsupported:
         kinds.append("unsupported")
     kind = draw(st.sampled_from(kinds))
@@ -108,6 +143,8 @@ def avro_types(draw: st.DrawFn, names: _Names, depth: int, unsupported: bool
         return draw(st.sampled_from(PRIMITIVES))
     if kind == "unsupported":
         return draw(st.sampled_from(UNSUPPORTED))
+    if kind == "decimal":
+        return draw(decimal_types(names))
     if kind == "enum":
         symbols = draw(st.lists(st.sampled_from("ABCDEFG"), min_size=1, max_size=4, unique=True))
         return ({"type": "enum", "name": names("E"), "symbols": symbols},
@@ -393,3 +430,74 @@ def test_nested_nullable_records_mixed_nulls_encode_like_fastavro() -> None:
         assert _fast_encode(part, schema_json) == encode_avro_content(want)
         chunked = pa.concat_tables([part.slice(0, (hi - lo) // 2), part.slice((hi - lo) // 2)])
         assert _fast_encode(chunked, schema_json) == encode_avro_content(want)
+
+
+def _decimal_schema(t: dict[str, Any]) -> str:
+    return json.dumps({"type": "record", "name": "r", "fields": [{"name": "d", "type": t}]})
+
+
+def _bytes_datum(raw: bytes) -> bytes:
+    """An Avro ``bytes`` datum: zigzag varint length (below 64: one byte), then ``raw``."""
+    assert len(raw) < 64
+    return bytes([len(raw) * 2]) + raw
+
+
+@pytest.mark.parametrize("raw", [b"", bytes([1] * 17), (10**5).to_bytes(3, "big"),
+                                 (-(10**5)).to_bytes(3, "big", signed=True)])
+def test_decimal_bytes_the_fast_path_does_not_read_go_to_fastavro(raw: bytes) -> None:
+    """An empty value, more than 16 bytes, or more digits than the precision (fastavro rounds
+    those to the precision, then Arrow refuses them): fastavro's answer, not the fast path's."""
+    schema = _decimal_schema({"type": "bytes", "logicalType": "decimal", "precision": 5,
+                              "scale": 1})
+    content = encode_avro_content([_bytes_datum(raw)])
+    with pytest.raises(Unsupported):
+        decode_block_records_to_arrow(content, schema)
+    header = avro_data_block([{"d": decimal.Decimal("1.5")}], schema, "1").header
+    try:
+        slow: pa.Table | type[Exception] = _slow_table(content, schema)
+    except (ContentError, FormatError) as exc:
+        slow = type(exc)
+    if isinstance(slow, pa.Table):
+        assert decode_data_table(int(BlockType.AVRO_DATA), header, content).equals(slow)
+    else:
+        with pytest.raises(slow):
+            decode_data_table(int(BlockType.AVRO_DATA), header, content)
+
+
+def test_decimal_encoding_matches_java_readers_and_fastavro_lengths() -> None:
+    """Hand-checked bytes: fixed values sign-extend to the size; bytes values take
+    ``|v|.bit_length() // 8 + 1`` bytes (fastavro's rule: -128 is ``ff 80``)."""
+    fixed = _decimal_schema({"type": "fixed", "name": "f", "size": 3, "logicalType": "decimal",
+                             "precision": 6, "scale": 2})
+    table = pa.table({"d": pa.array([decimal.Decimal("-0.01"), decimal.Decimal("1.28")],
+                                    pa.decimal128(6, 2))})
+    assert encode_arrow_to_records(table, fixed, prefixed=False)[0] == \
+        bytes.fromhex("ffffff" "000080")
+    on_bytes = _decimal_schema({"type": "bytes", "logicalType": "decimal", "precision": 6,
+                                "scale": 0})
+    values = [0, -1, 127, 128, -128, -129, 32767, -32768]
+    table = pa.table({"d": pa.array([decimal.Decimal(v) for v in values],
+                                    pa.decimal128(6, 0))})
+    got = encode_arrow_to_records(table, on_bytes, prefixed=False)[0]
+    assert got.hex() == "0200" "02ff" "027f" "040080" "04ff80" "04ff7f" "047fff" "06ff8000"
+    assert got == b"".join(encode_records([{"d": decimal.Decimal(v)} for v in values],
+                                          on_bytes))
+
+
+def test_decimal_column_the_fast_path_does_not_encode_goes_to_fastavro() -> None:
+    """Another scale than the schema's, or more digits than its precision: Unsupported, and
+    the block writer gives fastavro's bytes or its error."""
+    schema = _decimal_schema({"type": "bytes", "logicalType": "decimal", "precision": 4,
+                              "scale": 2})
+    rescale = pa.table({"d": pa.array([decimal.Decimal("1.5")], pa.decimal128(4, 1))})
+    with pytest.raises(Unsupported):
+        encode_arrow_to_records(rescale, schema)
+    assert avro_data_block_from_arrow(rescale, "1", schema=schema).content == \
+        encode_avro_content(encode_records([{"d": decimal.Decimal("1.50")}], schema))
+    wide = pa.table({"d": pa.array([decimal.Decimal("123.45")], pa.decimal128(10, 2))})
+    with pytest.raises(Unsupported):
+        encode_arrow_to_records(wide, schema)
+    with pytest.raises(UsageError, match="precision"):
+        avro_data_block_from_arrow(wide, "1", schema=schema)
+    with pytest.raises(UsageError, match="precision"):
+        encode_records([{"d": decimal.Decimal("123.45")}], schema)
