@@ -114,6 +114,12 @@ def _plan(t: Any, named: dict[str, _Node], ns: str | None) -> _Node:
         return _decimal_node(t, named, ns)
     if lt in ("decimal", "uuid"):
         raise Unsupported(f"logical type {lt}")
+    if kind in ("array", "map"):
+        inner = _plan(t["items" if kind == "array" else "values"], named, ns)
+        child = pa.field("element" if kind == "array" else "value", inner.arrow,
+                         nullable=inner.kind == "nullable")
+        return _Node(kind, pa.list_(child) if kind == "array" else pa.map_(pa.string(), child),
+                     inner=inner)
     if kind == "record":
         full, space = _full_name(t, ns)
         fields = tuple((str(f["name"]), _plan(f["type"], named, space)) for f in t["fields"])
@@ -155,6 +161,12 @@ def _decimal_node(t: dict[str, Any], named: dict[str, _Node], ns: str | None) ->
         named[full] = node
     return node
 
+
+#: a map's keys
+_STRING = _Node("string", pa.string())
+#: the column-wise reader reads item j of every array in one step; more steps than this in
+#: one column of a block (a very long array) and fastavro reads the block instead
+MAX_ITEM_STEPS = 4096
 
 #: 10**p as (high, low) unsigned 64-bit halves, p = 0..38: a decimal's bound
 _POW10 = [(10**p >> 64, 10**p & (2**64 - 1)) for p in range(39)]
@@ -269,6 +281,58 @@ class _Reader:
             raise Unsupported("decimal beyond its precision")
         return pa.Array.from_buffers(node.arrow, n, [None, pa.py_buffer(le.reshape(-1))])
 
+    def repeated(self, node: _Node, pos: np.ndarray, rows: np.ndarray) -> pa.Array:
+        """An array's items (a map's entries) in Avro's blocks: a count, that many items, ...,
+        a zero count. Item ``j`` of every row whose block holds it is read in one step; a
+        block given with its byte size (a negative count), or more than
+        :data:`MAX_ITEM_STEPS` steps in all, is left to fastavro."""
+        n = pos.size
+        assert node.inner is not None
+        got: list[pa.Array] = []
+        keys: list[pa.Array] = []
+        owner: list[np.ndarray] = []  # the row (0..n-1) of each item read, in read order
+        totals = np.zeros(n, dtype=_I64)
+        active = np.arange(n)
+        steps = 0
+        while active.size:
+            p = pos[active]
+            count = self.varint(p, rows[active])
+            pos[active] = p
+            if bool(np.any(count < 0)):
+                raise Unsupported("array block with a byte size")
+            keep = count > 0
+            active, count = active[keep], count[keep]
+            if not active.size:
+                break
+            steps += int(count.max())
+            if steps > MAX_ITEM_STEPS:
+                raise Unsupported("arrays too long for the column-wise reader")
+            for j in range(int(count.max())):
+                sel = active[count > j]
+                p = pos[sel].copy()
+                if node.kind == "map":
+                    keys.append(self.read(_STRING, p, rows[sel]))
+                    p = self.last_pos
+                got.append(self.read(node.inner, p, rows[sel]))
+                pos[sel] = self.last_pos
+                owner.append(sel)
+            totals[active] += count
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(totals, out=offsets[1:])
+        if owner:
+            who = np.concatenate(owner)
+            order = pa.array(np.argsort(who, kind="stable"))  # row-major, items in order
+            values = pa.concat_arrays(got).take(order)
+        else:
+            values = pa.array([], node.arrow.value_type if node.kind == "array"
+                              else node.arrow.item_type)
+        self.last_pos = pos
+        offs = pa.array(offsets)
+        if node.kind == "array":
+            return pa.ListArray.from_arrays(offs, values, type=node.arrow)
+        key_arr = pa.concat_arrays(keys).take(order) if keys else pa.array([], pa.string())
+        return pa.MapArray.from_arrays(offs, key_arr, values, type=node.arrow)
+
     def read(self, node: _Node, pos: np.ndarray, rows: np.ndarray) -> pa.Array:
         k = node.kind
         n = pos.size
@@ -347,6 +411,8 @@ class _Reader:
             arr = pa.Array.from_buffers(node.arrow, n, [None, pa.py_buffer(raw.reshape(-1))])
         elif k == "decimal":
             arr = self.decimal(node, pos, rows)
+        elif k in ("array", "map"):
+            arr = self.repeated(node, pos, rows)
         elif k == "enum":
             idx = self.varint(pos, rows)
             if bool(np.any((idx < 0) | (idx >= len(node.symbols)))):
@@ -496,6 +562,9 @@ class _Enc:
         if k == "decimal":
             self._decimal(arr)
             return
+        if k in ("array", "map"):
+            self._repeated(arr)
+            return
         if k == "record":
             assert isinstance(t, pa.StructType)
             if not pa.types.is_struct(arr.type):
@@ -591,34 +660,29 @@ class _Enc:
         self.lsizes = _varint_sizes(self.u)
         self.sizes = self.lsizes + lengths
 
-    def write(self, out: np.ndarray, pos: np.ndarray) -> None:
-        k = self.kind
-        if k == "nullable":
-            node = self.node
-            value_branch = 1 - node.null_index
-            out[pos] = np.where(self.valid, value_branch * 2, node.null_index * 2).astype(_U8)
-            self.inner.write(out, pos[self.sel] + 1)
-        elif k == "record":
-            p = pos.copy()
-            for child in self.children:
-                child.write(out, p)
-                p += child.sizes
-        elif k == "bool":
-            out[pos] = self.values
-        elif k in ("int", "long", "enum"):
-            _write_varints(out, pos, self.u, self.sizes)
-        elif k in ("float", "double", "fixed"):
-            if self.raw.size:
-                out[pos[:, None] + np.arange(self.raw.shape[1])] = self.raw
-        elif k in ("string", "bytes"):
-            _write_varints(out, pos, self.u, self.lsizes)
-            total = int(self.lengths.sum())
-            if total:
-                start = int(self.offs[0])
-                dst = np.repeat(pos + self.lsizes - self.offs[:-1], self.lengths)
-                dst += np.arange(start, start + total, dtype=_I64)
-                out[dst] = self.data[start: start + total]
-
+    def _repeated(self, arr: pa.Array) -> None:
+        """An array (a map) as fastavro writes it: one block, the item count then the items
+        (a map's: key, value), then a zero count; an empty one is the zero count alone."""
+        node = self.node
+        assert node.inner is not None
+        if not isinstance(arr, pa.MapArray if node.kind == "map" else pa.ListArray) or \
+                isinstance(arr, pa.MapArray) != (node.kind == "map"):
+            raise Unsupported(f"Arrow {arr.type} for Avro {node.kind}")
+        offs = np.asarray(arr.offsets.to_numpy(), dtype=_I64)
+        first, last = int(offs[0]), int(offs[-1])
+        self.item_offs = offs - first
+        counts = np.diff(offs)
+        if node.kind == "map":
+            keys, values = arr.values.slice(first, last - first).flatten()
+            self.items = [_Enc(_STRING, keys), _Enc(node.inner, values)]
+        else:
+            self.items = [_Enc(node.inner, arr.values.slice(first, last - first))]
+        item_sizes = sum((e.sizes for e in self.items), np.zeros(last - first, dtype=_I64))
+        cum = np.zeros(last - first + 1, dtype=_I64)
+        np.cumsum(item_sizes, out=cum[1:])
+        self.u = _zigzag(counts)
+        self.lsizes = np.where(counts > 0, _varint_sizes(self.u), 0)
+        self.sizes = self.lsizes + cum[self.item_offs[1:]] - cum[self.item_offs[:-1]] + 1
 
     def pieces(self) -> list[Piece]:
         """The encoding as pieces, one value per row, whose row-wise concatenation is each
@@ -640,6 +704,20 @@ class _Enc:
             return [branch.reshape(n, 1), *inner]
         if k == "record":
             return [p for child in self.children for p in child.pieces()]
+        if k in ("array", "map"):
+            # every row's items lie side by side in the items' encoding: a row's bytes are
+            # the range between its first item's offset and its end's (no copy)
+            total = int(self.item_offs[-1])
+            if total:
+                items = _join_pieces([p for e in self.items for p in e.pieces()], total)
+                ioffs = np.frombuffer(items.buffers()[1], dtype=_I64)[
+                    items.offset: items.offset + total + 1]
+                data = items.buffers()[2]
+            else:
+                ioffs, data = np.zeros(1, dtype=_I64), pa.py_buffer(b"")
+            rows = pa.Array.from_buffers(pa.large_binary(), n, [
+                None, pa.py_buffer(np.ascontiguousarray(ioffs[self.item_offs])), data])
+            return [_varint_binary(self.u, self.lsizes), rows, np.zeros((n, 1), dtype=_U8)]
         if k == "bool":
             return [self.values.reshape(n, 1)]
         if k in ("int", "long", "enum"):
@@ -690,6 +768,19 @@ def _coalesce(pieces: list[Piece]) -> list[Piece]:
         if p is not None:
             out.append(p)
     return out
+
+
+def _join_pieces(pieces: list[Piece], n: int) -> pa.Array:
+    """Each row's pieces concatenated (``n`` rows), as ``large_binary``: Arrow's element-wise
+    join, one pass."""
+    pieces = _coalesce(pieces)
+    if not pieces:
+        return pa.array([b""] * n, pa.large_binary())
+    if len(pieces) == 1:
+        return _binary_piece(pieces[0])
+    return pc.binary_join_element_wise(*[_binary_piece(p) for p in pieces],
+                                       pa.scalar(b"", pa.large_binary()),
+                                       null_handling="skip")
 
 
 def _varint_piece(u: np.ndarray, sizes: np.ndarray) -> Piece:
@@ -774,9 +865,7 @@ def encode_arrow_to_records(table: pa.Table | pa.RecordBatch, schema_json: str, 
     pieces = _coalesce(pieces)
     if len(pieces) == 1 and isinstance(pieces[0], np.ndarray):
         return np.ascontiguousarray(pieces[0]).tobytes(), n  # every record of one width
-    joined = pc.binary_join_element_wise(*[_binary_piece(p) for p in pieces],
-                                         pa.scalar(b"", pa.large_binary()),
-                                         null_handling="skip")
+    joined = _join_pieces(pieces, n)
     offs = np.frombuffer(joined.buffers()[1], dtype=_I64)[joined.offset: joined.offset + n + 1]
     start, end = int(offs[0]), int(offs[-1])
     if end - start != int(sizes.sum()) + (4 * n if prefixed else 0):  # pragma: no cover

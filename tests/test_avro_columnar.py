@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from morlog.logformat import BlockType, HeaderKey
 from morlog.logformat.avro_columnar import (
+    MAX_ITEM_STEPS,
     Unsupported,
     decode_block_records_to_arrow,
     encode_arrow_to_records,
@@ -121,13 +122,12 @@ def decimal_types(draw: st.DrawFn, names: _Names) -> tuple[Any, st.SearchStrateg
 
 
 #: types the fast path hands to fastavro
+_WIDE_DECIMAL = {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}
+_WIDE_VALUES = st.integers(-10**39, 10**39).map(
+    lambda v: decimal.Decimal(v).scaleb(-2, decimal.Context(prec=60)))
 UNSUPPORTED: list[tuple[Any, st.SearchStrategy[Any]]] = [
-    ({"type": "array", "items": "long"}, st.lists(st.integers(-5, 5), max_size=3)),
-    ({"type": "map", "values": ["null", "string"]},
-     st.dictionaries(st.text(max_size=3), st.none() | st.text(max_size=3), max_size=3)),
-    ({"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2},
-     st.integers(-10**39, 10**39).map(
-         lambda v: decimal.Decimal(v).scaleb(-2, decimal.Context(prec=60)))),
+    (_WIDE_DECIMAL, _WIDE_VALUES),
+    ({"type": "array", "items": _WIDE_DECIMAL}, st.lists(_WIDE_VALUES, min_size=1, max_size=3)),
 ]
 
 
@@ -135,7 +135,7 @@ UNSUPPORTED: list[tuple[Any, st.SearchStrategy[Any]]] = [
 def avro_types(draw: st.DrawFn, names: _Names, depth: int, unsupported: bool
                ) -> tuple[Any, st.SearchStrategy[Any]]:
     kinds = ["prim", "prim", "enum", "fixed", "decimal", "nullable"] + (
-        ["record"] if depth < 2 else [])
+        ["record", "array", "map"] if depth < 2 else [])
     if unsupported:
         kinds.append("unsupported")
     kind = draw(st.sampled_from(kinds))
@@ -145,6 +145,12 @@ def avro_types(draw: st.DrawFn, names: _Names, depth: int, unsupported: bool
         return draw(st.sampled_from(UNSUPPORTED))
     if kind == "decimal":
         return draw(decimal_types(names))
+    if kind in ("array", "map"):
+        inner, values = draw(avro_types(names, depth + 1, unsupported))
+        if kind == "array":
+            return {"type": "array", "items": inner}, st.lists(values, max_size=4)
+        return ({"type": "map", "values": inner},
+                st.dictionaries(st.text(max_size=3), values, max_size=4))
     if kind == "enum":
         symbols = draw(st.lists(st.sampled_from("ABCDEFG"), min_size=1, max_size=4, unique=True))
         return ({"type": "enum", "name": names("E"), "symbols": symbols},
@@ -223,17 +229,55 @@ def test_unsupported_types_fall_back_to_fastavro(case: tuple[str, list[Any]]) ->
 def test_unsupported_schema_raises_and_public_path_falls_back() -> None:
     schema = json.dumps({"type": "record", "name": "r", "fields": [
         {"name": "k", "type": "string"},
-        {"name": "m", "type": {"type": "map", "values": "long"}}]})
-    rows = [{"k": "a", "m": {"x": 1}}, {"k": "b", "m": {}}]
+        {"name": "m", "type": {"type": "map", "values": _WIDE_DECIMAL}}]})
+    rows = [{"k": "a", "m": {"x": decimal.Decimal("1.25")}}, {"k": "b", "m": {}}]
     frame = avro_data_block(rows, schema, "1")
     with pytest.raises(Unsupported):
         decode_block_records_to_arrow(frame.content, schema)
     table = decode_data_table(frame.block_type, frame.header, frame.content)
-    assert table.column("m").to_pylist() == [[("x", 1)], []]
+    assert table.column("m").to_pylist() == [[("x", decimal.Decimal("1.25"))], []]
     with pytest.raises(Unsupported):
         encode_arrow_to_records(table, schema)
     assert avro_data_block_from_arrow(table, "1", schema=schema).content == frame.content
     assert block_keys(frame.block_type, frame.header, frame.content, key_field="k") == ["a", "b"]
+
+
+_LONGS = json.dumps({"type": "record", "name": "r", "fields": [
+    {"name": "a", "type": {"type": "array", "items": "long"}}]})
+
+
+def _long(v: int) -> bytes:
+    return bytes(encode_records([{"a": [v]}], _LONGS)[0][1:-1])  # the item alone
+
+
+def test_arrays_in_several_blocks_read_like_fastavro() -> None:
+    """Avro lets a writer split an array into blocks (count, items, count, items, ..., 0);
+    the column-wise reader reads them as fastavro does."""
+    datum = bytes([4]) + _long(1) + _long(-2) + bytes([2]) + _long(300) + bytes([0])
+    content = encode_avro_content([datum, bytes([0])])
+    fast = decode_block_records_to_arrow(content, _LONGS)
+    assert fast.equals(_slow_table(content, _LONGS))
+    assert fast.column("a").to_pylist() == [[1, -2, 300], []]
+
+
+def test_array_blocks_with_byte_sizes_and_very_long_arrays_go_to_fastavro() -> None:
+    """A negative block count (the block's byte size follows), or an array longer than the
+    reader steps through column-wise: fastavro's answer."""
+    items = _long(7) + _long(8)
+    sized = bytes([3]) + bytes([len(items) * 2]) + items + bytes([0])  # count -2, then size
+    content = encode_avro_content([sized])
+    with pytest.raises(Unsupported):
+        decode_block_records_to_arrow(content, _LONGS)
+    assert _slow_table(content, _LONGS).column("a").to_pylist() == [[7, 8]]
+    long_rows = [{"a": list(range(MAX_ITEM_STEPS + 1))}]
+    content = encode_avro_content(encode_records(long_rows, _LONGS))
+    with pytest.raises(Unsupported):
+        decode_block_records_to_arrow(content, _LONGS)
+    header = avro_data_block(long_rows, _LONGS, "1").header
+    assert decode_data_table(int(BlockType.AVRO_DATA), header, content).column("a") \
+        .to_pylist() == [list(range(MAX_ITEM_STEPS + 1))]
+    # writing has no such limit: one block, as fastavro writes it
+    assert _fast_encode(_slow_table(content, _LONGS), _LONGS) == content
 
 
 # --- trips-like and meta columns ----------------------------------------------------------
