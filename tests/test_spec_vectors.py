@@ -25,11 +25,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from morlog import logformat
 from morlog.logformat import blocks as block_builders
 from morlog.logformat.avro_content import read_content_version
+from morlog.logformat.avroschema import avro_to_arrow_schema
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import DeleteRecord, OrderingValue, decode_delete_content
 from morlog.logformat.framing import (
@@ -123,6 +125,35 @@ def _delete_records(items: list[dict[str, Any]]) -> tuple[DeleteRecord, ...]:
     return tuple(out)
 
 
+def _plain(value: Any) -> Any:
+    """A decoded value as a vector writes it: decimals as text, map entries as pairs."""
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _plain_rows(table: pa.Table) -> list[dict[str, Any]]:
+    return [_plain(r) for r in table.to_pylist()]
+
+
+def _arrow_rows(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pa.Table:
+    """A vector's ``arrow_records`` as the Arrow table of ``schema``."""
+    target = avro_to_arrow_schema(schema)
+    cols = []
+    for f in target:
+        values = [r[f.name] for r in rows]
+        if pa.types.is_decimal(f.type):
+            values = [decimal.Decimal(v) for v in values]
+        elif pa.types.is_map(f.type):
+            values = [[tuple(e) for e in v] for v in values]
+        cols.append(pa.array(values, f.type))
+    return pa.Table.from_arrays(cols, schema=target)
+
+
 def _warns(case: dict[str, Any]) -> contextlib.AbstractContextManager[Any]:
     if case.get("warns"):
         return pytest.warns(getattr(logformat, case["warns"]))
@@ -192,6 +223,9 @@ def test_block_vector_decodes(case_dir: Path) -> None:
         assert block_builders.decode_avro_records(frame.header, frame.content) == case["records"]
         assert block_builders.record_count(frame.block_type, frame.content) == len(
             case["records"])
+    if "arrow_records" in case:
+        table = block_builders.decode_data_table(frame.block_type, frame.header, frame.content)
+        assert _plain_rows(table) == case["arrow_records"]
     if "delete_records" in case:
         got = decode_delete_content(frame.content)
         assert got.version == case["content_version"]
@@ -226,6 +260,10 @@ def test_block_vector_is_what_morlog_writes(case_dir: Path) -> None:
                                             w["instant"])
     elif w["builder"] == "avro_data_block":
         frame = block_builders.avro_data_block(case["records"], w["schema"], w["instant"])
+    elif w["builder"] == "avro_data_block_from_arrow":
+        frame = block_builders.avro_data_block_from_arrow(
+            _arrow_rows(case["arrow_records"], w["schema"]), w["instant"],
+            schema=json.dumps(w["schema"], separators=(",", ":")))
     else:
         raise AssertionError(f"unknown builder {w['builder']}")
     assert encode_block(frame).hex() == _input(case_dir).hex()
