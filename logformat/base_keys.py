@@ -67,15 +67,19 @@ class BaseKeys:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def contains(self, keys: pa.Array, hashes: U64) -> npt.NDArray[np.bool_]:
+    def contains(self, keys: pa.Array, hashes: U64,
+                 order: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.bool_]:
         """Which of ``keys`` (with their XXH64 ``hashes``) are in the index, exactly: the
-        fingerprints narrow, the key bytes confirm (several keys of one fingerprint too)."""
+        fingerprints narrow, the key bytes confirm (several keys of one fingerprint too).
+        ``order``: ``np.argsort(hashes)``, when the caller looks the same keys up in many
+        indexes."""
         fp = self.fingerprints
         out = np.zeros(len(hashes), dtype=bool)
         if fp.size == 0 or len(hashes) == 0:
             return out
         # sorted needles: the binary searches walk the fingerprints in order (cache-friendly)
-        order = np.argsort(hashes)
+        if order is None:
+            order = np.argsort(hashes)
         h = np.asarray(hashes, dtype=np.uint64)[order]
         lo = np.searchsorted(fp, h, side="left")
         found = fp[np.minimum(lo, fp.size - 1)] == h

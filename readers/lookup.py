@@ -35,6 +35,7 @@ from morlog.logformat.errors import (
 )
 from morlog.logformat.hudi_bloom import HashChain
 from morlog.logformat.keybatch import KeyBatch
+from morlog.logformat.sbbf import word_masks
 from morlog.logformat.virtual_keys import KeyField, key_array, key_columns
 from morlog.logformat.xxh64 import xxh64_batch
 from morlog.readers.mdt.record_index import HudiRecordIndex, record_index_listed
@@ -321,7 +322,7 @@ class KeyTagger:
                   if self._base_keys is not None else None)
             if bk is not None:
                 stats.base_key_indexes += 1
-                base = np.flatnonzero(bk.contains(keys.arr, keys.xxh64))
+                base = np.flatnonzero(bk.contains(keys.arr, keys.xxh64, keys.hash_order))
             else:
                 base = self._base_hits(st.join(directory, s.base_file), keys, stats, sources)
             found.append(base)
@@ -330,7 +331,7 @@ class KeyTagger:
             stats.log_probes += 1
             probe = SliceProbe(directory, s.log_files, key_field=self.table.key_field,
                                opener=_CountingOpener(st, directory, sources))
-            result = probe.probe(keys.arr, keys.xxh64, keys.ranges)
+            result = probe.probe(keys.arr, keys.xxh64, keys.ranges, keys.word_masks)
             if result.tail_instant is not None and not self._valid(result.tail_instant):
                 # the stored index is a block's that does not count here (a failed or
                 # rolled-back write, a log compaction after the snapshot instant): it may be
@@ -427,6 +428,17 @@ class PreparedKeys:
         if self._xxh64 is None:
             self._xxh64 = xxh64_batch(self.batch)
         return self._xxh64
+
+    @functools.cached_property
+    def word_masks(self) -> npt.NDArray[np.uint32]:
+        """The split-block filters' word masks of :attr:`xxh64`, shared by every slice's
+        filters (computed once per batch, not once per slice)."""
+        return word_masks(self.xxh64)
+
+    @functools.cached_property
+    def hash_order(self) -> npt.NDArray[np.intp]:
+        """The keys in :attr:`xxh64` order, shared by every base-key index lookup."""
+        return np.argsort(self.xxh64)
 
     def in_range(self, lo: str, hi: str) -> npt.NDArray[np.bool_]:
         """Hudi's min/max test (both orders, see morlog.compat.base_footer), vectorized."""

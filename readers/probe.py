@@ -279,6 +279,7 @@ class SliceProbe:
         self._opener = opener or (lambda name: LocalFileSource(os.path.join(directory, name)))
         self._sources: dict[str, RangedSource] = {}
         self._ranges: RangeTester | None = None
+        self._word_masks: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]] | None = None
         self._compactions: dict[str, tuple[str, ...]] = {}
 
     def source(self, name: str) -> RangedSource:
@@ -305,14 +306,17 @@ class SliceProbe:
 
     def probe(self, keys: Sequence[str] | pa.Array,
               hashes: npt.NDArray[np.uint64] | None = None,
-              ranges: RangeTester | None = None) -> ProbeResult:
-        """``hashes`` (XXH64 of the keys) and ``ranges`` may be passed in when the same keys
-        are probed against many slices."""
+              ranges: RangeTester | None = None,
+              filter_masks: npt.NDArray[np.uint32] | None = None) -> ProbeResult:
+        """``hashes`` (XXH64 of the keys), ``ranges`` and ``filter_masks``
+        (``word_masks(hashes)``)
+        may be passed in when the same keys are probed against many slices."""
         arr = keys if isinstance(keys, pa.Array) else pa.array(list(keys), type=pa.string())
         arr = arr.cast(pa.string())
         if hashes is None:
             hashes = xxh64_batch(KeyBatch.of(arr))
         self._ranges = ranges if ranges is not None else RangeTester(arr)
+        self._word_masks = None if filter_masks is None else (hashes, filter_masks)
         self._compactions = {}
         try:
             index = read_slice_index(self.log_files, self.source)
@@ -342,9 +346,10 @@ class SliceProbe:
         cum = index.cumulative
         blocks = [b for d in index.directories for b in _blocks_of(d)]
         in_range = self._ranges.test(cum.min_key, cum.max_key)
-        maybe = in_range & cum.bloom.check_hashes(hashes)
+        wm = self._masks(hashes)
+        maybe = in_range & cum.bloom.check_hashes(hashes, wm)
         if index.checkpoint is not None:  # a delta: keys before it are in the checkpoint
-            maybe |= in_range & index.checkpoint.bloom.check_hashes(hashes)
+            maybe |= in_range & index.checkpoint.bloom.check_hashes(hashes, wm)
         covered_files = index.files
         # log files of the slice that the stored index does not know of (table version 8+
         # writes one log file per delta commit; another writer may have added one):
@@ -515,6 +520,12 @@ class SliceProbe:
             b.keys, _ = block_index(block, key_field=self.key_field, fpp=self.fpp)
         return b.keys
 
+    def _masks(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
+        """The filters' word masks of ``hashes``: the caller's, else computed once here."""
+        if self._word_masks is None or self._word_masks[0] is not hashes:
+            self._word_masks = (hashes, word_masks(hashes))
+        return self._word_masks[1]
+
     def _narrow(self, arr: pa.Array, hashes: npt.NDArray[np.uint64], maybe: BoolArray,
                 blocks: list[ProbedBlock]) -> Masks:
         """Per-block range and filter tests, then exact confirmation.
@@ -547,7 +558,7 @@ class SliceProbe:
             masks.bloom[:] = cand
             self._join(arr, cand, blocks, masks)
             return masks
-        word_m = word_masks(hashes)  # shared by every per-block filter test
+        word_m = self._masks(hashes)  # shared by every per-block filter test
         with_cand = [j for j in range(len(blocks)) if cand[j].any()]
         self._prefetch(blocks, with_cand, filters=True)
         confirm: list[tuple[int, npt.NDArray[np.int64]]] = []
