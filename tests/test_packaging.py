@@ -4,7 +4,8 @@ One module-scoped fixture builds the wheel from a copy of the checkout's files (
 ls-files`` lists, untracked but not ignored ones included, so that a file one forgot to add
 shows up here too; the checkout gets no ``build/`` or egg-info), creates a virtual environment
 and installs the wheel with its dependencies from the package index (the pip cache that ``make
-setup`` filled makes that a few seconds). Every command then runs from an empty temporary
+setup`` filled makes that a few seconds; the test run's pip installs it, with ``--python``,
+into an environment made without pip). Every command then runs from an empty temporary
 directory with ``PYTHONPATH`` cleared and user site-packages off, so nothing of the checkout
 is importable: what passes here works for ``pip install morlog``.
 
@@ -85,8 +86,14 @@ class Installed:
                               text=True, timeout=timeout, check=False)
 
     def pip_install(self, requirement: str) -> float:
+        """``pip install requirement`` into the environment: the test run's pip, pointed at
+        the environment's interpreter (``--python``: the environment needs no pip of its
+        own), without byte-compiling what it installs (``--no-compile``: Python compiles a
+        module when it is first imported; compiling all of pyspark took most of the bench
+        extra's install)."""
         t0 = time.perf_counter()
-        r = self.run(self.python, "-m", "pip", "install", "--quiet", requirement,
+        r = self.run(sys.executable, "-m", "pip", "--python", self.python, "install",
+                     "--quiet", "--no-compile", "--disable-pip-version-check", requirement,
                      timeout=INSTALL_TIMEOUT)
         assert r.returncode == 0, f"pip install {requirement} failed:\n{r.stdout}\n{r.stderr}"
         return time.perf_counter() - t0
@@ -127,7 +134,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
     t0 = time.perf_counter()
     venv = root / "venv"
-    r = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True,
+    # no pip in it (ensurepip took about 8 s on a loaded machine): Installed.pip_install
+    # runs the test run's pip for it
+    r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                       capture_output=True,
                        text=True, timeout=INSTALL_TIMEOUT, check=False)
     assert r.returncode == 0, f"python -m venv failed:\n{r.stdout}\n{r.stderr}"
     seconds["venv"] = time.perf_counter() - t0
