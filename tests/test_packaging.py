@@ -224,19 +224,47 @@ print(json.dumps(sorted(sub[0].choices)))
 """
 
 
+#: every subcommand's ``--help`` through ``morlog.cli.main`` in one process of the installed
+#: wheel: {command: [exit status, stdout, stderr]}
+_SUBCOMMAND_HELPS = """
+import contextlib, io, json, sys
+from morlog.cli import main
+out = {}
+for c in sys.argv[1:]:
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        try:
+            code = main([c, "--help"])
+        except SystemExit as exc:
+            code = exc.code
+    out[c] = [code, o.getvalue(), e.getvalue()]
+print(json.dumps(out))
+"""
+
+
 def test_every_command_help_works_from_the_wheel(installed: Installed) -> None:
+    """The installed script and ``python -m morlog`` as processes (with one subcommand's
+    help through the script), every subcommand's help in one process (a process each took
+    about 1 s apiece: importing ``morlog.cli`` imports the benchmarks)."""
     r = installed.run(installed.python, "-c", _SUBCOMMANDS)
     assert r.returncode == 0, r.stderr
     commands = json.loads(r.stdout)
     assert {"blocks", "verify", "index", "lookup", "snapshot", "tag", "bench", "demo"} <= set(
         commands), commands
-    runs = [[installed.morlog, "--help"], [installed.python, "-m", "morlog", "--help"]]
-    runs += [[installed.morlog, c, "--help"] for c in commands]
+    runs = [[installed.morlog, "--help"], [installed.python, "-m", "morlog", "--help"],
+            [installed.morlog, commands[0], "--help"]]
     failed = []
     for argv in runs:
         r = installed.run(*argv)
         if r.returncode != 0 or "usage: morlog" not in r.stdout or r.stderr:
             failed.append(f"{' '.join(argv[1:])}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    r = installed.run(installed.python, "-c", _SUBCOMMAND_HELPS, *commands)
+    assert r.returncode == 0 and not r.stderr, r.stdout + r.stderr
+    helps = json.loads(r.stdout)
+    assert list(helps) == commands
+    for c, (code, stdout, stderr) in helps.items():
+        if code != 0 or f"usage: morlog {c}" not in stdout or stderr:
+            failed.append(f"{c} --help: exit {code}\n{stdout}{stderr}")
     assert not failed, "\n".join(failed)
 
 
