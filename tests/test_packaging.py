@@ -4,7 +4,8 @@ One module-scoped fixture builds the wheel from a copy of the checkout's files (
 ls-files`` lists, untracked but not ignored ones included, so that a file one forgot to add
 shows up here too; the checkout gets no ``build/`` or egg-info), creates a virtual environment
 and installs the wheel with its dependencies from the package index (the pip cache that ``make
-setup`` filled makes that a few seconds). Every command then runs from an empty temporary
+setup`` filled makes that a few seconds; the test run's pip installs it, with ``--python``,
+into an environment made without pip). Every command then runs from an empty temporary
 directory with ``PYTHONPATH`` cleared and user site-packages off, so nothing of the checkout
 is importable: what passes here works for ``pip install morlog``.
 
@@ -85,8 +86,14 @@ class Installed:
                               text=True, timeout=timeout, check=False)
 
     def pip_install(self, requirement: str) -> float:
+        """``pip install requirement`` into the environment: the test run's pip, pointed at
+        the environment's interpreter (``--python``: the environment needs no pip of its
+        own), without byte-compiling what it installs (``--no-compile``: Python compiles a
+        module when it is first imported; compiling all of pyspark took most of the bench
+        extra's install)."""
         t0 = time.perf_counter()
-        r = self.run(self.python, "-m", "pip", "install", "--quiet", requirement,
+        r = self.run(sys.executable, "-m", "pip", "--python", self.python, "install",
+                     "--quiet", "--no-compile", "--disable-pip-version-check", requirement,
                      timeout=INSTALL_TIMEOUT)
         assert r.returncode == 0, f"pip install {requirement} failed:\n{r.stdout}\n{r.stderr}"
         return time.perf_counter() - t0
@@ -127,7 +134,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
     t0 = time.perf_counter()
     venv = root / "venv"
-    r = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True,
+    # no pip in it (ensurepip took about 8 s on a loaded machine): Installed.pip_install
+    # runs the test run's pip for it
+    r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                       capture_output=True,
                        text=True, timeout=INSTALL_TIMEOUT, check=False)
     assert r.returncode == 0, f"python -m venv failed:\n{r.stdout}\n{r.stderr}"
     seconds["venv"] = time.perf_counter() - t0
@@ -214,19 +224,47 @@ print(json.dumps(sorted(sub[0].choices)))
 """
 
 
+#: every subcommand's ``--help`` through ``morlog.cli.main`` in one process of the installed
+#: wheel: {command: [exit status, stdout, stderr]}
+_SUBCOMMAND_HELPS = """
+import contextlib, io, json, sys
+from morlog.cli import main
+out = {}
+for c in sys.argv[1:]:
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        try:
+            code = main([c, "--help"])
+        except SystemExit as exc:
+            code = exc.code
+    out[c] = [code, o.getvalue(), e.getvalue()]
+print(json.dumps(out))
+"""
+
+
 def test_every_command_help_works_from_the_wheel(installed: Installed) -> None:
+    """The installed script and ``python -m morlog`` as processes (with one subcommand's
+    help through the script), every subcommand's help in one process (a process each took
+    about 1 s apiece: importing ``morlog.cli`` imports the benchmarks)."""
     r = installed.run(installed.python, "-c", _SUBCOMMANDS)
     assert r.returncode == 0, r.stderr
     commands = json.loads(r.stdout)
     assert {"blocks", "verify", "index", "lookup", "snapshot", "tag", "bench", "demo"} <= set(
         commands), commands
-    runs = [[installed.morlog, "--help"], [installed.python, "-m", "morlog", "--help"]]
-    runs += [[installed.morlog, c, "--help"] for c in commands]
+    runs = [[installed.morlog, "--help"], [installed.python, "-m", "morlog", "--help"],
+            [installed.morlog, commands[0], "--help"]]
     failed = []
     for argv in runs:
         r = installed.run(*argv)
         if r.returncode != 0 or "usage: morlog" not in r.stdout or r.stderr:
             failed.append(f"{' '.join(argv[1:])}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    r = installed.run(installed.python, "-c", _SUBCOMMAND_HELPS, *commands)
+    assert r.returncode == 0 and not r.stderr, r.stdout + r.stderr
+    helps = json.loads(r.stdout)
+    assert list(helps) == commands
+    for c, (code, stdout, stderr) in helps.items():
+        if code != 0 or f"usage: morlog {c}" not in stdout or stderr:
+            failed.append(f"{c} --help: exit {code}\n{stdout}{stderr}")
     assert not failed, "\n".join(failed)
 
 
