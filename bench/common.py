@@ -31,6 +31,7 @@ from typing import Any, TextIO, TypeVar
 
 import fastavro
 
+from morlog.bench.names import INDEX_SCENARIOS
 from morlog.logformat.blocks import META_FIELDS, avro_data_block
 from morlog.logformat.constants import BlockType
 from morlog.logformat.errors import MorlogError, UsageError
@@ -48,8 +49,7 @@ FILE_ID = "b3c1e0a2-5d4f-4e6a-8b7c-9d0e1f2a3b4c-0"
 BASE_INSTANT = "20260101000000000"
 WRITE_TOKEN = UNKNOWN_WRITE_TOKEN
 PARTITION = "city=san_francisco"
-DEFAULT_OUT = "bench-results"
-SCENARIOS = ("probe", "lookup", "append")
+SCENARIOS = INDEX_SCENARIOS
 
 #: Hudi's five meta fields, then a trips-like payload: about 200 bytes per encoded record
 SCHEMA: dict[str, Any] = {

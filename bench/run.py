@@ -20,7 +20,6 @@ from morlog.bench import append, compaction, incremental, lookup, probe, prune, 
 from morlog.bench import spark as spark_bench
 from morlog.bench import spark_upsert as upsert
 from morlog.bench.common import (
-    DEFAULT_OUT,
     SCENARIOS,
     Plotter,
     machine,
@@ -28,6 +27,7 @@ from morlog.bench.common import (
     progress,
     write_outputs,
 )
+from morlog.bench.names import ALL_SCENARIOS, DEFAULT_OUT
 from morlog.bench.spark_events import event_log_confs
 from morlog.logformat.errors import UsageError
 
@@ -35,9 +35,7 @@ Runner = Callable[..., dict[str, Any]]
 
 #: every scenario, in the order ``all`` runs them (``tag``, ``upsert``, ``scale`` after those
 #: of ``common``)
-ALL_SCENARIOS: tuple[str, ...] = tuple(dict.fromkeys((*SCENARIOS, "tag", "upsert", "scale",
-                                                      "compaction", "prune", "rli", "spark",
-                                                      "incremental")))
+assert set(SCENARIOS) <= set(ALL_SCENARIOS)
 #: repeats when --repeats is not given and not --quick (3 unless listed: a full upsert run
 #: takes minutes, a scale run at 1,000,000 rows too)
 DEFAULT_REPEATS: dict[str, int] = {"upsert": 1, "scale": 2, "spark": 1}

@@ -91,6 +91,7 @@ from .common import (
     ratio,
     require,
 )
+from .names import SCALE_TIMEOUT
 
 KEY_FIELD = "uuid"
 PARTITION_FIELD = "city"
@@ -117,7 +118,7 @@ DEFAULT_ROWS = (1_000_000,)
 QUICK_ROWS = (20_000,)
 #: ``bench all`` runs scale at this size unless --rows says otherwise
 ALL_ROWS = (200_000,)
-DEFAULT_TIMEOUT = 900.0
+DEFAULT_TIMEOUT = SCALE_TIMEOUT
 #: (step, engine) pairs in the order they run; the first engine of a step is morlog's
 STEPS: dict[str, tuple[str, ...]] = {
     "create": ("morlog", "delta_rs", "pypaimon", "pypaimon_py"),

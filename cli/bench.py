@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from morlog.bench import scale
-from morlog.bench.common import DEFAULT_OUT, print_summary
-from morlog.bench.run import ALL_SCENARIOS, run_bench
+from morlog.bench.names import ALL_SCENARIOS, DEFAULT_OUT, SCALE_TIMEOUT
 from morlog.cli.common import EXIT_OK, Commands, emit
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    # the scenarios' code (pyspark, delta-rs, matplotlib...) loads only to run one
+    from morlog.bench.common import print_summary
+    from morlog.bench.run import run_bench
+
     report, written = run_bench(args.scenario, out=args.out, quick=args.quick,
                                 repeats=args.repeats, rows=args.rows, timeout=args.timeout)
     # the report is always indented, and strict JSON (no NaN)
@@ -79,7 +81,7 @@ def register(commands: Commands) -> None:
                    "--quick, 200,000 in 'all'")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"scale: per-step limit; a step over it is recorded as a timeout "
-                   f"(default {scale.DEFAULT_TIMEOUT:.0f})")
+                   f"(default {SCALE_TIMEOUT:.0f})")
 
 
 __all__ = ["cmd_bench", "register"]

@@ -1045,7 +1045,7 @@ def _field(column: str, t: pa.DataType | None) -> pc.Expression:
     return f
 
 
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]  # (pa.scalar would import pandas at import time)
 
 
 def _arrow(e: Expr) -> pc.Expression:
