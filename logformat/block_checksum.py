@@ -29,6 +29,7 @@ import base64
 import binascii
 import struct
 import zlib
+from typing import Any
 
 from .constants import BlockType
 from .errors import ChecksumError, MorlogError
@@ -135,14 +136,16 @@ def _stored_b64(text: bytes, path: str | None) -> tuple[BlockChecksum, int] | No
 
 
 def verify_block(block_type: int, head: bytes, content: bytes | memoryview, *,
-                 base: int = 0, path: str | None = None) -> bool:
+                 base: int = 0, path: str | None = None, parquet: Any = None) -> bool:
     """Check a data block's records against its stored CHECKSUM.
 
     ``head``: the block's bytes from its format version field through its content length
     (:func:`~morlog.logformat.framing.block_head`); ``base``: the file offset of
-    ``content[0]``. True when the block carries a checksum and it matches, False when it
-    carries none (unverified); a mismatch raises :class:`ChecksumError` at the content's
-    first byte.
+    ``content[0]``; ``parquet``: a Parquet block's content opened already
+    (:func:`~morlog.logformat.parquet_content.parquet_file`: its footer is not parsed again,
+    and the decode that follows can take the same object). True when the block carries a
+    checksum and it matches, False when it carries none (unverified); a mismatch raises
+    :class:`ChecksumError` at the content's first byte.
     """
     if block_type == BlockType.AVRO_DATA:
         if not has_trailer(content):
@@ -155,7 +158,12 @@ def verify_block(block_type: int, head: bytes, content: bytes | memoryview, *,
         actual = avro_checksum(head, prefix)
     elif block_type == BlockType.PARQUET_DATA:
         try:
-            text = parquet_key_value_metadata(content, base=base, path=path).get(PARQUET_KEY)
+            if parquet is not None:
+                kv = parquet.metadata.metadata
+                text = kv.get(PARQUET_KEY) if kv else None
+            else:
+                text = parquet_key_value_metadata(content, base=base, path=path).get(
+                    PARQUET_KEY)
         except MorlogError:
             return False  # the decode that follows says what is wrong
         if text is None:
