@@ -53,19 +53,22 @@ _DICTIONARY_READABLE = (pa.types.is_string, pa.types.is_large_string, pa.types.i
                         pa.types.is_large_binary)
 
 
-def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None = None) -> list[str]:
+def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None = None,
+                       schema: pa.Schema | None = None) -> list[str]:
     """The top-level string and binary columns of ``pf`` (of ``columns``, when given) whose
     chunks are dictionary-encoded in every row group: decoding those as Arrow dictionaries and
     then casting to the plain type (a take of the dictionary) is about twice as fast as the
     Parquet reader's own dense decode of dictionary pages (low-cardinality columns such as
-    Hudi's ``_hoodie_commit_time``, ``_hoodie_partition_path``, ``_hoodie_file_name``)."""
+    Hudi's ``_hoodie_commit_time``, ``_hoodie_partition_path``, ``_hoodie_file_name``).
+    ``schema``: ``pf.schema_arrow`` when the caller has it (each call converts the footer
+    again, its key/value metadata included)."""
     md = pf.metadata
     if md.num_row_groups == 0:
         return []
     leaf = {pf.schema.column(i).path: i for i in range(md.num_columns)}
     want = None if columns is None else set(columns)
     out = []
-    for f in pf.schema_arrow:
+    for f in schema if schema is not None else pf.schema_arrow:
         if want is not None and f.name not in want:
             continue
         i = leaf.get(f.name)
@@ -87,7 +90,8 @@ def read_parquet_table(source: Any, pf: pq.ParquetFile | None = None,
     strings), the dictionary columns on their dictionaries, before they are expanded."""
     pf = pf if pf is not None else pq.ParquetFile(source)
     cols = None if columns is None else list(columns)
-    dict_cols = dictionary_columns(pf, cols)
+    plain = pf.schema_arrow
+    dict_cols = dictionary_columns(pf, cols, plain)
     if dict_cols:
         table = pq.ParquetFile(source, metadata=pf.metadata,
                                read_dictionary=dict_cols).read(columns=cols)
@@ -97,7 +101,6 @@ def read_parquet_table(source: Any, pf: pq.ParquetFile | None = None,
         table.validate(full=True)
     if not dict_cols:
         return table
-    plain = pf.schema_arrow
     for name in dict_cols:
         i = table.schema.get_field_index(name)
         if i < 0 or not pa.types.is_dictionary(table.schema.field(i).type):

@@ -256,7 +256,25 @@ def _pick_winners(records: pa.Table | None,
     mask[to_numpy(cand.column("__row"))[alive]] = True
     # the winners in record order: a filter, not a take of the (many-chunked) records
     # the key and sequence columns dropped first: filtering copies every column it keeps
-    return records.drop_columns([SEQ, KEY]).filter(from_numpy(mask))
+    return keep_rows(records.drop_columns([SEQ, KEY]), mask)
+
+
+def keep_rows(table: pa.Table, mask: np.ndarray) -> pa.Table:
+    """``table.filter(mask)``: the same rows and values, but a record batch of ``table``
+    whose rows all stay is kept as it is (no copy), and one whose rows all go is dropped
+    (the rows of a block no later block updates, a base file no block touches)."""
+    if mask.all():
+        return table
+    out = []
+    start = 0
+    for batch in table.to_batches():
+        m = mask[start:start + batch.num_rows]
+        start += batch.num_rows
+        if m.all():
+            out.append(batch)
+        elif m.any():
+            out.append(batch.filter(from_numpy(m)))
+    return pa.Table.from_batches(out, schema=table.schema)
 
 
 def key_groups(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
