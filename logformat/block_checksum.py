@@ -69,6 +69,26 @@ def _footer_range(content: bytes | memoryview) -> tuple[int, int] | None:
     return end - footer_len, end
 
 
+#: bytes of a long value searched for first; each hit is then compared whole
+_PROBE = 64
+
+
+def _find_long(data: bytes, value: bytes, start: int, end: int) -> int:
+    """``data.find(value, start, end)``. A long value (the Base64 index of a large block,
+    hundreds of KB) is found by its first bytes, then compared at each hit: ``bytes.find``
+    with the whole value as the needle took 0.5 ms per block."""
+    if len(value) <= _PROBE:
+        return data.find(value, start, end)
+    probe = value[:_PROBE]
+    last = end - len(value)
+    at = data.find(probe, start, end)
+    while 0 <= at <= last:
+        if data.startswith(value, at):
+            return at
+        at = data.find(probe, at + 1, end)
+    return -1
+
+
 def _find_value(content: bytes | memoryview, value: bytes) -> int:
     """Offset of the first occurrence of ``value`` in the footer of the Parquet file
     ``content``, or -1."""
@@ -76,7 +96,7 @@ def _find_value(content: bytes | memoryview, value: bytes) -> int:
     if rng is None:
         return -1
     if isinstance(content, bytes):
-        return content.find(value, rng[0], rng[1])
+        return _find_long(content, value, rng[0], rng[1])
     # only the footer is copied out of a view (the whole block was, for every read)
     at = bytes(content[rng[0]:rng[1]]).find(value)
     return at if at < 0 else rng[0] + at

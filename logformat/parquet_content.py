@@ -56,7 +56,8 @@ _DICTIONARY_READABLE = (pa.types.is_string, pa.types.is_large_string, pa.types.i
 def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None = None,
                        schema: pa.Schema | None = None) -> list[str]:
     """The top-level string and binary columns of ``pf`` (of ``columns``, when given) whose
-    chunks are dictionary-encoded in every row group: decoding those as Arrow dictionaries and
+    chunks are dictionary-encoded in every row group, with a small dictionary
+    (:func:`_small_dictionary`): decoding those as Arrow dictionaries and
     then casting to the plain type (a take of the dictionary) is about twice as fast as the
     Parquet reader's own dense decode of dictionary pages (low-cardinality columns such as
     Hudi's ``_hoodie_commit_time``, ``_hoodie_partition_path``, ``_hoodie_file_name``).
@@ -74,10 +75,24 @@ def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None = None,
         i = leaf.get(f.name)
         if i is None or not any(t(f.type) for t in _DICTIONARY_READABLE):
             continue
-        if all(md.row_group(g).column(i).has_dictionary_page
+        if all(_small_dictionary(md.row_group(g).column(i))
                for g in range(md.num_row_groups)):
             out.append(f.name)
     return out
+
+
+def _small_dictionary(chunk: Any) -> bool:
+    """Whether a column chunk has a dictionary page taking at most half of its bytes: a
+    column of few distinct values. (A small block's column of distinct keys is dictionary
+    encoded too, its dictionary as large as the column: decoding it as a dictionary and
+    expanding it costs a copy more than the plain decode.)"""
+    if not chunk.has_dictionary_page:
+        return False
+    start, data = chunk.dictionary_page_offset, chunk.data_page_offset
+    if start is None or data is None:
+        return False
+    size = data - start
+    return bool(0 < size and 2 * size <= chunk.total_compressed_size)
 
 
 def read_parquet_table(source: Any, pf: pq.ParquetFile | None = None,

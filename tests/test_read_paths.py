@@ -238,3 +238,20 @@ def test_parquet_block_footer_parsed_once_gives_the_same_verdicts(tmp_path: Path
         fresh = [x for x in r.blocks() if x.block_type.is_data]
         assert fresh[1].verify() is True
         assert fresh[1].to_arrow().equals(blocks[1].to_arrow())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.binary(min_size=0, max_size=150), st.data())
+def test_long_value_search_equals_bytes_find(data: bytes, value: bytes,
+                                             draw: st.DataObject) -> None:
+    """The footer search of the checksum check (a long value found by its first bytes)
+    equals ``bytes.find`` in every window, also with near-misses of the value planted."""
+    from morlog.logformat.block_checksum import _find_long
+
+    planted = data
+    if value and draw.draw(st.booleans()):
+        cut = draw.draw(st.integers(0, len(value)))
+        planted = data + value[:cut] + value + data
+    start = draw.draw(st.integers(0, len(planted)))
+    end = draw.draw(st.integers(start, len(planted)))
+    assert _find_long(planted, value, start, end) == planted.find(value, start, end)
