@@ -254,8 +254,10 @@ def records_to_arrow(records: Sequence[dict[str, Any]], schema: str | dict[str, 
 
 
 def decode_data_table(block_type: int, header: MetadataMap, content: bytes | memoryview, *,
-                      base: int = 0, path: str | None = None) -> pa.Table:
-    """The records of an Avro, CDC, Parquet or HFile data block as an Arrow table."""
+                      base: int = 0, path: str | None = None, parquet: Any = None
+                      ) -> pa.Table:
+    """The records of an Avro, CDC, Parquet or HFile data block as an Arrow table
+    (``parquet``: a Parquet block's content opened already, its footer parsed)."""
     if block_type in (BlockType.AVRO_DATA, BlockType.CDC_DATA):
         schema = _require_schema(header, base, path)
         try:  # column-wise; equal to the per-record path below
@@ -265,7 +267,7 @@ def decode_data_table(block_type: int, header: MetadataMap, content: bytes | mem
         records = decode_records(content, schema, base=base, path=path)
         return records_to_arrow(records, schema, base=base, path=path)
     if block_type == BlockType.PARQUET_DATA:
-        return decode_parquet_content(content, base=base, path=path)
+        return decode_parquet_content(content, base=base, path=path, pf=parquet)
     if block_type == BlockType.HFILE_DATA:
         schema = _require_schema(header, base, path)
         records = decode_hfile_records(content, schema, base=base, path=path)

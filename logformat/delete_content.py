@@ -505,9 +505,9 @@ class DeleteColumns:
         if len(parts) == 1:
             return parts[0]
         version = parts[0].version if parts else 3
-        keys = pa.concat_arrays([p.keys for p in parts]) if parts else pa.array([], pa.string())
+        keys = pa.concat_arrays([p.keys for p in parts]) if parts else pa.nulls(0, pa.string())
         partitions = (pa.concat_arrays([p.partitions for p in parts]) if parts
-                      else pa.array([], pa.string()))
+                      else pa.nulls(0, pa.string()))
         branches = (np.concatenate([p.branches for p in parts]) if parts
                     else np.zeros(0, dtype=np.int8))
         objects = None

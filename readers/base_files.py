@@ -315,15 +315,18 @@ def read_base_file(path: str, columns: Sequence[str] | None = None,
         if fmt is BaseFormat.PARQUET:
             import pyarrow.parquet as pq
 
+            from morlog.logformat.parquet_content import read_parquet_table
+
             if sealed:
                 data = st.read(path)
                 check_sealed(data, path)
-                pf = pq.ParquetFile(pa.BufferReader(data))
+                source: Any = pa.BufferReader(data)
             else:
-                pf = pq.ParquetFile(st.open_input(path))
+                source = st.open_input(path)
+            pf = pq.ParquetFile(source)
             names = pf.schema_arrow.names
-            return pf.read(columns=None if columns is None else
-                           [c for c in names if c in columns])
+            return read_parquet_table(source, pf, None if columns is None else
+                                      [c for c in names if c in columns])
         if fmt is BaseFormat.ORC:
             import pyarrow.orc as orc
 

@@ -45,12 +45,14 @@ from morlog.logformat.delete_content import (
 from morlog.logformat.errors import (
     FormatError,
     InvalidMagicError,
+    MorlogError,
     UnknownBlockTypeError,
     UnknownHeaderKeyError,
     UnsupportedVersionError,
     UsageError,
 )
 from morlog.logformat.framing import BlockFrame, BlockHead, MetadataMap, decode_block_head, read_i64
+from morlog.logformat.parquet_content import parquet_file
 
 from .storage import RangedSource, open_source
 
@@ -85,6 +87,9 @@ class LogBlock:
     _raw: bytes | None = field(default=None, repr=False, compare=False)
     #: content bytes :meth:`verify` read and checked, for the next decode to take
     _checked: bytes | None = field(default=None, repr=False, compare=False)
+    #: a Parquet block's content opened by :meth:`verify` (footer parsed once), with
+    #: ``_checked``
+    _checked_pf: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_corrupt(self) -> bool:
@@ -143,30 +148,49 @@ class LogBlock:
         prefix = BLOCK_PREFIX_LEN
         head_len = self.content_offset - self.offset - prefix
         if self._raw is not None:
-            buf = self._raw[prefix : prefix + head_len + self.content_length]
+            head = self._raw[prefix : prefix + head_len]
+            start = self.content_offset - self.offset
+            content = self._raw[start : start + self.content_length]
         elif self._source is not None:
-            buf = self._source.read(self.offset + prefix, head_len + self.content_length)
+            # two reads, not one sliced in two: slicing the content out of the block's
+            # bytes copied it whole
+            head = self._source.read(self.offset + prefix, head_len)
+            content = self._source.read(self.content_offset, self.content_length)
         else:
             return False
-        content = buf[head_len:]
-        ok = verify_block(self.block_type, buf[:head_len], content,
-                          base=self.content_offset, path=self.path)
-        self._checked = content
+        pf = None
+        if self.block_type == BlockType.PARQUET_DATA:
+            try:
+                pf = parquet_file(content, **self._where())
+            except MorlogError:
+                pf = None  # verify_block and the decode say what is wrong
+        self._checked_pf = None
+        ok = verify_block(self.block_type, head, content, base=self.content_offset,
+                          path=self.path, parquet=pf)
+        self._checked, self._checked_pf = content, pf
         return ok
 
     def release(self) -> None:
         """Drop the bytes :meth:`verify` kept (the block will not be decoded)."""
-        self._checked = None
+        self._checked = self._checked_pf = None
 
     def verified_content(self) -> bytes:
         """:meth:`content`, checked against the block's CHECKSUM when it carries one
         (``ChecksumError`` on a mismatch): what every decode of the records reads."""
+        return self._take_verified()[0]
+
+    def _take_verified(self) -> tuple[bytes, Any]:
+        """:meth:`verified_content` and the Parquet file :meth:`verify` opened on it (None
+        when it opened none)."""
         if self.block_type not in _CHECKED:
-            return self.content()
+            return self.content(), None
         if self._checked is None:
             self.verify()
-        content, self._checked = self._checked, None
-        return content if content is not None else self.content()
+        content, pf = self._checked, self._checked_pf
+        self._checked = self._checked_pf = None
+        if content is None:
+            return self.content(), None
+        return content, pf
 
     def raw(self) -> bytes:
         """The whole block as on disk (for CORRUPT blocks: the bytes it covers)."""
@@ -198,8 +222,9 @@ class LogBlock:
 
     def to_arrow(self) -> pa.Table:
         """Records of an Avro, CDC or Parquet data block as an Arrow table."""
-        return _blocks.decode_data_table(self.block_type, self.header, self.verified_content(),
-                                         **self._where())
+        content, pf = self._take_verified()
+        return _blocks.decode_data_table(self.block_type, self.header, content,
+                                         parquet=pf, **self._where())
 
     def delete_records(self) -> tuple[DeleteRecord, ...]:
         return decode_delete_content(self.content(), **self._where()).records
