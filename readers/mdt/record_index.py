@@ -61,8 +61,8 @@ from morlog.logformat.errors import (
     UsageError,
 )
 from morlog.logformat.hfile.codec import FI_SCHEMA, HFile, decode_hfile
-from morlog.logformat.java_hash import file_group_indexes
 from morlog.logformat.hfile.record_index import location_codes, record_index_locations
+from morlog.logformat.java_hash import file_group_indexes
 from morlog.readers.mdt.read import (
     MdtSlice,
     MdtView,

@@ -29,7 +29,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -214,12 +214,14 @@ class MetadataTable:
                 continue
             part = keeper.partition
             groups = self._groups(part)
+            lists: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
             for rec in recs:
                 fid = groups[keeper.file_group_index(str(rec["key"]), len(groups))]
-                work.setdefault((part, fid), ([], []))[0].append(rec)
+                lists.setdefault(fid, ([], []))[0].append(rec)
             for key in dels:
                 fid = groups[keeper.file_group_index(key, len(groups))]
-                work.setdefault((part, fid), ([], []))[1].append(key)
+                lists.setdefault(fid, ([], []))[1].append(key)
+            work.update({(part, fid): lists[fid] for fid in lists})
         self._write_work(ctx.instant, work)
 
     def _groups(self, part: str) -> list[str]:
@@ -450,8 +452,8 @@ class MetadataTable:
 
 #: what one MDT file group gets in a commit: records (per record, or record-index entries
 #: column-wise) and deleted keys (a list, or a string array)
-_Records = list[dict[str, Any]] | RecordIndexEntries
-_Deletes = list[str] | pa.Array
+_Records: TypeAlias = list[dict[str, Any]] | RecordIndexEntries
+_Deletes: TypeAlias = list[str] | pa.Array
 
 
 def _by_shard(keys: pa.Array, count: int) -> list[tuple[int, npt.NDArray[np.int64]]]:
