@@ -35,7 +35,9 @@ decode, is a :class:`ContentError` naming the file or directory (Hudi fails the 
 
 Cost: the HFile decoder (``morlog.logformat.hfile.codec``) walks cells one by one in Python; the
 keys are then matched column-wise (``pyarrow.compute.index_in``) and only the matched values
-are Avro-decoded.
+are Avro-decoded, each distinct value once
+(:func:`~morlog.logformat.hfile.record_index.record_index_locations`); the shards' answers
+are merged column-wise (no Python object per key).
 """
 
 from __future__ import annotations
