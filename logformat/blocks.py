@@ -22,6 +22,7 @@ from morlog.logformat.hfile.content import (
     hfile_block_keys,
     hfile_record_count,
 )
+from morlog.logformat.hfile.record_index import RecordIndexEntries, encode_record_index_hfile
 
 from .avro_columnar import Unsupported, decode_block_records_to_arrow, encode_arrow_to_records
 from .avro_content import (
@@ -189,6 +190,18 @@ def hfile_data_block(records: Sequence[dict[str, Any]], schema: str | dict[str, 
                                    create_time_ms=create_time_ms)
     header = make_header(instant, {HeaderKey.SCHEMA: text, **(extra_header or {})})
     return BlockFrame(int(BlockType.HFILE_DATA), header, content)
+
+
+def record_index_block(entries: RecordIndexEntries, schema: str | dict[str, Any],
+                       instant: str, *, style: HFileStyle = HUDI_NATIVE,
+                       create_time_ms: int = 0) -> BlockFrame:
+    """The HFILE_DATA block of ``record_index`` entries, column-wise: the bytes of
+    :func:`hfile_data_block` of their records (``entries.records()``)."""
+    text = _schema_text(schema)
+    content = encode_record_index_hfile(entries, text, style=style,
+                                        create_time_ms=create_time_ms)
+    return BlockFrame(int(BlockType.HFILE_DATA), make_header(instant, {HeaderKey.SCHEMA: text}),
+                      content)
 
 
 # --- decoding ---------------------------------------------------------------------------

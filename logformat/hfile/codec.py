@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from morlog.logformat.crc32c import crc32c, crc32c_chunks
 from morlog.logformat.errors import (
@@ -579,18 +581,75 @@ def check_sorted_unique(keys: Sequence[bytes], *, what: str = "HFile keys") -> N
     """Raise :class:`UsageError` unless ``keys`` ascend strictly (unsigned byte order)."""
     for i in range(1, len(keys)):  # bytes comparison is C; one compare per key
         if not keys[i - 1] < keys[i]:
-            kind = "duplicate" if keys[i - 1] == keys[i] else "out of order"
-            raise UsageError(f"{what} must be sorted ascending and unique: {kind} key at "
-                             f"position {i}", expected=f"> {keys[i - 1]!r}", actual=keys[i])
+            _unsorted(keys[i - 1], keys[i], i, what)
 
 
-def _encode_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> tuple[
+def _unsorted(before: bytes, key: bytes, i: int, what: str) -> None:
+    kind = "duplicate" if before == key else "out of order"
+    raise UsageError(f"{what} must be sorted ascending and unique: {kind} key at "
+                     f"position {i}", expected=f"> {before!r}", actual=key)
+
+
+def check_sorted_unique_array(keys: pa.Array, *, what: str = "HFile keys") -> None:
+    """:func:`check_sorted_unique` of a binary Arrow array, in one Arrow comparison."""
+    n = len(keys)
+    if n < 2:
+        return
+    ok = pc.less(keys.slice(0, n - 1), keys.slice(1))
+    if ok.null_count or not pc.all(ok).as_py():
+        i = int(np.flatnonzero(~np.asarray(ok.fill_null(False)))[0]) + 1
+        _unsorted(keys[i - 1].as_py(), keys[i].as_py(), i, what)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """Byte strings held column-wise: their concatenated bytes and n + 1 offsets."""
+
+    data: npt.NDArray[np.uint8]
+    offsets: npt.NDArray[np.int64]
+
+    @classmethod
+    def of_list(cls, items: Sequence[bytes]) -> _Column:
+        lengths = np.fromiter((len(x) for x in items), dtype=np.int64, count=len(items))
+        offsets = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(np.frombuffer(b"".join(items), dtype=np.uint8), offsets)
+
+    @classmethod
+    def of_array(cls, arr: pa.Array) -> _Column:
+        """A binary (or string) Arrow array without nulls."""
+        arr = arr.cast(pa.large_binary())
+        n = len(arr)
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + n + 1]
+        buf = arr.buffers()[2]
+        data = (np.frombuffer(buf, dtype=np.uint8) if buf is not None
+                else np.zeros(0, dtype=np.uint8))
+        data = data[int(offsets[0]) if n else 0: int(offsets[-1]) if n else 0]
+        return cls(data, offsets - offsets[0])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> npt.NDArray[np.int64]:
+        return np.diff(self.offsets)
+
+    def at(self, i: int) -> bytes:
+        return self.data[int(self.offsets[i]): int(self.offsets[i + 1])].tobytes()
+
+
+def _scatter(out: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], col: _Column) -> None:
+    """Copy item ``i`` of ``col`` to ``out[starts[i]:]`` for every ``i`` (vectorized)."""
+    lengths = col.lengths()
+    out[np.repeat(starts - col.offsets[:-1], lengths) + np.arange(col.data.size)] = col.data
+
+
+def _encode_cells(keys: _Column, values: _Column) -> tuple[
         bytes, npt.NDArray[np.int64], int, int]:
     """All cells back to back, each cell's end offset, and the total row and value bytes
     (vectorized)."""
     n = len(keys)
-    klen = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
-    vlen = np.fromiter((len(v) for v in values), dtype=np.int64, count=n)
+    klen = keys.lengths()
+    vlen = values.lengths()
     if n and int(klen.max()) > 0x7FFF:
         raise UsageError("HFile row keys are limited to 32767 bytes", actual=int(klen.max()))
     cell = 8 + 2 + klen + KEY_SUFFIX_LEN + vlen + 1
@@ -606,16 +665,11 @@ def _encode_cells(keys: Sequence[bytes], values: Sequence[bytes]) -> tuple[
     idx10 = starts[:, None] + np.arange(10)
     out[idx10] = head_bytes
     # rows: gather the concatenated keys into their places
-    allk = np.frombuffer(b"".join(keys), dtype=np.uint8)
     kstart = starts + 10
-    out[np.repeat(kstart - np.concatenate(([0], np.cumsum(klen)[:-1])), klen)
-        + np.arange(allk.size)] = allk
+    _scatter(out, kstart, keys)
     suffix = np.frombuffer(KEY_SUFFIX, dtype=np.uint8)
     out[(kstart + klen)[:, None] + np.arange(KEY_SUFFIX_LEN)] = suffix
-    allv = np.frombuffer(b"".join(values), dtype=np.uint8)
-    vstart = kstart + klen + KEY_SUFFIX_LEN
-    out[np.repeat(vstart - np.concatenate(([0], np.cumsum(vlen)[:-1])), vlen)
-        + np.arange(allv.size)] = allv
+    _scatter(out, kstart + klen + KEY_SUFFIX_LEN, values)
     # the MVCC byte (0) stays as allocated
     return out.tobytes(), ends, int(klen.sum()), int(vlen.sum())
 
@@ -700,6 +754,39 @@ def encode_hfile(
     keys = [bytes(k) for k in keys]
     values = [bytes(v) for v in values]
     check_sorted_unique(keys)
+    return _encode_hfile(_Column.of_list(keys), _Column.of_list(values), file_info=file_info,
+                         meta_blocks=meta_blocks, codec=codec, style=style,
+                         block_size=block_size, create_time_ms=create_time_ms)
+
+
+def encode_hfile_arrays(
+    keys: pa.Array,
+    values: pa.Array,
+    *,
+    file_info: Mapping[bytes, bytes] | None = None,
+    meta_blocks: Mapping[bytes, bytes] | None = None,
+    codec: Codec = Codec.GZ,
+    style: HFileStyle = HUDI_NATIVE,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    create_time_ms: int = 0,
+) -> bytes:
+    """:func:`encode_hfile` of binary Arrow arrays (no nulls; keys strictly ascending by
+    unsigned bytes): the same bytes, with no Python object per cell."""
+    if len(keys) != len(values):
+        raise UsageError("keys and values differ in length", expected=len(keys),
+                         actual=len(values))
+    if keys.null_count or values.null_count:
+        raise UsageError("HFile keys and values must not be null")
+    keys = keys.cast(pa.large_binary())
+    check_sorted_unique_array(keys)
+    return _encode_hfile(_Column.of_array(keys), _Column.of_array(values),
+                         file_info=file_info, meta_blocks=meta_blocks, codec=codec,
+                         style=style, block_size=block_size, create_time_ms=create_time_ms)
+
+
+def _encode_hfile(keys: _Column, values: _Column, *, file_info: Mapping[bytes, bytes] | None,
+                  meta_blocks: Mapping[bytes, bytes] | None, codec: Codec, style: HFileStyle,
+                  block_size: int, create_time_ms: int) -> bytes:
     if block_size <= 0:
         raise UsageError("block_size must be positive", actual=block_size)
     cells, ends, row_bytes, vlen = _encode_cells(keys, values)
@@ -711,7 +798,7 @@ def encode_hfile(
         a = int(ends[i - 1]) if i else 0
         raw = cells[a:int(ends[j - 1])]
         blk = _block_bytes(DATA_MAGIC, raw, -1, codec, style.checksum)
-        data_index.append((offset, len(blk), _index_key(keys[i], style)))
+        data_index.append((offset, len(blk), _index_key(keys.at(i), style)))
         out.append(blk)
         offset += len(blk)
         total_uncompressed += BLOCK_HEADER_LEN + len(raw)
@@ -740,7 +827,7 @@ def encode_hfile(
     info: dict[bytes, bytes] = {FI_MAX_MVCC: _I64.pack(0)}
     info.update({bytes(k): bytes(v) for k, v in (file_info or {}).items()})
     if n or not style.full_index_keys:
-        info[FI_LAST_KEY] = _index_key(keys[-1], style) if n else b""
+        info[FI_LAST_KEY] = _index_key(keys.at(n - 1), style) if n else b""
     info[FI_AVG_KEY_LEN] = _I32.pack(klen // n if n else 0)
     info[FI_CREATE_TIME] = _I64.pack(create_time_ms)
     info[FI_AVG_VALUE_LEN] = _I32.pack(vlen // n if n else 0)

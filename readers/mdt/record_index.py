@@ -35,27 +35,25 @@ decode, is a :class:`ContentError` naming the file or directory (Hudi fails the 
 
 Cost: the HFile decoder (``morlog.logformat.hfile.codec``) walks cells one by one in Python; the
 keys are then matched column-wise (``pyarrow.compute.index_in``) and only the matched values
-are Avro-decoded.
+are Avro-decoded, each distinct value once
+(:func:`~morlog.logformat.hfile.record_index.record_index_locations`); the shards' answers
+are merged column-wise (no Python object per key).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import fastavro
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from morlog.config import INDEX_DEFS_PATH
-from morlog.logformat.avro_content import parse_schema
 from morlog.logformat.constants import BlockType
 from morlog.logformat.delete_content import decode_delete_columns
 from morlog.logformat.errors import (
@@ -65,8 +63,8 @@ from morlog.logformat.errors import (
     UsageError,
 )
 from morlog.logformat.hfile.codec import FI_SCHEMA, HFile, decode_hfile
+from morlog.logformat.hfile.record_index import location_codes, record_index_locations
 from morlog.logformat.java_hash import file_group_indexes
-from morlog.logformat.mdt_records import record_index_file_id
 from morlog.readers.mdt.read import (
     MdtSlice,
     MdtView,
@@ -166,11 +164,6 @@ def valid_instants(data: Timeline, mdt: Timeline) -> set[str]:
     return valid
 
 
-@lru_cache(maxsize=16)
-def _parsed(schema: str) -> Any:
-    return parse_schema(schema)
-
-
 class HudiRecordIndex:
     """Hudi's record index of a data table, as of the table's latest instant."""
 
@@ -227,34 +220,34 @@ class HudiRecordIndex:
             raise UsageError("record keys must not be null")
         n = len(arr)
         codes = np.full(n, -1, dtype=np.int32)
-        groups: list[tuple[str, str]] = []
-        code_of: dict[tuple[str, str], int] = {}
-        out = IndexLookup(codes, groups)
+        out = IndexLookup(codes, [])
         if n == 0:
             return out
         shard = self.shard_of(arr)
         order = np.argsort(shard, kind="stable")
         bounds = np.flatnonzero(np.diff(shard[order])) + 1
-        for chunk in np.split(order, bounds):
+        rows: list[npt.NDArray[np.int64]] = []
+        parts: list[pa.Array] = []
+        fids: list[pa.Array] = []
+        for chunk in np.split(order, bounds):  # one iteration per shard
             s = self.shards[int(shard[chunk[0]])]
             found = self._lookup_shard(s, arr.take(pa.array(chunk)).cast(pa.binary()), out)
-            hit = np.flatnonzero([f is not None for f in found])
-            for j in hit.tolist():
-                loc = found[j]
-                assert loc is not None
-                c = code_of.get(loc)
-                if c is None:
-                    c = code_of[loc] = len(groups)
-                    groups.append(loc)
-                codes[chunk[j]] = c
+            hit = found.hit()
+            rows.append(chunk[hit])
+            parts.append(found.partitions(hit))
+            fids.append(found.file_ids(hit))
+        where = np.concatenate(rows)
+        if where.size:
+            hit_codes, out.groups = location_codes(pa.concat_arrays(parts),
+                                                   pa.concat_arrays(fids))
+            codes[where] = hit_codes
         return out
 
-    def _lookup_shard(self, s: MdtSlice, keys: pa.Array, out: IndexLookup
-                      ) -> list[tuple[str, str] | None]:
-        """The location of each of ``keys`` (binary) the shard holds, None for the others."""
+    def _lookup_shard(self, s: MdtSlice, keys: pa.Array, out: IndexLookup) -> _ShardState:
+        """The location of each of ``keys`` (binary) the shard holds."""
         out.shards += 1
         out.shard_ids.append(s.file_id)
-        state: list[tuple[str, str] | None] = [None] * len(keys)
+        state = _ShardState(len(keys))
         st = self.view.storage
         if s.base is not None:
             try:
@@ -288,15 +281,14 @@ class HudiRecordIndex:
                 if len(gone):
                     hit = pc.is_in(keys, value_set=gone.cast(pa.binary())).to_numpy(
                         zero_copy_only=False)
-                    for j in np.flatnonzero(hit).tolist():
-                        state[j] = None
+                    state.source[hit] = -1
         return state
 
     @staticmethod
-    def _apply_hfile(hf: HFile, schema: str, keys: pa.Array,
-                     state: list[tuple[str, str] | None], where: str) -> None:
+    def _apply_hfile(hf: HFile, schema: str, keys: pa.Array, state: _ShardState,
+                     where: str) -> None:
         """Set the location of every key of ``keys`` the HFile holds (its cells' rows matched
-        column-wise; only the matched values are decoded)."""
+        column-wise; only the matched values are decoded, each distinct value once)."""
         if not hf.keys:
             return
         pos = pc.index_in(keys, value_set=pa.array(hf.keys, pa.binary())).to_numpy(
@@ -304,30 +296,42 @@ class HudiRecordIndex:
         hit = np.flatnonzero(~np.isnan(pos) if pos.dtype.kind == "f" else pos >= 0)
         if hit.size == 0:
             return
-        if not schema:
-            raise ContentError("record_index HFile has no schema", path=where)
-        try:
-            parsed = _parsed(schema)
-        except MorlogError as exc:
-            raise ContentError(f"record_index schema does not parse: {exc.message}",
-                               path=where) from None
-        for j in hit.tolist():
-            value = hf.values[int(pos[j])]
-            buf = io.BytesIO(value)
-            try:
-                rec = fastavro.schemaless_reader(buf, parsed, None)
-            except Exception as exc:  # fastavro raises many types on hostile bytes
-                raise ContentError(f"record_index record does not decode: {exc}",
-                                   path=where) from None
-            info = rec.get("recordIndexMetadata") if isinstance(rec, dict) else None
-            if not isinstance(info, dict):
-                raise ContentError("record_index record without recordIndexMetadata",
-                                   path=where, actual=keys[j].as_py())
-            try:
-                state[j] = (str(info["partitionName"]), record_index_file_id(info))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ContentError(f"record_index entry does not name a file: {exc}",
-                                   path=where) from None
+        cells = pa.array(pos[hit].astype(np.int64))
+        parts, fids = record_index_locations(
+            pa.array(hf.values, pa.binary()).take(cells), keys.take(pa.array(hit)), schema,
+            where=where)
+        state.set(hit, parts, fids)
+
+
+class _ShardState:
+    """Where each key of a shard's batch stands while its blocks are merged: ``source[i]``
+    indexes the locations set so far (-1: not held), newest last."""
+
+    def __init__(self, n: int) -> None:
+        self.source = np.full(n, -1, dtype=np.int64)
+        self._parts: list[pa.Array] = []
+        self._fids: list[pa.Array] = []
+        self._count = 0
+
+    def set(self, rows: npt.NDArray[np.int64], parts: pa.Array, fids: pa.Array) -> None:
+        self.source[rows] = self._count + np.arange(len(rows))
+        self._parts.append(parts)
+        self._fids.append(fids)
+        self._count += len(rows)
+
+    def hit(self) -> npt.NDArray[np.int64]:
+        return np.flatnonzero(self.source >= 0)
+
+    def partitions(self, hit: npt.NDArray[np.int64]) -> pa.Array:
+        return self._take(self._parts, hit)
+
+    def file_ids(self, hit: npt.NDArray[np.int64]) -> pa.Array:
+        return self._take(self._fids, hit)
+
+    def _take(self, chunks: list[pa.Array], hit: npt.NDArray[np.int64]) -> pa.Array:
+        if not chunks:
+            return pa.array([], pa.string())
+        return pa.concat_arrays(chunks).take(pa.array(self.source[hit]))
 
 
 __all__ = ["RECORD_INDEX", "HudiRecordIndex", "IndexLookup", "global_record_index",

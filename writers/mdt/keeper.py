@@ -10,7 +10,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from morlog.logformat.errors import UsageError
+from morlog.logformat.hfile.record_index import RecordIndexEntries
 from morlog.logformat.mdt_records import (
     files_partition_records,
     instant_millis,
@@ -85,6 +90,13 @@ class PartitionKeeper:
         """(``HoodieMetadataRecord`` dicts, deleted MDT keys) of ``ctx``."""
         raise NotImplementedError
 
+    def entries(self, mdt: MetadataTable, ctx: CommitContext
+                ) -> tuple[RecordIndexEntries, pa.Array] | None:
+        """The column-wise form of :meth:`records` (entries, deleted MDT keys), for keepers
+        whose records are all alike but for a few columns; None: this keeper has only
+        :meth:`records`."""
+        return None
+
     def file_group_index(self, key: str, count: int) -> int:
         """The file group of ``count`` holding MDT key ``key``."""
         return key_to_file_group_index(key, count)
@@ -132,28 +144,87 @@ class RecordIndexKeeper(PartitionKeeper):
 
     def records(self, mdt: MetadataTable, ctx: CommitContext
                 ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The per-record form of :meth:`entries` (the reference: a dict per key)."""
         if ctx.rewrite:
             return [], []
         if ctx.changes is None:
-            if any(ctx.written.values()):
-                raise UsageError("this write does not report its key changes, which the "
-                                 "metadata table's record_index partition needs",
-                                 path=mdt.path)
+            _check_no_writes(mdt, ctx)
             return [], []
         changes = ctx.changes()
         millis = instant_millis(ctx.instant, utc=mdt.utc)
         inserted: dict[str, tuple[str, str]] = {}
         for key, part, fid in changes.inserted:
             if key in inserted and inserted[key] != (part, fid):
-                raise UsageError(
-                    "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
-                    "RLI is seen for same record key\"): a table with a record index holds "
-                    "each key once", actual=(key, inserted[key], (part, fid)))
+                raise _two_inserts(key, inserted[key], (part, fid))
             inserted[key] = (part, fid)
         recs = [record_index_record(key, part, fid, millis)
                 for key, (part, fid) in inserted.items()]
         dels = [k for k in dict.fromkeys(k for k, _ in changes.deleted) if k not in inserted]
         return recs, dels
+
+    def entries(self, mdt: MetadataTable, ctx: CommitContext
+                ) -> tuple[RecordIndexEntries, pa.Array]:
+        """:meth:`records` column-wise: the reduced inserts (one entry per key; order not
+        significant, the HFile sorts them) and the deleted keys (first appearance order,
+        inserted keys left out), with Arrow kernels instead of a dict per key."""
+        if ctx.rewrite:
+            return RecordIndexEntries.empty(), pa.array([], pa.string())
+        if ctx.changes is None:
+            _check_no_writes(mdt, ctx)
+            return RecordIndexEntries.empty(), pa.array([], pa.string())
+        ins, dels = ctx.changes().tables()
+        millis = instant_millis(ctx.instant, utc=mdt.utc)
+        keys, parts, fids = (ins.column(c).combine_chunks().cast(pa.string())
+                             for c in ("key", "partition", "file_id"))
+        entries = _reduce_inserts(keys, parts, fids, millis)
+        gone = dels.column("key").combine_chunks().cast(pa.string())
+        if len(gone):
+            codes = pc.dictionary_encode(gone).indices.to_numpy(zero_copy_only=False)
+            _, first = np.unique(codes, return_index=True)
+            gone = gone.take(pa.array(np.sort(first)))  # each key once, first appearance
+            if len(entries):
+                gone = gone.filter(pc.invert(pc.is_in(gone, value_set=entries.keys)))
+        return entries, gone
+
+
+def _check_no_writes(mdt: MetadataTable, ctx: CommitContext) -> None:
+    if any(ctx.written.values()):
+        raise UsageError("this write does not report its key changes, which the "
+                         "metadata table's record_index partition needs", path=mdt.path)
+
+
+def _two_inserts(key: str, first: tuple[str, str], other: tuple[str, str]) -> UsageError:
+    return UsageError(
+        "two records of one key in a commit (Hudi: \"Two HoodieRecord updates to "
+        "RLI is seen for same record key\"): a table with a record index holds "
+        "each key once", actual=(key, first, other))
+
+
+def _reduce_inserts(keys: pa.Array, parts: pa.Array, fids: pa.Array,
+                    millis: int) -> RecordIndexEntries:
+    """``reduceByKeys`` of inserts column-wise: one entry per key (its first); a key inserted
+    at two locations raises the error the per-record path raises for its first such row."""
+    n = len(keys)
+    if n == 0:
+        return RecordIndexEntries(keys, parts, fids, millis)
+    order = pc.sort_indices(keys.cast(pa.large_binary())).to_numpy()  # stable
+    ks = keys.take(pa.array(order))
+    start = np.ones(n, dtype=bool)
+    if n > 1:
+        start[1:] = ~np.asarray(pc.equal(ks.slice(1), ks.slice(0, n - 1)))
+    if bool(start.all()):
+        return RecordIndexEntries(keys, parts, fids, millis)
+    first = order[np.flatnonzero(start)][np.cumsum(start) - 1]  # each row's first row
+    fi, ro = pa.array(first), pa.array(order)
+    differs = np.asarray(pc.or_(pc.not_equal(parts.take(fi), parts.take(ro)),
+                                pc.not_equal(fids.take(fi), fids.take(ro))))
+    if bool(differs.any()):
+        at = int(np.argmin(np.where(differs, order, n)))  # the earliest conflicting row
+        j, f = int(order[at]), int(first[at])
+        raise _two_inserts(keys[j].as_py(), (parts[f].as_py(), fids[f].as_py()),
+                           (parts[j].as_py(), fids[j].as_py()))
+    keep = pa.array(np.sort(order[start]))
+    return RecordIndexEntries(keys.take(keep), parts.take(keep), fids.take(keep), millis)
 
 
 __all__ = ["CommitContext", "FILES", "FilesKeeper", "PartitionKeeper", "RECORD_INDEX",

@@ -29,18 +29,22 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 import morlog.config as conf
-from morlog.logformat.blocks import delete_block, hfile_data_block
+from morlog.logformat.blocks import delete_block, hfile_data_block, record_index_block
 from morlog.logformat.constants import BlockType, HeaderKey
-from morlog.logformat.delete_content import DeleteRecord, OrderingValue
+from morlog.logformat.delete_content import DeleteRecord, OrderingValue, encode_delete_columns
 from morlog.logformat.errors import UsageError
 from morlog.logformat.hfile.codec import HBASE, HUDI_NATIVE, HFileStyle, decode_hfile, encode_hfile
 from morlog.logformat.hfile.content import encode_hfile_records
+from morlog.logformat.hfile.record_index import RecordIndexEntries
 from morlog.logformat.hudi_bloom import DynamicBloomV0
+from morlog.logformat.java_hash import file_group_indexes
 from morlog.logformat.mdt_records import (
     ALL_PARTITIONS_KEY,
     files_partition_records,
@@ -198,25 +202,49 @@ class MetadataTable:
             # a re-attempt of an instant the MDT has seen (Hudi's commitInternal rolls it back)
             self.roll_back(ctx.instant, None)
         #: (MDT partition, file id) -> (HFILE records, deleted keys)
-        work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]] = {}
+        work: dict[tuple[str, str], tuple[_Records, _Deletes]] = {}
         for keeper in keepers:
+            columns = keeper.entries(self, ctx)
+            if columns is not None:
+                if len(columns[0]) or len(columns[1]):
+                    self._shard_entries(keeper.partition, *columns, work)
+                continue
             recs, dels = keeper.records(self, ctx)
             if not recs and not dels:
                 continue
             part = keeper.partition
-            groups = self.file_groups(part)
-            if not groups:
-                if part != FILES:
-                    raise UsageError(f"the metadata table's {part} partition holds no file "
-                                     "group", path=self.partition_dir(part))
-                groups = [file_group_id(0)]
+            groups = self._groups(part)
+            lists: dict[str, tuple[list[dict[str, Any]], list[str]]] = {}
             for rec in recs:
                 fid = groups[keeper.file_group_index(str(rec["key"]), len(groups))]
-                work.setdefault((part, fid), ([], []))[0].append(rec)
+                lists.setdefault(fid, ([], []))[0].append(rec)
             for key in dels:
                 fid = groups[keeper.file_group_index(key, len(groups))]
-                work.setdefault((part, fid), ([], []))[1].append(key)
+                lists.setdefault(fid, ([], []))[1].append(key)
+            work.update({(part, fid): lists[fid] for fid in lists})
         self._write_work(ctx.instant, work)
+
+    def _groups(self, part: str) -> list[str]:
+        groups = self.file_groups(part)
+        if not groups:
+            if part != FILES:
+                raise UsageError(f"the metadata table's {part} partition holds no file "
+                                 "group", path=self.partition_dir(part))
+            groups = [file_group_id(0)]
+        return groups
+
+    def _shard_entries(self, part: str, entries: RecordIndexEntries, gone: pa.Array,
+                       work: dict[tuple[str, str], tuple[_Records, _Deletes]]) -> None:
+        """Column-wise entries and deleted keys of MDT partition ``part`` into ``work``, by
+        the file group each key hashes to (``file_group_indexes``, vectorized; the order of
+        the deleted keys kept within a group)."""
+        groups = self._groups(part)
+        none = RecordIndexEntries.empty(entries.instant_millis)
+        for g, rows in _by_shard(entries.keys, len(groups)):
+            work[(part, groups[g])] = (entries.take(rows), pa.array([], pa.string()))
+        for g, rows in _by_shard(gone, len(groups)):
+            recs, _ = work.get((part, groups[g]), (none, None))
+            work[(part, groups[g])] = (recs, gone.take(pa.array(rows)))
 
     def write_files_commit(self, instant: str, written: Mapping[str, Mapping[str, int]],
                            deleted: Mapping[str, Sequence[str]] | None = None,
@@ -232,8 +260,7 @@ class MetadataTable:
                           keepers)
 
     def _write_work(self, instant: str,
-                    work: dict[tuple[str, str], tuple[list[dict[str, Any]], list[str]]]
-                    ) -> None:
+                    work: dict[tuple[str, str], tuple[_Records, _Deletes]]) -> None:
         tl = self.timeline()
         w = self.writer()
         w.write(instant, "requested", {})
@@ -251,10 +278,19 @@ class MetadataTable:
             self.store.makedirs(d)
             schema = schemas[part]
             blocks = []
-            if recs:
+            if isinstance(recs, RecordIndexEntries):
+                if len(recs):
+                    blocks.append(record_index_block(recs, schema, instant, style=style,
+                                                     create_time_ms=created))
+            elif recs:
                 blocks.append(hfile_data_block(recs, schema, instant, style=style,
                                                create_time_ms=created))
-            if dels:
+            if isinstance(dels, pa.Array):
+                if len(dels):  # HFILE deletes: Hudi's natural order, IntWrapper(0)
+                    parts = pa.nulls(len(dels), pa.string()).fill_null(part)
+                    blocks.append(delete_block(encode_delete_columns(dels, parts), instant,
+                                               schema=schema))
+            elif dels:
                 blocks.append(delete_block([DeleteRecord(k, part, OrderingValue.natural())
                                             for k in dels], instant, schema=schema))
             if self.layout == 2:
@@ -412,6 +448,23 @@ class MetadataTable:
             elif "key" in r:
                 records.append(r)
         return files_view(records)
+
+
+#: what one MDT file group gets in a commit: records (per record, or record-index entries
+#: column-wise) and deleted keys (a list, or a string array)
+_Records: TypeAlias = list[dict[str, Any]] | RecordIndexEntries
+_Deletes: TypeAlias = list[str] | pa.Array
+
+
+def _by_shard(keys: pa.Array, count: int) -> list[tuple[int, npt.NDArray[np.int64]]]:
+    """(file group position, rows in their order) of every group ``keys`` hash to
+    (``mapRecordKeyToFileGroupIndex``, vectorized)."""
+    if not len(keys):
+        return []
+    shard = file_group_indexes(keys, count)
+    order = np.argsort(shard, kind="stable")
+    bounds = np.flatnonzero(np.diff(shard[order])) + 1
+    return [(int(shard[rows[0]]), rows) for rows in np.split(order, bounds)]
 
 
 def _without_meta_fields(schema: str) -> str:
