@@ -92,7 +92,8 @@ FLOOR := build/floor-env
 FLOOR_TESTS := tests/test_client.py tests/test_table_model.py tests/test_writer.py \
 	tests/test_queries.py tests/test_cdc.py tests/test_cdc_json.py tests/test_compaction.py \
 	tests/test_logcompaction.py tests/test_distributed_write.py tests/test_schema_evolution.py \
-	tests/test_record_index.py tests/test_codec_properties.py
+	tests/test_record_index.py tests/test_codec_properties.py tests/test_avro_columnar.py \
+	tests/test_read_paths.py
 check-floor:
 	rm -rf $(FLOOR) && $(PYTHON) -m venv $(FLOOR)
 	$(FLOOR)/bin/pip install -q "pyarrow==19.0.1" "numpy==1.26.4" "fastavro==1.9.0" \

@@ -260,7 +260,8 @@ def _parse_uuid_file_id(file_id: str) -> tuple[int, int, int] | None:
         head, index = file_id, MISSING_FILE_INDEX
     else:
         head, sep, tail = file_id.rpartition("-")
-        if not sep or len(head) != 36 or not tail.isdigit() or len(tail) > 9:
+        # isdecimal: the digits int() reads (isdigit also passes "²", which int() refuses)
+        if not sep or len(head) != 36 or not tail.isdecimal() or len(tail) > 9:
             return None
         index = int(tail)
     try:

@@ -76,7 +76,7 @@ _FILE_IDS = st.one_of(
     st.uuids().map(lambda u: str(u).upper() + "-0"),
     st.sampled_from([f"{_UUID}-1234567890", f"{_UUID}-x", f"{_UUID}-", _UUID[1:] + "-0",
                      "files-0000-0", "record-index-0003-0", "", "-0", f"{_UUID}--1",
-                     f"{_UUID}-0-0", f"{_UUID}-٣"]),
+                     f"{_UUID}-0-0", f"{_UUID}-٣", f"{_UUID}-²"]),
     st.text(max_size=40),
 )
 _KEYS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
