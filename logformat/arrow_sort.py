@@ -52,6 +52,15 @@ def from_numpy(values: Any) -> pa.Array:
                                  [None, pa.py_buffer(arr)])
 
 
+#: numpy's type of each Arrow integer and floating-point type (``DataType.to_pandas_dtype``
+#: gives the same but needs pandas on pyarrow 19, which morlog does not require)
+_NUMPY_TYPES = {t: np.dtype(d) for t, d in (
+    (pa.int8(), np.int8), (pa.int16(), np.int16), (pa.int32(), np.int32),
+    (pa.int64(), np.int64), (pa.uint8(), np.uint8), (pa.uint16(), np.uint16),
+    (pa.uint32(), np.uint32), (pa.uint64(), np.uint64), (pa.float16(), np.float16),
+    (pa.float32(), np.float32), (pa.float64(), np.float64))}
+
+
 def to_numpy(values: pa.Array | pa.ChunkedArray) -> Any:
     """``values.to_numpy()`` of integer, floating-point or boolean values without nulls,
     without the pandas import of ``to_numpy`` (see :func:`from_numpy`); other arrays
@@ -59,13 +68,13 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> Any:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     t = values.type
-    if values.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+    dtype = _NUMPY_TYPES.get(t)
+    if values.null_count == 0 and dtype is not None:
         if len(values) == 0:
-            return np.zeros(0, dtype=t.to_pandas_dtype())
+            return np.zeros(0, dtype=dtype)
         data = values.buffers()[1]
-        width = t.bit_width // 8
-        out = np.frombuffer(data, dtype=np.dtype(t.to_pandas_dtype()),
-                            count=len(values), offset=values.offset * width)
+        out = np.frombuffer(data, dtype=dtype, count=len(values),
+                            offset=values.offset * dtype.itemsize)
         out.flags.writeable = False  # Arrow's memory, as ``to_numpy`` gives it
         return out
     if values.null_count == 0 and pa.types.is_boolean(t):
