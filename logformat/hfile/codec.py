@@ -731,8 +731,8 @@ def _order_file_info(info: Mapping[bytes, bytes], style: HFileStyle) -> dict[byt
 
 
 def encode_hfile(
-    keys: Sequence[bytes],
-    values: Sequence[bytes],
+    keys: Sequence[bytes] | pa.Array,
+    values: Sequence[bytes] | pa.Array,
     *,
     file_info: Mapping[bytes, bytes] | None = None,
     meta_blocks: Mapping[bytes, bytes] | None = None,
@@ -747,41 +747,27 @@ def encode_hfile(
     value length, creation time, MVCC markers); ``meta_blocks`` are written in the given
     order (Hudi: ``bloomFilter``). With ``style`` and ``create_time_ms`` taken from a decoded
     Hudi file, the output reproduces Hudi's bytes (spec/mdt.md §1.7).
+
+    ``keys`` and ``values`` may be binary Arrow arrays (no nulls; keys ascending by unsigned
+    bytes): the same bytes, with no Python object per cell.
     """
     if len(keys) != len(values):
         raise UsageError("keys and values differ in length", expected=len(keys),
                          actual=len(values))
-    keys = [bytes(k) for k in keys]
-    values = [bytes(v) for v in values]
-    check_sorted_unique(keys)
-    return _encode_hfile(_Column.of_list(keys), _Column.of_list(values), file_info=file_info,
-                         meta_blocks=meta_blocks, codec=codec, style=style,
-                         block_size=block_size, create_time_ms=create_time_ms)
-
-
-def encode_hfile_arrays(
-    keys: pa.Array,
-    values: pa.Array,
-    *,
-    file_info: Mapping[bytes, bytes] | None = None,
-    meta_blocks: Mapping[bytes, bytes] | None = None,
-    codec: Codec = Codec.GZ,
-    style: HFileStyle = HUDI_NATIVE,
-    block_size: int = DEFAULT_BLOCK_SIZE,
-    create_time_ms: int = 0,
-) -> bytes:
-    """:func:`encode_hfile` of binary Arrow arrays (no nulls; keys strictly ascending by
-    unsigned bytes): the same bytes, with no Python object per cell."""
-    if len(keys) != len(values):
-        raise UsageError("keys and values differ in length", expected=len(keys),
-                         actual=len(values))
-    if keys.null_count or values.null_count:
-        raise UsageError("HFile keys and values must not be null")
-    keys = keys.cast(pa.large_binary())
-    check_sorted_unique_array(keys)
-    return _encode_hfile(_Column.of_array(keys), _Column.of_array(values),
-                         file_info=file_info, meta_blocks=meta_blocks, codec=codec,
-                         style=style, block_size=block_size, create_time_ms=create_time_ms)
+    if isinstance(keys, pa.Array) and isinstance(values, pa.Array):
+        if keys.null_count or values.null_count:
+            raise UsageError("HFile keys and values must not be null")
+        keys = keys.cast(pa.large_binary())
+        check_sorted_unique_array(keys)
+        key_col, value_col = _Column.of_array(keys), _Column.of_array(values)
+    else:
+        key_list = [bytes(k) for k in keys]
+        check_sorted_unique(key_list)
+        key_col, value_col = _Column.of_list(key_list), _Column.of_list(
+            [bytes(v) for v in values])
+    return _encode_hfile(key_col, value_col, file_info=file_info, meta_blocks=meta_blocks,
+                         codec=codec, style=style, block_size=block_size,
+                         create_time_ms=create_time_ms)
 
 
 def _encode_hfile(keys: _Column, values: _Column, *, file_info: Mapping[bytes, bytes] | None,

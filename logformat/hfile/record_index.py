@@ -14,7 +14,7 @@ the same fastavro call, schema and record as the per-record path
 :func:`~morlog.logformat.mdt_records.record_index_record`, which stays the reference), gives
 every key its location's value with one Arrow ``take``, sorts the cells by their UTF-8 key
 bytes with ``pyarrow.compute.sort_indices`` and lays them out with
-:func:`~morlog.logformat.hfile.codec.encode_hfile_arrays`: the same bytes, with no Python
+:func:`~morlog.logformat.hfile.codec.encode_hfile` of Arrow arrays: the same bytes, with no Python
 object per key. :func:`record_index_locations` is the inverse for a lookup's hits: each
 distinct value is decoded once (fastavro, with the reference path's typed errors) and
 spread to the hits by its dictionary code.
@@ -42,7 +42,7 @@ from morlog.logformat.hfile.codec import (
     HUDI_NATIVE,
     Codec,
     HFileStyle,
-    encode_hfile_arrays,
+    encode_hfile,
 )
 from morlog.logformat.mdt_records import record_index_file_id, record_index_record
 
@@ -152,7 +152,7 @@ def encode_record_index_hfile(entries: RecordIndexEntries, schema: str | dict[st
     values = record_index_values(entries, text, key_field=key_field)
     keys = entries.keys.cast(pa.string()).cast(pa.large_binary())
     order = pc.sort_indices(keys)  # stable, unsigned byte order: the reference's sort
-    return encode_hfile_arrays(keys.take(order), values.take(order),
+    return encode_hfile(keys.take(order), values.take(order),
                                file_info={FI_SCHEMA: text.encode("utf-8")}, codec=codec,
                                style=style, block_size=block_size,
                                create_time_ms=create_time_ms)
