@@ -164,6 +164,16 @@ def _decimal_node(t: dict[str, Any], named: dict[str, _Node], ns: str | None) ->
 
 #: a map's keys
 _STRING = _Node("string", pa.string())
+
+
+def _key_twice(counts: np.ndarray, keys: pa.Array) -> bool:
+    """Whether a map holds a key twice (``counts``: entries per map, ``keys`` of all maps
+    in order)."""
+    if len(keys) < 2:
+        return False
+    row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    pairs = pa.table({"r": row, "k": keys})
+    return bool(pairs.group_by(["r", "k"]).aggregate([]).num_rows != len(keys))
 #: the column-wise reader reads item j of every array in one step; more steps than this in
 #: one column of a block (a very long array) and fastavro reads the block instead
 MAX_ITEM_STEPS = 4096
@@ -331,6 +341,10 @@ class _Reader:
         if node.kind == "array":
             return pa.ListArray.from_arrays(offs, values, type=node.arrow)
         key_arr = pa.concat_arrays(keys).take(order) if keys else pa.array([], pa.string())
+        if _key_twice(totals, key_arr):
+            # fastavro's dict keeps one entry (the last value at the first key's place);
+            # only its path reads that
+            raise Unsupported("a map with a key twice")
         return pa.MapArray.from_arrays(offs, key_arr, values, type=node.arrow)
 
     def read(self, node: _Node, pos: np.ndarray, rows: np.ndarray) -> pa.Array:
@@ -674,6 +688,9 @@ class _Enc:
         counts = np.diff(offs)
         if node.kind == "map":
             keys, values = arr.values.slice(first, last - first).flatten()
+            if _key_twice(counts, keys):
+                # the per-record path makes each map a dict: one entry per key
+                raise Unsupported("a map with a key twice")
             self.items = [_Enc(_STRING, keys), _Enc(node.inner, values)]
         else:
             self.items = [_Enc(node.inner, arr.values.slice(first, last - first))]

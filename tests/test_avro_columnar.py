@@ -545,3 +545,37 @@ def test_decimal_column_the_fast_path_does_not_encode_goes_to_fastavro() -> None
         avro_data_block_from_arrow(wide, "1", schema=schema)
     with pytest.raises(UsageError, match="precision"):
         encode_records([{"d": decimal.Decimal("123.45")}], schema)
+
+
+def test_a_map_with_a_key_twice_reads_as_fastavro_reads_it() -> None:
+    """No Avro writer repeats a map key, but bytes may: fastavro keeps one entry (the last
+    value, at the first key's place); the column-wise reader leaves such a block to it."""
+    schema = json.dumps({"type": "record", "name": "r", "fields": [
+        {"name": "m", "type": {"type": "map", "values": "long"}}]})
+    twice = bytes([6]) + b"\x02a" + _long(1) + b"\x02b" + _long(2) + b"\x02a" + _long(3) \
+        + bytes([0])
+    once = bytes([2]) + b"\x02a" + _long(5) + bytes([0])
+    content = encode_avro_content([once, twice])
+    with pytest.raises(Unsupported):
+        decode_block_records_to_arrow(content, schema)
+    header = avro_data_block([{"m": {}}], schema, "1").header
+    got = decode_data_table(int(BlockType.AVRO_DATA), header, content)
+    assert got.column("m").to_pylist() == [[("a", 5)], [("a", 3), ("b", 2)]]
+    assert decode_block_records_to_arrow(encode_avro_content([once, once]), schema) \
+        .column("m").to_pylist() == [[("a", 5)], [("a", 5)]]  # one key per row: fast path
+
+
+def test_a_map_column_with_a_key_twice_is_written_as_the_per_record_path_writes_it() -> None:
+    """An Arrow map may repeat a key; the per-record path makes each map a dict (the last
+    value), and the column-wise writer leaves such a column to it."""
+    schema = json.dumps({"type": "record", "name": "r", "fields": [
+        {"name": "m", "type": {"type": "map", "values": "long"}}]})
+    table = pa.table({"m": pa.array([[("a", 1), ("a", 2)], [("a", 1), ("b", 2)]],
+                                    pa.map_(pa.string(), pa.int64()))})
+    with pytest.raises(Unsupported):
+        encode_arrow_to_records(table, schema)
+    expected = encode_avro_content(encode_records([{"m": {"a": 2}}, {"m": {"a": 1, "b": 2}}],
+                                                  schema))
+    assert avro_data_block_from_arrow(table, "1", schema=schema).content == expected
+    assert _fast_encode(table.slice(1), schema) == encode_avro_content(
+        encode_records([{"m": {"a": 1, "b": 2}}], schema))
