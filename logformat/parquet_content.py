@@ -53,46 +53,30 @@ _DICTIONARY_READABLE = (pa.types.is_string, pa.types.is_large_string, pa.types.i
                         pa.types.is_large_binary)
 
 
+#: Hudi's meta columns of few distinct values in a file (one commit, partition and file
+#: name per base file or block; more only after a log compaction or a clustering)
+LOW_CARDINALITY = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name")
+
+
 def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None = None,
                        schema: pa.Schema | None = None) -> list[str]:
-    """The top-level string and binary columns of ``pf`` (of ``columns``, when given) whose
-    chunks are dictionary-encoded in every row group, with a small dictionary
-    (:func:`_small_dictionary`): decoding those as Arrow dictionaries and
-    then casting to the plain type (a take of the dictionary) is about twice as fast as the
-    Parquet reader's own dense decode of dictionary pages (low-cardinality columns such as
-    Hudi's ``_hoodie_commit_time``, ``_hoodie_partition_path``, ``_hoodie_file_name``).
-    ``schema``: ``pf.schema_arrow`` when the caller has it (each call converts the footer
-    again, its key/value metadata included)."""
-    md = pf.metadata
-    if md.num_row_groups == 0:
-        return []
-    leaf = {pf.schema.column(i).path: i for i in range(md.num_columns)}
+    """The columns of ``pf`` (of ``columns``, when given) read as Arrow dictionaries, then
+    cast to their plain type: Hudi's low-cardinality meta columns (:data:`LOW_CARDINALITY`)
+    where they are strings. That is about twice as fast as the Parquet reader's own dense
+    decode of their dictionary pages.
+
+    Chosen by name, not by the column chunks' metadata: on a damaged footer pyarrow aborts
+    the process when a chunk's metadata is looked at (a ``ParquetException`` it does not
+    convert), while the read itself raises an error morlog reports. ``schema``:
+    ``pf.schema_arrow`` when the caller has it."""
     want = None if columns is None else set(columns)
     out = []
     for f in schema if schema is not None else pf.schema_arrow:
-        if want is not None and f.name not in want:
+        if f.name not in LOW_CARDINALITY or (want is not None and f.name not in want):
             continue
-        i = leaf.get(f.name)
-        if i is None or not any(t(f.type) for t in _DICTIONARY_READABLE):
-            continue
-        if all(_small_dictionary(md.row_group(g).column(i))
-               for g in range(md.num_row_groups)):
+        if any(t(f.type) for t in _DICTIONARY_READABLE):
             out.append(f.name)
     return out
-
-
-def _small_dictionary(chunk: Any) -> bool:
-    """Whether a column chunk has a dictionary page taking at most half of its bytes: a
-    column of few distinct values. (A small block's column of distinct keys is dictionary
-    encoded too, its dictionary as large as the column: decoding it as a dictionary and
-    expanding it costs a copy more than the plain decode.)"""
-    if not chunk.has_dictionary_page:
-        return False
-    start, data = chunk.dictionary_page_offset, chunk.data_page_offset
-    if start is None or data is None:
-        return False
-    size = data - start
-    return bool(0 < size and 2 * size <= chunk.total_compressed_size)
 
 
 def read_parquet_table(source: Any, pf: pq.ParquetFile | None = None,

@@ -89,28 +89,55 @@ def test_dictionary_reads_equal_plain_reads(case: tuple[bytes, list[str] | None]
         assert want.schema.field(name).type in (pa.string(), pa.binary(), pa.large_string())
 
 
-def test_dictionary_columns_are_the_dictionary_encoded_strings() -> None:
-    t = pa.table({"low": ["a", "b"] * 50, "i": list(range(100)), "plain": [str(i) for i in
-                                                                         range(100)]})
+def test_dictionary_columns_are_hudis_low_cardinality_meta_columns() -> None:
+    t = pa.table({"_hoodie_commit_time": ["1"] * 100, "_hoodie_record_key": [str(i) for i in
+                                                                           range(100)],
+                  "low": ["a", "b"] * 50, "i": list(range(100))})
     sink = pa.BufferOutputStream()
     pq.write_table(t, sink, use_dictionary=["low", "i"])
     pf = pq.ParquetFile(pa.BufferReader(sink.getvalue()))
-    assert dictionary_columns(pf) == ["low"]
-    assert dictionary_columns(pf, ["plain"]) == []
+    assert dictionary_columns(pf) == ["_hoodie_commit_time"]
+    assert dictionary_columns(pf, ["low"]) == []
+
+
+def test_a_footer_whose_chunk_metadata_pyarrow_cannot_build_is_an_error_not_an_abort() -> None:
+    """Damaged column-chunk metadata (here: a level histogram of the wrong size) makes
+    pyarrow abort the process when Python looks at the chunk, and raise when it reads:
+    the block's decode looks at no chunk metadata, so the damage is a library error."""
+    import random
+
+    from morlog.logformat.errors import MorlogError
+
+    t = pa.table({"_hoodie_commit_time": ["20250101000000000"] * 300,
+                  "k": [f"key{i}" for i in range(300)], "city": ["sf", "nyc", "la"] * 100,
+                  "v": list(range(300))})
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink, row_group_size=100)
+    data = sink.getvalue().to_pybytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for seed in range(200):  # damaged footers: each decodes or raises a MorlogError
+        rnd = random.Random(seed)
+        damaged = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            damaged[rnd.randrange(footer, len(data) - 8)] = rnd.randrange(256)
+        try:
+            decode_parquet_content(bytes(damaged))
+        except MorlogError:
+            pass
 
 
 def test_damaged_utf8_in_a_dictionary_is_a_content_error() -> None:
     """The UTF-8 check still runs when the string column is read as a dictionary."""
     from morlog.logformat.errors import ContentError
 
-    t = pa.table({"s": ["good\u00e9"] * 20})
+    t = pa.table({"_hoodie_file_name": ["good\u00e9"] * 20})
     sink = pa.BufferOutputStream()
     pq.write_table(t, sink, compression="none", use_dictionary=True)
     data = bytearray(sink.getvalue().to_pybytes())
     at = bytes(data).index("good\u00e9".encode())
     data[at + 4] = 0xFF  # the first byte of the two-byte e-acute: not UTF-8 any more
     pf = pq.ParquetFile(pa.BufferReader(bytes(data)))
-    assert dictionary_columns(pf) == ["s"]
+    assert dictionary_columns(pf) == ["_hoodie_file_name"]
     with pytest.raises(ContentError, match="does not decode"):
         decode_parquet_content(bytes(data))
 
