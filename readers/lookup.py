@@ -104,9 +104,16 @@ class TagResult:
 
     def file_ids(self) -> pa.Array:
         """Per key its file id, null for a new key (one Arrow take over the codes)."""
-        fid_of = pa.array([g[1] for g in self.groups] + [None], pa.string())
+        return self._by_code(1)
+
+    def partitions(self) -> pa.Array:
+        """Per key the partition holding it, null for a new key."""
+        return self._by_code(0)
+
+    def _by_code(self, i: int) -> pa.Array:
+        values = pa.array([g[i] for g in self.groups] + [None], pa.string())
         codes = np.asarray(self.codes, dtype=np.int64)
-        return fid_of.take(pa.array(np.where(codes >= 0, codes, len(self.groups))))
+        return values.take(pa.array(np.where(codes >= 0, codes, len(self.groups))))
 
     def as_dict(self) -> dict[str, dict[str, str] | None]:
         return {k: None if loc is None else {"partition": loc[0], "file_id": loc[1]}

@@ -768,10 +768,8 @@ def _global_tags(table: Table, keys: pa.Array, parts: pa.Array, rules: _BatchRul
     none = pa.nulls(len(keys), pa.string())
     if not found.moved.any():
         return fids, parts, none, none
-    where = pa.array([g[0] for g in tags.groups] or [""], pa.string())
-    fid_of = pa.array([g[1] for g in tags.groups] or [""], pa.string())
-    at = pa.array(np.where(tags.codes >= 0, tags.codes, 0))
-    old_part, old_fid = where.take(at), fid_of.take(at)
+    # where each moved key lives now (every moved key is one the index holds)
+    old_part, old_fid = tags.partitions(), fids
     moves = np.zeros(len(keys), dtype=bool)
     if rules.moves and not rules.delete:
         moves = found.moved & ~stored_wins(table, found, data, keys)
