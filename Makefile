@@ -55,7 +55,11 @@ $(PAIMON_STAMP): $(PAIMON_DEPS) $(STAMP)
 	$(PAIMON_VENV)/bin/python -m pip install -q --no-deps -e .
 	touch $(PAIMON_STAMP)
 
+# .venv is made before the two installs start: each `python -m venv` checks whether its
+# directory exists and then creates it with its parents, so the paimon environment's venv could
+# create .venv between the other's check and its mkdir ("File exists", seen in CI)
 setup:
+	mkdir -p $(VENV)
 	$(MAKE) --no-print-directory -j2 $(PAIMON_STAMP)
 
 $(DEMO_STAMP): pyproject.toml
