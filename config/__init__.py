@@ -446,6 +446,11 @@ RECORD_SIZE_ESTIMATOR_MAX_COMMITS = _o(
     "HoodieCompactionConfig.RECORD_SIZE_ESTIMATOR_MAX_COMMITS")
 WRITE_THREADS = _o("morlog.write.threads", None, "int", W, "write",
                    "file groups written at once (unset: the cores, at most 4)")
+LOCK_WAIT_TIME_MS = _o("hoodie.write.lock.wait_time_ms", "60000", "int", W, "write",
+                       "milliseconds a writer waits for another writer's lock on the table "
+                       "(held while a commit is planned or published) before it fails with "
+                       "ConcurrentWriterError (0: fails at once)",
+                       "HoodieLockConfig.LOCK_ACQUIRE_WAIT_TIMEOUT_MS")
 
 # the streaming sink (morlog.spark.stream) and Spark SQL (morlog.spark.sql)
 STREAMING_CHECKPOINT_IDENTIFIER = _o(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import re
+import threading
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -246,16 +249,46 @@ def test_not_a_table_and_existing_table(tmp_path: Path) -> None:
 
 
 def test_a_concurrent_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    """A writer finding the lock held waits hoodie.write.lock.wait_time_ms for it, then
+    fails naming the wait, nothing written; 0 fails at once."""
     t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", config=WriteConfig(**SMALL))
     t.upsert(_batch([1], 1))
     before = _listing(tmp_path)
     with open(tmp_path / ".hoodie" / "morlog.lock", "a") as other:
         fcntl.flock(other.fileno(), fcntl.LOCK_EX)
-        with pytest.raises(ConcurrentWriterError):
-            MorTable(str(tmp_path), WriteConfig(**SMALL)).upsert(_batch([2], 2))
+        cfg = WriteConfig.from_hoodie_options({"hoodie.write.lock.wait_time_ms": "300"})
+        assert cfg.lock_wait_seconds == 0.3
+        start = time.monotonic()
+        with pytest.raises(ConcurrentWriterError, match=r"waited 0\.3 s .*wait_time_ms"):
+            MorTable(str(tmp_path), dataclasses.replace(cfg, **SMALL)).upsert(_batch([2], 2))
+        assert time.monotonic() - start >= 0.3
+        with pytest.raises(ConcurrentWriterError) as exc:
+            MorTable(str(tmp_path), WriteConfig(**SMALL, lock_wait_seconds=0)).upsert(
+                _batch([2], 2))
+        assert "waited" not in str(exc.value)
     assert _listing(tmp_path) == before
     t.upsert(_batch([3], 3))  # the lock is free again
     assert set(_rows(tmp_path)) == {"k0001", "k0003"}
+
+
+def test_a_writer_waits_for_the_lock_another_writer_holds(tmp_path: Path) -> None:
+    """The default wait (Hudi's 60 s): a writer that finds the lock held commits once the
+    holder releases it (a driver killed mid-commit leaves a lock until its processes end)."""
+    t = MorTable.create(str(tmp_path), SCHEMA, key_field="id", config=WriteConfig(**SMALL))
+    t.upsert(_batch([1], 1))
+    assert WriteConfig().lock_wait_seconds == 60.0
+    other = open(tmp_path / ".hoodie" / "morlog.lock", "a")
+    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    release = threading.Timer(0.5, other.close)
+    release.start()
+    start = time.monotonic()
+    try:
+        r = MorTable(str(tmp_path), WriteConfig(**SMALL)).upsert(_batch([2], 2))
+    finally:
+        release.join()
+    assert time.monotonic() - start >= 0.5
+    assert r.inserts == 1
+    assert set(_rows(tmp_path)) == {"k0001", "k0002"}
 
 
 class Crash(BaseException):  # a writer dying (not an error it can handle)

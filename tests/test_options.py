@@ -122,6 +122,8 @@ def test_refusals_name_the_option() -> None:
         parse_write_options({"hoodie.parquet.max.file.size": "big"})
     with pytest.raises(UsageError, match="hoodie.write.set.null.for.missing.columns"):
         parse_write_options({"hoodie.write.set.null.for.missing.columns": "maybe"})
+    with pytest.raises(UsageError, match="hoodie.write.lock.wait_time_ms must be 0 or more"):
+        parse_write_options({"hoodie.write.lock.wait_time_ms": "-1"})
     with pytest.raises(UsageError, match="one record key field"):
         parse_write_options({"hoodie.datasource.write.recordkey.field": "a,b"})
     # the Spark source's short aliases are the Spark source's only

@@ -130,13 +130,14 @@ def test_append_mode_is_refused_on_s3(s3: str) -> None:
 def test_a_concurrent_writer_on_s3_gets_a_clear_error(s3: str) -> None:
     uri = _uri(s3)
     t = MorTable.create(uri, SCHEMA, key_field="id", partition_field="p",
-                        ordering_field="ts")
+                        ordering_field="ts", config=WriteConfig(lock_wait_seconds=0.2))
     t.upsert(_batch([1, 2, 3], 1))
     before = _rows(uri)
     other = MorTable(uri)
     lock = other.writer_lock()
     try:
-        with pytest.raises(ConcurrentWriterError, match="another writer"):
+        # the writer waits hoodie.write.lock.wait_time_ms for the lock object, then fails
+        with pytest.raises(ConcurrentWriterError, match=r"another writer.*waited 0\.2 s"):
             t.upsert(_batch([4, 5], 2))
     finally:
         lock.release()
@@ -185,7 +186,8 @@ def test_a_lock_whose_lease_ran_out_is_taken_over(s3: str) -> None:
     live = t.writer_lock()
     try:
         with pytest.raises(ConcurrentWriterError):
-            MorTable(uri).writer_lock()  # a live lease is respected
+            # a live lease is respected (no wait: the test's lease would run out in it)
+            MorTable(uri, WriteConfig(lock_wait_seconds=0)).writer_lock()
     finally:
         live.release()
 

@@ -119,7 +119,8 @@ def create_version(version: int | None, config: WriteConfig | None) -> int:
 def open_store(location: TableLocation, config: WriteConfig) -> WriteStore:
     """The store a writer of ``location`` publishes through, as ``config`` asks."""
     store = store_at(location, single_writer=config.single_writer,
-                     lease_seconds=config.lock_lease_seconds)
+                     lease_seconds=config.lock_lease_seconds,
+                     lock_wait_seconds=config.lock_wait_seconds)
     if config.mode == "append" and not store.can_append:
         raise UsageError("this storage cannot append to files: use mode='rollover'",
                          path=location.uri)

@@ -35,6 +35,7 @@ hoodie.parquet.small.file.limit                 ``small_file_limit``
                                                 (``morlog.small.file.limit``)
 hoodie.logfile.to.parquet.compression.ratio     ``log_to_parquet_ratio``
 hoodie.write.set.null.for.missing.columns       ``set_null_for_missing_columns``
+hoodie.write.lock.wait_time_ms                  ``lock_wait_seconds`` (ms there, s here)
 hoodie.datasource.write.reconcile.schema        ``reconcile_schema``
 hoodie.datasource.write.new.columns.nullable    ``new_columns_nullable``
 hoodie.schema.on.read.enable                    ``schema_on_read`` (spec/table.md §7.8)
@@ -164,6 +165,9 @@ class WriteConfig:
     #: S3: how long the writer lock object holds (a commit must finish within it; a writer
     #: that died leaves a lock that the next writer takes over after this time)
     lock_lease_seconds: float = DEFAULT_LEASE_SECONDS
+    #: hoodie.write.lock.wait_time_ms (in seconds here): how long a writer waits for
+    #: another writer's lock before it fails with ConcurrentWriterError (0: fails at once)
+    lock_wait_seconds: float = conf.default_int(conf.LOCK_WAIT_TIME_MS) / 1000
     #: hoodie.write.set.null.for.missing.columns: a batch without a nullable data column
     #: is refused (False, Hudi's default) or written with NULL in that column (True: the
     #: stored value of an updated record is replaced by NULL, as in Hudi)
@@ -397,6 +401,8 @@ def parse_write_options(options: Mapping[str, object], *,
             setattr(cfg, _FLOATS[key], _float(key, value))
         elif key in _NON_NEGATIVE_FLOATS:
             setattr(cfg, _NON_NEGATIVE_FLOATS[key], _float(key, value, zero=True))
+        elif key == conf.LOCK_WAIT_TIME_MS:
+            cfg.lock_wait_seconds = _float(key, value, zero=True) / 1000
         elif key in IGNORED_HOODIE_OPTIONS:
             continue
         else:

@@ -144,8 +144,33 @@ class WriteStore:
     def truncate(self, path: str, size: int) -> None:
         raise UsageError("this storage cannot truncate", path=path)
 
+    #: how long :meth:`lock` waits for the writer that holds the lock to release it
+    #: (``hoodie.write.lock.wait_time_ms``; 0: not at all). Writers hold it for a commit's
+    #: planning and publishing only, so waiting is what a second writer wants; a store made
+    #: without a config does not wait (``repair`` asks whether a writer is live)
+    lock_wait_seconds = 0.0
+
     def lock(self, table_path: str) -> WriterLock:
-        """Take the table's writer lock or raise :class:`ConcurrentWriterError`."""
+        """Take the table's writer lock, waiting up to :attr:`lock_wait_seconds` for the
+        writer holding it, or raise :class:`ConcurrentWriterError`."""
+        deadline = time.monotonic() + self.lock_wait_seconds
+        pause = 0.01
+        while True:
+            try:
+                return self.try_lock(table_path)
+            except ConcurrentWriterError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if self.lock_wait_seconds <= 0:
+                        raise
+                    raise ConcurrentWriterError(
+                        f"{exc.message} (waited {self.lock_wait_seconds:g} s for it: "
+                        "hoodie.write.lock.wait_time_ms)", path=exc.path) from None
+                time.sleep(min(pause, left))
+                pause = min(2 * pause, 1.0)
+
+    def try_lock(self, table_path: str) -> WriterLock:
+        """Take the table's writer lock now or raise :class:`ConcurrentWriterError`."""
         raise NotImplementedError
 
 
@@ -308,7 +333,7 @@ class LocalStore(WriteStore):
             finally:
                 os.close(fd)
 
-    def lock(self, table_path: str) -> WriterLock:
+    def try_lock(self, table_path: str) -> WriterLock:
         path = os.path.join(table_path, ".hoodie", "morlog.lock")
         with write_errors("opening the writer lock file", path):
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -375,7 +400,7 @@ class ArrowStore(WriteStore):
         with write_errors("deleting the folder", directory):
             self.fs.delete_dir(directory)
 
-    def lock(self, table_path: str) -> WriterLock:
+    def try_lock(self, table_path: str) -> WriterLock:
         return _NoLock()
 
 
@@ -435,7 +460,7 @@ class S3Store(ArrowStore):
                                             path=path) from None
             raise WriteError(f"S3 PUT replacing the file failed: {exc}", path=path) from exc
 
-    def lock(self, table_path: str) -> WriterLock:
+    def try_lock(self, table_path: str) -> WriterLock:
         bucket, key = self.bucket_key(self.join(table_path, ".hoodie", "morlog.lock"))
         owner = uuid.uuid4().hex
 
@@ -540,18 +565,23 @@ def store_for(path: str | TableLocation, filesystem: Any = None, *,
 
 
 def store_at(location: TableLocation, *, single_writer: bool = False,
-             lease_seconds: float = DEFAULT_LEASE_SECONDS) -> WriteStore:
-    """The write store for a resolved table location."""
+             lease_seconds: float = DEFAULT_LEASE_SECONDS,
+             lock_wait_seconds: float = 0.0) -> WriteStore:
+    """The write store for a resolved table location; its :meth:`~WriteStore.lock` waits
+    up to ``lock_wait_seconds`` for another writer's lock."""
+    store: WriteStore
     if location.kind == "local" or location.fs_type == "local":
-        return LocalStore()
-    fs = location.filesystem
-    if location.fs_type == "s3" and not location.explicit_fs:
-        return S3Store(fs, _s3_client(location), lease_seconds)
-    if single_writer:
-        return ArrowStore(fs)
-    raise UsageError("this file system has no atomic exclusive create, so concurrent writers "
-                     "cannot be kept apart; pass an s3:// URI, or single_writer=True if "
-                     "this is the only writer", path=location.uri)
+        store = LocalStore()
+    elif location.fs_type == "s3" and not location.explicit_fs:
+        store = S3Store(location.filesystem, _s3_client(location), lease_seconds)
+    elif single_writer:
+        store = ArrowStore(location.filesystem)
+    else:
+        raise UsageError("this file system has no atomic exclusive create, so concurrent "
+                         "writers cannot be kept apart; pass an s3:// URI, or "
+                         "single_writer=True if this is the only writer", path=location.uri)
+    store.lock_wait_seconds = max(0.0, float(lock_wait_seconds))
+    return store
 
 
 __all__ = ["ArrowStore", "ConcurrentWriterError", "LocalStore", "S3Store", "WriteStore",
