@@ -115,8 +115,10 @@ def encode_base_keys(keys: pa.Array, base_file: str, base_size: int, *,
     fp = xxh64_batch(KeyBatch.of(arr)) if hashes is None else np.asarray(hashes, np.uint64)
     if len(fp) != n:
         raise UsageError("one hash per key", expected=n, actual=len(fp))
-    # by fingerprint, then key bytes (equal fingerprints are rare: sort only those)
-    order = np.argsort(fp, kind="stable")
+    # by fingerprint, then key bytes (equal fingerprints are rare: sort only those). Not a
+    # stable sort: ties are ordered by key bytes below, and equal keys are equal bytes (numpy's
+    # quicksort of 64-bit integers is 5x faster than its stable sort here)
+    order = np.argsort(fp)
     fp = fp[order]
     if n > 1 and bool((fp[1:] == fp[:-1]).any()):
         t = pa.table({"f": pa.array(fp), "k": arr.take(pa.array(order)).cast(pa.binary()),
@@ -132,11 +134,12 @@ def encode_base_keys(keys: pa.Array, base_file: str, base_size: int, *,
         start, end = int(offs[0]), int(offs[-1])
         if end - start >= 2**31:
             raise UsageError("base-key index over 2 GiB of keys", path=base_file)
-        data = b"" if data_buf is None else data_buf.to_pybytes()[start:end]
+        # a view of the key bytes: the payload below is the one copy
+        data: memoryview | bytes = b"" if data_buf is None else memoryview(data_buf)[start:end]
         rel = (offs - start).astype("<u4")
     else:
         data, rel = b"", np.zeros(1, dtype="<u4")
-    raw = fp.astype("<u8").tobytes() + rel.tobytes() + data
+    raw = b"".join((fp.astype("<u8", copy=False).data, rel.data, data))
     name = base_file.encode("utf-8")
     if len(name) > MAX_NAME:
         raise UsageError("base file name too long for a base-key index", path=base_file)

@@ -83,7 +83,7 @@ def encode_fingerprints(hashes: npt.NDArray[np.uint64], rows: npt.NDArray[Any], 
         raise UsageError("one row per hash", expected=h.shape, actual=r.shape)
     if r.size and (int(r.min()) < 0 or int(r.max()) > 0xFFFFFFFF):
         raise UsageError("fingerprint rows fit in 32 bits", actual=int(r.max()))
-    order = np.argsort(h, kind="stable")
+    order = np.argsort(h)  # no ties to order: equal hashes are refused below
     h = h[order]
     r = r[order].astype(np.uint32)
     if h.size > 1 and bool(np.any(h[1:] == h[:-1])):

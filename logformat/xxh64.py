@@ -112,7 +112,7 @@ def key_groups(keys: pa.Array, hashes: U64 | None = None) -> npt.NDArray[np.int6
         return np.asarray(enc.indices.fill_null(len(enc.dictionary)).to_numpy(),
                           dtype=np.int64)
     h = xxh64_batch(KeyBatch.of(keys)) if hashes is None else hashes
-    o = np.argsort(h, kind="stable")
+    o = np.argsort(h)  # ties need no order: equal hashes get one group number below
     hs = h[o]
     same = hs[1:] == hs[:-1]
     pairs = np.flatnonzero(same)
