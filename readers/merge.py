@@ -53,6 +53,8 @@ from .storage import LocalStorage, Storage
 from .timeline import Timeline
 
 SEQ, DEL, ORD, KEY = "__morlog_seq", "__morlog_delete", "__morlog_ord", "__morlog_key"
+#: the key group of a merge candidate
+GROUP = "__morlog_group"
 COMMIT_TIME, EVENT_TIME = "COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING"
 
 
@@ -149,7 +151,7 @@ def merge_slice(base_table: pa.Table | None, blocks: list[LogBlock], spec: Merge
     target = _unified_schema(schemas) if schemas else None
     records = (pa.concat_tables([conform(p, target) for p in parts]) if parts and target
                is not None else None)
-    return _pick_winners(records, deletes, spec)
+    return _pick_winners(records, deletes, spec, n_base=start)
 
 
 def _unified_schema(schemas: list[pa.Schema]) -> pa.Schema:
@@ -203,9 +205,13 @@ def _delete_ordering(values: Sequence[Any], i: int, several: bool) -> list[Any]:
 
 def _pick_winners(records: pa.Table | None,
                   deletes: DeleteRows | Sequence[tuple[str, int, bool, Any]],
-                  spec: MergeSpec) -> pa.Table:
+                  spec: MergeSpec, n_base: int = 0) -> pa.Table:
     """The winner of each key among ``records`` and ``deletes`` (column-wise, or as
-    ``(key, seq, natural, ordering value)`` tuples)."""
+    ``(key, seq, natural, ordering value)`` tuples). The first ``n_base`` records are the
+    base file's: a key it holds more than once merges with the logs at its first copy only,
+    and its later copies are kept as they are, as Hudi's reader returns them (the log record
+    leaves its map at the first base record of the key:
+    ``KeyBasedFileGroupRecordBuffer.hasNextBaseRecord``)."""
     if records is None:
         return pa.table({})
     if not isinstance(deletes, DeleteRows):
@@ -228,9 +234,9 @@ def _pick_winners(records: pa.Table | None,
             cols[_ord_name(i)] = col
             ord_types.append(col.type)
     cand = pa.table(cols)
+    nat = deletes.natural
     if len(deletes):
         nd = len(deletes)
-        nat = deletes.natural
         dcols: dict[str, Any] = {
             KEY: deletes.keys, SEQ: from_numpy(deletes.seq),
             DEL: from_numpy(np.ones(nd, dtype=bool)),
@@ -241,18 +247,28 @@ def _pick_winners(records: pa.Table | None,
             for i, t in enumerate(ord_types):
                 dcols[_ord_name(i)] = deletes.ordering(i, t, several)
         cand = pa.concat_tables([cand, pa.table(dcols).select(cand.column_names)])
-        if event and nat.any():
-            bar = pa.table({KEY: deletes.keys.filter(from_numpy(nat)),
-                            "__bar": from_numpy(deletes.seq[nat])})
-            bar = bar.group_by(KEY).aggregate([("__bar", "max")])
-            j = cand.join(bar, KEY, join_type="left outer", use_threads=False)
-            keep = pc.greater_equal(j.column(SEQ), j.column("__bar_max").fill_null(-1))
-            cand = j.filter(keep).drop_columns(["__bar_max"])
-    if cand.num_rows == 0:
-        return records.slice(0, 0).drop_columns([SEQ, KEY])
-    win = _winners(cand, len(ord_types))
-    alive = win & ~to_numpy(cand.column(DEL))
+    # keys grouped once; the base file's later copies of a key leave the candidates (their
+    # rows are kept below); the groups travel with the rows through the join below
+    groups = key_groups(cand.column(KEY))
+    later = _later_copies(groups[:n_base])
+    if later.size:
+        stay = np.ones(cand.num_rows, dtype=bool)
+        stay[later] = False  # the first rows of ``cand`` are the records, in order
+        cand, groups = cand.filter(from_numpy(stay)), groups[stay]
+    cand = cand.append_column(GROUP, from_numpy(groups))
+    if len(deletes) and event and nat.any():
+        bar = pa.table({KEY: deletes.keys.filter(from_numpy(nat)),
+                        "__bar": from_numpy(deletes.seq[nat])})
+        bar = bar.group_by(KEY).aggregate([("__bar", "max")])
+        j = cand.join(bar, KEY, join_type="left outer", use_threads=False)
+        keep = pc.greater_equal(j.column(SEQ), j.column("__bar_max").fill_null(-1))
+        cand = j.filter(keep).drop_columns(["__bar_max"])
     mask = np.zeros(n, dtype=bool)
+    mask[later] = True
+    if cand.num_rows == 0:
+        return keep_rows(records.drop_columns([SEQ, KEY]), mask)
+    win = _winners(cand, len(ord_types), to_numpy(cand.column(GROUP)))
+    alive = win & ~to_numpy(cand.column(DEL))
     mask[to_numpy(cand.column("__row"))[alive]] = True
     # the winners in record order: a filter, not a take of the (many-chunked) records
     # the key and sequence columns dropped first: filtering copies every column it keeps
@@ -298,12 +314,23 @@ def _ordering_values(col: pa.Array | pa.ChunkedArray, idx: np.ndarray) -> np.nda
     return np.asarray(to_numpy(rank_nulls_first(arr.take(from_numpy(idx)))))
 
 
-def _winners(cand: pa.Table, n_ord: int) -> np.ndarray:
+def _later_copies(groups: np.ndarray) -> np.ndarray:
+    """Positions in ``groups`` whose group occurs at an earlier position (ascending)."""
+    if groups.size < 2 or int(np.bincount(groups).max()) < 2:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(groups, kind="stable")  # within a group: by position
+    s = groups[order]
+    later = np.zeros(groups.size, dtype=bool)
+    later[1:] = s[1:] == s[:-1]
+    return np.sort(order[later]).astype(np.int64)
+
+
+def _winners(cand: pa.Table, n_ord: int, groups: np.ndarray | None = None) -> np.ndarray:
     """Which candidates win their key: the greatest by (ordering values, nulls first; then
-    SEQ). Keys are grouped by hashing (:func:`key_groups`), not by sorting strings; only
-    the candidates of keys that occur more than once are sorted, on integers (ordering
-    values as they are, or as dense ranks)."""
-    g = key_groups(cand.column(KEY))
+    SEQ). Keys are grouped by hashing (:func:`key_groups`; ``groups``: the caller's),
+    not by sorting strings; only the candidates of keys that occur more than once are
+    sorted, on integers (ordering values as they are, or as dense ranks)."""
+    g = key_groups(cand.column(KEY)) if groups is None else groups
     counts = np.bincount(g)
     multi = counts[g] > 1
     win = ~multi

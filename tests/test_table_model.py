@@ -783,9 +783,9 @@ def test_a_slice_without_log_blocks_reads_as_its_base_file(
     merged: list[int] = []
     real = merge_mod._pick_winners
 
-    def counting(records: Any, *a: Any) -> Any:
+    def counting(records: Any, *a: Any, **kw: Any) -> Any:
         merged.append(records.num_rows)
-        return real(records, *a)
+        return real(records, *a, **kw)
 
     monkeypatch.setattr(merge_mod, "_pick_winners", counting)
     table = Table(str(path))
