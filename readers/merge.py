@@ -248,26 +248,28 @@ def _pick_winners(records: pa.Table | None,
                 dcols[_ord_name(i)] = deletes.ordering(i, t, several)
         cand = pa.concat_tables([cand, pa.table(dcols).select(cand.column_names)])
     # keys grouped once; the base file's later copies of a key leave the candidates (their
-    # rows are kept below); the groups travel with the rows through the join below
+    # rows are kept below)
     groups = key_groups(cand.column(KEY))
     later = _later_copies(groups[:n_base])
     if later.size:
         stay = np.ones(cand.num_rows, dtype=bool)
         stay[later] = False  # the first rows of ``cand`` are the records, in order
         cand, groups = cand.filter(from_numpy(stay)), groups[stay]
-    cand = cand.append_column(GROUP, from_numpy(groups))
     if len(deletes) and event and nat.any():
         bar = pa.table({KEY: deletes.keys.filter(from_numpy(nat)),
                         "__bar": from_numpy(deletes.seq[nat])})
         bar = bar.group_by(KEY).aggregate([("__bar", "max")])
-        j = cand.join(bar, KEY, join_type="left outer", use_threads=False)
+        # the join reorders the rows: the groups travel with them as a column
+        j = cand.append_column(GROUP, from_numpy(groups)).join(
+            bar, KEY, join_type="left outer", use_threads=False)
         keep = pc.greater_equal(j.column(SEQ), j.column("__bar_max").fill_null(-1))
         cand = j.filter(keep).drop_columns(["__bar_max"])
+        groups = to_numpy(cand.column(GROUP))
     mask = np.zeros(n, dtype=bool)
     mask[later] = True
     if cand.num_rows == 0:
         return keep_rows(records.drop_columns([SEQ, KEY]), mask)
-    win = _winners(cand, len(ord_types), to_numpy(cand.column(GROUP)))
+    win = _winners(cand, len(ord_types), groups)
     alive = win & ~to_numpy(cand.column(DEL))
     mask[to_numpy(cand.column("__row"))[alive]] = True
     # the winners in record order: a filter, not a take of the (many-chunked) records
